@@ -1,0 +1,169 @@
+"""Safe reading of a run's files: artifact folders, JSON files, statuses.
+
+run-directory.md and readings R3, R4, R5, R43: an attempt's artifact folder comes from the
+row's ``artifact_dir`` (or the runner's convention); a folder that is absolute or leaves the
+run folder, also through a symlink, is refused and never followed; only regular files are
+read; every failure is an *availability status*, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+AVAILABLE = "available"
+MISSING = "missing"
+INVALID = "invalid"
+UNREADABLE = "unreadable"
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+@dataclass(frozen=True)
+class ArtifactDir:
+    """Where an attempt's artifacts are, or why there are none.
+
+    ``relative`` is the normalized folder relative to the run folder ("." for the run
+    folder itself); it is None when the folder was refused, with ``refused_reason`` set.
+    """
+
+    relative: str | None
+    refused_reason: str | None = None
+
+    @property
+    def refused(self) -> bool:
+        return self.relative is None
+
+
+@dataclass(frozen=True)
+class JsonFile:
+    """The outcome of reading one JSON file: status, parsed value, and why not."""
+
+    status: str
+    value: Any = None
+    reason: str | None = None
+    path: str | None = None  # relative to the run folder
+
+    @property
+    def available(self) -> bool:
+        return self.status == AVAILABLE
+
+
+def conventional_dir(task_id: str, attempt: int) -> str:
+    """The runner's folder convention (R4): tasks/<task>, tasks/<task>/attempt-<n> for n > 1."""
+    if attempt > 1:
+        return f"tasks/{task_id}/attempt-{attempt}"
+    return f"tasks/{task_id}"
+
+
+def normalize_relative(path: str) -> ArtifactDir:
+    """Normalize a recorded relative folder, refusing absolute or escaping paths (R5, R43)."""
+    if "\x00" in path:
+        return ArtifactDir(None, "contains a NUL byte")
+    unified = path.replace("\\", "/")
+    if unified.startswith("/") or _DRIVE.match(unified):
+        return ArtifactDir(None, "absolute path")
+    normalized = posixpath.normpath(unified) if unified else "."
+    if normalized == ".." or normalized.startswith("../"):
+        return ArtifactDir(None, "leaves the run folder")
+    return ArtifactDir(normalized)
+
+
+def resolve_artifact_dir(run_dir: Path, real_run_dir: str, recorded: object, task_id: str, attempt: int) -> ArtifactDir:
+    """The attempt's artifact folder (R4, R5): recorded ``artifact_dir`` or the convention.
+
+    ``real_run_dir`` is ``os.path.realpath(run_dir)``, computed once per run. A folder
+    whose real location (symlinks resolved) is outside the run folder is refused.
+    """
+    if recorded is None:
+        candidate = normalize_relative(conventional_dir(task_id, attempt))
+    elif isinstance(recorded, str):
+        candidate = normalize_relative(recorded)
+    else:
+        return ArtifactDir(None, "artifact_dir is not a string")
+    if candidate.refused:
+        return candidate
+    real = os.path.realpath(os.path.join(real_run_dir, candidate.relative))
+    if real != real_run_dir and not real.startswith(real_run_dir + os.sep):
+        return ArtifactDir(None, "resolves (through a symlink) outside the run folder")
+    return candidate
+
+
+def _loads(data: bytes) -> Any:
+    """Parse JSON bytes; orjson first, the standard library for what orjson refuses.
+
+    The fallback accepts what the standard library accepts (NaN, Infinity, integers of
+    any size): such values become unavailable later (R42) instead of losing the whole file
+    or line. Raises ValueError (or UnicodeDecodeError) when the data is not JSON.
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        text = data.decode("utf-8")  # not UTF-8 -> UnicodeDecodeError (a ValueError)
+        return json.loads(text)
+
+
+def loads_json(data: bytes) -> Any:
+    """Public wrapper of the JSON parser used for every input file and line."""
+    return _loads(data)
+
+
+def read_json_file(run_dir: Path, real_run_dir: str, relative: str) -> JsonFile:
+    """Read one JSON file below the run folder without ever raising (R3, R5).
+
+    missing: no such file; unreadable: not a regular file, a symlink leaving the run
+    folder, or an OS error; invalid: empty, not UTF-8 or not JSON.
+    """
+    full = os.path.join(real_run_dir, relative)
+    try:
+        st = os.stat(full)  # follows symlinks
+    except FileNotFoundError:
+        if os.path.islink(full):
+            return JsonFile(UNREADABLE, reason="dangling symlink", path=relative)
+        return JsonFile(MISSING, reason="file not found", path=relative)
+    except (OSError, ValueError) as exc:
+        return JsonFile(UNREADABLE, reason=f"cannot stat: {exc}", path=relative)
+    if not stat.S_ISREG(st.st_mode):
+        return JsonFile(UNREADABLE, reason="not a regular file", path=relative)
+    # The folder itself was checked by resolve_artifact_dir; a file that is a symlink
+    # must not lead outside either.
+    if os.path.islink(full):
+        real = os.path.realpath(full)
+        if not real.startswith(real_run_dir + os.sep):
+            return JsonFile(UNREADABLE, reason="symlink resolves outside the run folder", path=relative)
+    try:
+        with open(full, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        return JsonFile(UNREADABLE, reason=f"cannot read: {exc.strerror or exc}", path=relative)
+    if not data.strip():
+        return JsonFile(INVALID, reason="empty file", path=relative)
+    try:
+        return JsonFile(AVAILABLE, _loads(data), path=relative)
+    except UnicodeDecodeError:
+        return JsonFile(INVALID, reason="not UTF-8", path=relative)
+    except ValueError as exc:
+        return JsonFile(INVALID, reason=f"not valid JSON ({_first_line(exc)})", path=relative)
+    except RecursionError:
+        return JsonFile(INVALID, reason="JSON nested too deeply", path=relative)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def artifact_file(artifact_dir: ArtifactDir, name: str) -> str | None:
+    """Relative path of a file in an attempt's folder, None when the folder was refused."""
+    if artifact_dir.refused:
+        return None
+    if artifact_dir.relative == ".":
+        return name
+    return f"{artifact_dir.relative}/{name}"

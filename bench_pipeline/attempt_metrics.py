@@ -1,0 +1,763 @@
+"""Stage 2, derived attempt metrics: history and episode formulas (reference 3.1-3.6).
+
+The formulas are pure functions over parsed JSON (``derive_history``, ``derive_episode``,
+``outcome``); ``derive_attempt`` assembles one attempt row from a results.jsonl row and its
+artifacts, choosing per field between the derived and the recorded value (3.1, R3, R34).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .artifacts import (
+    AVAILABLE,
+    INVALID,
+    MISSING,
+    ArtifactDir,
+    JsonFile,
+    artifact_file,
+    read_json_file,
+    resolve_artifact_dir,
+)
+from .run_reader import RawRow, RawRun
+from .stats import is_number
+
+# --- Vocabulary (reference 2, 3.4) -------------------------------------------------------
+
+STATUSES = ("passed", "failed", "timeout", "judge_error", "skipped")
+FAILURE_CLASSES = ("agent", "environment", "evaluation", "skipped", "unknown")
+STAGES = (
+    "setup", "perception", "planning", "action_selection", "device_execution",
+    "state_verification", "recovery", "final_response", "evaluation", "unknown",
+)
+
+#: Reference 3.4: the explicit device-action allowlist.
+DEVICE_ACTION_TOOLS = frozenset({
+    "touch_gesture", "enter_text", "keyboard_text", "keyboard_tap", "mouse_move",
+    "mouse_scroll", "quick_action", "open_app", "launch_app", "open_url",
+    "search_launch_app", "bridge_open_app", "bridge_clipboard", "bridge_contacts",
+    "bridge_calendar", "bridge_notification", "bridge_media",
+    "swipe", "tap", "long_press", "drag", "press_key",
+})
+#: Reference 3.4: a listed bridge_* tool with one of these actions is a read-only query.
+READ_ONLY_BRIDGE_ACTIONS = frozenset({"query", "read", "get", "inspect", "list", "search"})
+
+#: Fields whose value comes from history.json (3.3-3.5).
+HISTORY_FIELDS = (
+    "llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
+    "tool_calls", "screenshots_taken", "device_actions",
+)
+#: Fields only episode.json supplies (R3).
+EPISODE_FIELDS = ("device_execution_ms", "replan_count", "time_to_first_token_ms")
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
+#: Every field with a provenance entry (R34).
+PROVENANCE_FIELDS = HISTORY_FIELDS + EPISODE_FIELDS + TOKEN_FIELDS + (
+    "tool_errors", "first_failure_stage", "failure_event_ref",
+)
+#: Reference 3.5: history usage keys (primary, fallback) and the episode ``extra`` override.
+TOKEN_SOURCES = {
+    "input_tokens": (("input_tokens", "prompt_tokens"), "prompt_tokens"),
+    "output_tokens": (("output_tokens", "completion_tokens"), "completion_tokens"),
+    "total_tokens": (("total_tokens",), "total_tokens"),
+    "cached_input_tokens": (("cached_input_tokens", "cached_tokens"), "cached_prompt_tokens"),
+    "reasoning_tokens": (("reasoning_tokens",), "reasoning_tokens"),
+}
+#: Integer-valued fields (a recorded non-integral value is unavailable).
+COUNT_FIELDS = frozenset({
+    "llm_calls", "vision_llm_calls", "tool_calls", "screenshots_taken", "device_actions",
+    "tool_errors", "replan_count", "retry_count", "rubric_pass_count", "rubric_total",
+})
+ERROR_TEXT_FIELDS = (
+    "error", "agent_error", "judge_error", "environment_state_error", "episode_error",
+    "pre_screenshot_error", "post_screenshot_error",
+)
+
+
+# --- Small readers --------------------------------------------------------------------
+
+def parse_tool_input(value: object) -> dict | None:
+    """A tool input as an object, or None for "no input" (run-directory.md, R21).
+
+    An object is used as is; a string holding a JSON object is parsed; anything else
+    (an unparseable string, non-object JSON) is no input.
+    """
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def is_device_action(tool_name: object, tool_input: dict | None) -> bool:
+    """Reference 3.4: an allowlisted tool, minus the two read-only exclusions.
+
+    quick_action with ``list`` exactly true (R20) and a listed bridge_* tool whose
+    case-insensitive ``action`` is a query verb are excluded. No input excludes nothing.
+    """
+    if tool_name not in DEVICE_ACTION_TOOLS:
+        return False
+    if tool_input is None:
+        return True
+    if tool_name == "quick_action":
+        return tool_input.get("list") is not True
+    if tool_name.startswith("bridge_"):
+        action = tool_input.get("action")
+        return not (isinstance(action, str) and action.lower() in READ_ONLY_BRIDGE_ACTIONS)
+    return True
+
+
+def _json_object(content: object) -> dict | None:
+    """The JSON object a string tool result holds, else None (only strings are parsed, R15)."""
+    if not isinstance(content, str):
+        return None
+    stripped = content.lstrip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        parsed = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _has_image(message: dict) -> bool:
+    attachments = message.get("attachments")
+    if not isinstance(attachments, list):
+        return False
+    return any(isinstance(a, dict) and a.get("type") == "image" for a in attachments)
+
+
+# --- History (3.3, 3.5) ---------------------------------------------------------------
+
+@dataclass
+class HistoryMetrics:
+    """Everything history.json supplies for one attempt."""
+
+    llm_calls: int | None = None
+    llm_time_ms: float | None = None
+    vision_llm_calls: int | None = None
+    vision_llm_time_ms: float | None = None
+    tool_calls: int = 0
+    screenshots_taken: int = 0
+    device_actions: int = 0
+    tool_errors: int = 0
+    tokens: dict[str, float | None] = field(default_factory=dict)
+    first_error_ref: str | None = None
+    first_error_stage: str | None = None
+
+
+def pair_tool_calls(messages: list, calls: list[int], results: list[int]) -> dict[int, int]:
+    """Pair tool_call messages with tool_result messages (run-directory.md, R14).
+
+    In call order, each result answering at most one call: a call with an id takes the
+    first later result with that id not already taken; a call without an id takes the next
+    later result with the same tool name not already taken. Returns {call index: result index}.
+    """
+    by_id: dict[object, list[int]] = {}
+    by_name: dict[object, list[int]] = {}
+    for r in results:
+        msg = messages[r]
+        rid = msg.get("tool_call_id")
+        if rid is not None:
+            by_id.setdefault(rid, []).append(r)
+        by_name.setdefault(msg.get("tool_name"), []).append(r)
+    cursor: dict[tuple[str, object], int] = {}
+    taken: set[int] = set()
+    pairs: dict[int, int] = {}
+    for c in calls:
+        msg = messages[c]
+        cid = msg.get("tool_call_id")
+        key = ("id", cid) if cid is not None else ("name", msg.get("tool_name"))
+        candidates = by_id.get(cid, ()) if cid is not None else by_name.get(msg.get("tool_name"), ())
+        pos = cursor.get(key, 0)
+        # Indices before this call, or taken, can never serve a later call either.
+        while pos < len(candidates) and (candidates[pos] < c or candidates[pos] in taken):
+            pos += 1
+        if pos < len(candidates):
+            pairs[c] = candidates[pos]
+            taken.add(candidates[pos])
+            pos += 1
+        cursor[key] = pos
+    return pairs
+
+
+def _is_screenshot_result(message: dict, parsed: dict | None, call: dict | None) -> bool:
+    """Reference 3.3 step 1, R11-R13: a screenshot-like tool result (string content only)."""
+    content = message.get("content")
+    if not isinstance(content, str):
+        return False
+    name = message.get("tool_name")
+    if name is None and call is not None:
+        name = call.get("tool_name")
+    if name == "screenshot" or "screenshot observation" in content:
+        return True
+    return (
+        parsed is not None
+        and isinstance(parsed.get("data"), str)
+        and ("width" in parsed or "height" in parsed)
+    )
+
+
+def _is_error_result(message: dict, parsed: dict | None) -> bool:
+    """Reference 3.5, R15: result-level is_error, JSON is_error, or JSON ok exactly false."""
+    if message.get("is_error"):
+        return True
+    return parsed is not None and (bool(parsed.get("is_error")) or parsed.get("ok") is False)
+
+
+def _usage_value(usage: dict, keys: tuple[str, ...]) -> float | None:
+    """The first of ``keys`` holding a number (R36: fallback when absent or not a number)."""
+    for key in keys:
+        value = usage.get(key)
+        if is_number(value):
+            return value
+    return None
+
+
+def derive_history(messages: list) -> HistoryMetrics:
+    """Model calls, time, vision, tokens, tool counters and first error from history (3.3, 3.5).
+
+    Non-object entries are skipped but keep their index (R22).
+    """
+    out = HistoryMetrics()
+    calls: list[int] = []
+    results: list[int] = []
+    # Ordered events for the pending-image flag: (index, kind, duration-or-None).
+    vision_events: list[tuple[int, str, object]] = []
+    n_model = 0
+    time_sum: float = 0
+    time_complete = True
+    token_sums: dict[str, float | None] = {f: 0 for f in TOKEN_FIELDS}
+
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            continue
+        kind = msg.get("type")
+        if kind == "assistant" or kind == "tool_call":
+            usage = msg.get("usage")
+            if isinstance(usage, dict):
+                n_model += 1
+                duration = msg.get("duration_ms")
+                valid = is_number(duration) and duration >= 0
+                if valid:
+                    time_sum += duration
+                else:
+                    time_complete = False
+                vision_events.append((i, "model", duration if valid else None))
+                _add_tokens(token_sums, usage)
+            if kind == "tool_call":
+                calls.append(i)
+        elif kind == "tool_result":
+            results.append(i)
+            vision_events.append((i, "result", None))
+        if _has_image(msg):
+            vision_events.append((i, "image", None))
+
+    pairs = pair_tool_calls(messages, calls, results)
+    call_of = {r: c for c, r in pairs.items()}
+    parsed = {r: _json_object(messages[r].get("content")) for r in results}
+
+    # Tool calls, device actions, screenshots (3.4, 3.5, R13).
+    out.tool_calls = len(calls)
+    for c in calls:
+        msg = messages[c]
+        if is_device_action(msg.get("tool_name"), parse_tool_input(msg.get("tool_input"))):
+            out.device_actions += 1
+        r = pairs.get(c)
+        if r is not None:
+            content = messages[r].get("content")
+            obj = parsed[r]
+            if (obj is not None and obj.get("data")) or (
+                isinstance(content, str) and "screenshot observation" in content
+            ):
+                out.screenshots_taken += 1
+
+    # Tool errors and the first error's reference and stage (3.5, R16-R18).
+    for r in results:
+        if _is_error_result(messages[r], parsed[r]):
+            out.tool_errors += 1
+            if out.first_error_ref is None:
+                c = call_of.get(r)
+                source = messages[c] if c is not None else messages[r]
+                device = is_device_action(source.get("tool_name"), parse_tool_input(source.get("tool_input")))
+                out.first_error_ref = f"history:{r}"
+                out.first_error_stage = "device_execution" if device else "unknown"
+
+    # Visual inference with the pending-image flag (3.3).
+    pending = False
+    vision_calls = 0
+    vision_time: float = 0
+    vision_complete = True
+    for i, kind, duration in vision_events:
+        if kind == "model":
+            if pending:
+                vision_calls += 1
+                if duration is None:
+                    vision_complete = False
+                else:
+                    vision_time += duration
+                pending = False
+        elif kind == "image":
+            pending = True
+        elif _is_screenshot_result(messages[i], parsed[i], messages[call_of[i]] if i in call_of else None):
+            pending = True
+
+    if n_model:  # R8: no qualifying model message -> all of these stay null
+        out.llm_calls = n_model
+        out.llm_time_ms = time_sum if time_complete else None
+        out.vision_llm_calls = vision_calls
+        out.vision_llm_time_ms = vision_time if vision_calls and vision_complete else None
+        out.tokens = token_sums
+    else:
+        out.tokens = {f: None for f in TOKEN_FIELDS}
+    return out
+
+
+def _add_tokens(sums: dict[str, float | None], usage: dict) -> None:
+    """Add one model call's usage to the running token sums (3.5, R9, R36).
+
+    A field missing on any call makes that field's sum null for good.
+    """
+    values = {f: _usage_value(usage, TOKEN_SOURCES[f][0]) for f in TOKEN_FIELDS}
+    if values["total_tokens"] is None and values["input_tokens"] is not None and values["output_tokens"] is not None:
+        values["total_tokens"] = values["input_tokens"] + values["output_tokens"]
+    for f, value in values.items():
+        current = sums[f]
+        sums[f] = None if current is None or value is None else current + value
+
+
+# --- Episode (3.2, 3.4, 3.5) ------------------------------------------------------------
+
+@dataclass
+class EpisodeMetrics:
+    """Everything episode.json supplies for one attempt."""
+
+    device_execution_ms: float | None = None
+    replan_count: int | None = None
+    time_to_first_token_ms: float | None = None
+    tool_errors: int | None = None  # None: the event list is empty, so it replaces nothing
+    tokens: dict[str, float] = field(default_factory=dict)  # only the overrides present
+    first_error_ref: str | None = None
+    first_error_stage: str | None = None
+    episode_id: str | None = None
+    trace_id: str | None = None
+
+
+def derive_episode(episode: dict) -> EpisodeMetrics:
+    """Device time, replans, first-token time, tool errors and token overrides (3.2-3.5).
+
+    ``events`` that is not an array means no events; a non-object ``extra`` means none (R39).
+    """
+    out = EpisodeMetrics()
+    events = episode.get("events")
+    if not isinstance(events, list):
+        events = []
+    extra = episode.get("extra")
+    if not isinstance(extra, dict):
+        extra = {}
+
+    last_input: dict[object, object] = {}
+    device_sum: float = 0
+    device_complete = True
+    replan_seen = False
+    replans = 0
+    errors = 0
+    for i, event in enumerate(events):
+        if not isinstance(event, dict):
+            continue  # R22
+        if "needs_replan" in event:
+            replan_seen = True
+            if event["needs_replan"]:
+                replans += 1
+        name = event.get("tool_name")
+        raw_input = event.get("tool_input")
+        if event.get("type") == "tool_result":
+            # 3.4: the result's own input, else the last preceding input for the same name (R23).
+            effective = raw_input if raw_input is not None else last_input.get(name)
+            device = is_device_action(name, parse_tool_input(effective))
+            if device:
+                duration = event.get("duration_ms")
+                if is_number(duration):
+                    device_sum += max(0, duration)
+                else:
+                    device_complete = False
+            if event.get("is_error"):
+                errors += 1
+                if out.first_error_ref is None:  # R16
+                    out.first_error_ref = f"episode:{i}"
+                    out.first_error_stage = "device_execution" if device else "unknown"
+        if raw_input is not None:
+            last_input[name] = raw_input
+
+    if events:
+        out.device_execution_ms = device_sum if device_complete else None
+        out.tool_errors = errors
+    out.replan_count = replans if replan_seen else None
+    ttft = extra.get("first_token_time_ms")
+    out.time_to_first_token_ms = ttft if is_number(ttft) and ttft > 0 else None  # R40
+    for f in TOKEN_FIELDS:
+        value = extra.get(TOKEN_SOURCES[f][1])
+        if is_number(value):
+            out.tokens[f] = value  # replaces the history sum, zero included (3.5)
+    if isinstance(episode.get("episode_id"), str):
+        out.episode_id = episode["episode_id"]
+    if isinstance(episode.get("trace_id"), str):
+        out.trace_id = episode["trace_id"]
+    return out
+
+
+# --- Outcome (reference 2 "legacy compatibility", run-directory.md) ---------------------
+
+def outcome(row: dict) -> dict:
+    """status, raw and effective success/eligibility, class (reference 2, R28).
+
+    A non-Boolean success is derived from status (passed -> true, failed/timeout -> false,
+    else unknown). A non-Boolean eligibility is inferred: eligible exactly when status is
+    passed, failed or timeout and the class is not environment, evaluation or skipped.
+    """
+    status = row.get("status") if isinstance(row.get("status"), str) else None
+    failure_class = row.get("failure_class") if isinstance(row.get("failure_class"), str) else None
+    success_raw = row.get("success") if isinstance(row.get("success"), bool) else None
+    eligible_raw = row.get("agent_eligible") if isinstance(row.get("agent_eligible"), bool) else None
+    if success_raw is not None:
+        success = success_raw
+    elif status == "passed":
+        success = True
+    elif status in ("failed", "timeout"):
+        success = False
+    else:
+        success = None
+    if eligible_raw is not None:
+        eligible = eligible_raw
+    else:
+        eligible = status in ("passed", "failed", "timeout") and failure_class not in (
+            "environment", "evaluation", "skipped",
+        )
+    return {
+        "status": status,
+        "success_raw": success_raw,
+        "success": success,
+        "agent_eligible_raw": eligible_raw,
+        "agent_eligible": eligible,
+        "failure_class": failure_class,
+    }
+
+
+# --- Recorded values (run-directory.md "metrics", R6, R7) -------------------------------
+
+def recorded(row: dict, key: str) -> object:
+    """A recorded value: the ``metrics`` key when present (even null, R6), else top level."""
+    metrics = row.get("metrics")
+    if isinstance(metrics, dict) and key in metrics:
+        return metrics[key]
+    return row.get(key)
+
+
+def recorded_number(row: dict, key: str) -> float | None:
+    """A recorded number, None when unavailable; integral for count fields."""
+    value = recorded(row, key)
+    if not is_number(value):
+        return None
+    if key in COUNT_FIELDS:
+        if isinstance(value, float):
+            return int(value) if value.is_integer() else None
+    return value
+
+
+def _number_or_none(value: object, key: str) -> float | None:
+    if not is_number(value):
+        return None
+    if key in COUNT_FIELDS and isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value
+
+
+def _bool_or_none(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+# --- Assembly ---------------------------------------------------------------------------
+
+@dataclass
+class RunContext:
+    """What every attempt of a run shares."""
+
+    run_id: str
+    run_dir: Path
+    real_run_dir: str
+    suite_tasks: dict[str, dict]
+
+    @classmethod
+    def of(cls, raw: RawRun) -> "RunContext":
+        return cls(raw.run_id, raw.run_dir, os.path.realpath(raw.run_dir), raw.suite_tasks)
+
+
+@dataclass
+class AttemptFindings:
+    """Data-quality findings produced while deriving one attempt."""
+
+    unsafe_dir: dict | None = None
+    artifacts: list[dict] = field(default_factory=list)
+
+
+def _read_artifact(ctx: RunContext, folder: ArtifactDir, name: str) -> JsonFile:
+    relative = artifact_file(folder, name)
+    if relative is None:
+        return JsonFile(MISSING, reason=f"artifact folder refused: {folder.refused_reason}")
+    return read_json_file(ctx.run_dir, ctx.real_run_dir, relative)
+
+
+def history_messages(file: JsonFile) -> list | None:
+    """The message list of an available history.json, None for the wrong shape (R3)."""
+    if not file.available:
+        return None
+    value = file.value
+    if isinstance(value, list):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        return value["messages"]
+    return None
+
+
+def trace_evidence(file: JsonFile) -> tuple[str, str | None, list | None]:
+    """trace.json status, final response and tool calls for the experiment output (1)."""
+    if not file.available:
+        return file.status, None, None
+    value = file.value
+    if not isinstance(value, dict):
+        return INVALID, None, None
+    final = value.get("final_response")
+    calls = value.get("tool_calls", [])
+    if not (final is None or isinstance(final, str)) or not isinstance(calls, list):
+        return INVALID, None, None
+    tool_calls = [
+        {"name": c.get("name"), "arguments": c.get("arguments")} for c in calls if isinstance(c, dict)
+    ]
+    return AVAILABLE, final, tool_calls
+
+
+def derive_attempt(raw: RawRow, ctx: RunContext, findings: AttemptFindings | None = None) -> dict:
+    """One attempt-metrics row (outputs.md) from a results row and its artifacts (3.1-3.6)."""
+    row = raw.data
+    findings = findings if findings is not None else AttemptFindings()
+    folder = resolve_artifact_dir(ctx.run_dir, ctx.real_run_dir, row.get("artifact_dir"), raw.task_id, raw.attempt)
+    if folder.refused:
+        findings.unsafe_dir = {
+            "line": raw.line,
+            "task_id": raw.task_id,
+            "attempt": raw.attempt,
+            "artifact_dir": row.get("artifact_dir") if "artifact_dir" in row else None,
+            "reason": folder.refused_reason,
+        }
+
+    history_file = _read_artifact(ctx, folder, "history.json")
+    episode_file = _read_artifact(ctx, folder, "episode.json")
+    trace_file = _read_artifact(ctx, folder, "trace.json")
+
+    messages = history_messages(history_file)
+    if history_file.available and messages is None:
+        history_file = JsonFile(INVALID, reason="neither an array nor {\"messages\": [...]}", path=history_file.path)
+    episode_obj = episode_file.value if episode_file.available and isinstance(episode_file.value, dict) else None
+    if episode_file.available and episode_obj is None:
+        episode_file = JsonFile(INVALID, reason="not a JSON object", path=episode_file.path)
+    trace_status, final_response, trace_calls = trace_evidence(trace_file)
+
+    for name, f, status in (
+        ("history.json", history_file, history_file.status),
+        ("episode.json", episode_file, episode_file.status),
+        ("trace.json", trace_file, trace_status),
+    ):
+        if status not in (AVAILABLE, MISSING):
+            findings.artifacts.append({
+                "line": raw.line, "task_id": raw.task_id, "attempt": raw.attempt,
+                "file": f.path or name, "status": status,
+                "reason": f.reason or "unexpected structure",
+            })
+
+    hist = derive_history(messages) if messages is not None else None
+    epi = derive_episode(episode_obj) if episode_obj is not None else None
+
+    result = {
+        "run_id": ctx.run_id,
+        "task_id": raw.task_id,
+        "attempt": raw.attempt,
+        "line": raw.line,
+        "category": _category(row, ctx.suite_tasks.get(raw.task_id)),
+        "artifact_dir": _str_or_none(row.get("artifact_dir")),
+    }
+    out = outcome(row)
+    result.update(out)
+    result["quality_score"] = _number_or_none(row.get("quality_score"), "quality_score")
+    result["rubric_pass_count"] = _number_or_none(row.get("rubric_pass_count"), "rubric_pass_count")
+    result["rubric_total"] = _number_or_none(row.get("rubric_total"), "rubric_total")
+
+    provenance: dict[str, str] = {}
+    values: dict[str, object] = {}
+
+    # History-only fields (R3).
+    for f in HISTORY_FIELDS:
+        if hist is not None:
+            values[f], provenance[f] = getattr(hist, f), "derived"
+        else:
+            values[f], provenance[f] = recorded_number(row, f), "recorded"
+    # Episode-only fields (R3, R40).
+    for f in EPISODE_FIELDS:
+        if epi is not None:
+            values[f], provenance[f] = getattr(epi, f), "derived"
+        else:
+            values[f], provenance[f] = recorded_number(row, f), "recorded"
+    if provenance["time_to_first_token_ms"] == "recorded":
+        ttft = values["time_to_first_token_ms"]
+        values["time_to_first_token_ms"] = ttft if ttft is not None and ttft > 0 else None
+    # Tokens and tool errors: episode where it supplies a value, else history, else recorded.
+    for f in TOKEN_FIELDS:
+        if epi is not None and f in epi.tokens:
+            values[f], provenance[f] = epi.tokens[f], "derived"
+        elif hist is not None:
+            values[f], provenance[f] = hist.tokens[f], "derived"
+        else:
+            values[f], provenance[f] = recorded_number(row, f), "recorded"
+    if epi is not None and epi.tool_errors is not None:
+        values["tool_errors"], provenance["tool_errors"] = epi.tool_errors, "derived"
+    elif hist is not None:
+        values["tool_errors"], provenance["tool_errors"] = hist.tool_errors, "derived"
+    else:
+        values["tool_errors"], provenance["tool_errors"] = recorded_number(row, "tool_errors"), "recorded"
+
+    stage, ref = _failure_evidence(row, hist, epi, provenance)
+    if out["success"] is True:  # 3.1 step 4: a passing result clears both
+        stage, ref = None, None
+
+    result.update({
+        "first_failure_stage": stage,
+        "failure_event_ref": ref,
+        "task_wall_ms": _task_wall_ms(row),
+        "setup_ms": recorded_number(row, "setup_ms"),
+        "screenshot_capture_ms": recorded_number(row, "screenshot_capture_ms"),
+        "time_to_first_token_ms": values["time_to_first_token_ms"],
+        "llm_calls": values["llm_calls"],
+        "llm_time_ms": values["llm_time_ms"],
+        "vision_llm_calls": values["vision_llm_calls"],
+        "vision_llm_time_ms": values["vision_llm_time_ms"],
+        "device_actions": values["device_actions"],
+        "device_execution_ms": values["device_execution_ms"],
+        "tool_calls": values["tool_calls"],
+        "screenshots_taken": values["screenshots_taken"],
+        "tool_errors": values["tool_errors"],
+        "replan_count": values["replan_count"],
+        "retry_count": recorded_number(row, "retry_count"),
+        **{f: values[f] for f in TOKEN_FIELDS},
+        "cost_usd": recorded_number(row, "cost_usd"),
+        "recovery_attempted": _bool_or_none(row.get("recovery_attempted")),
+        "recovery_succeeded": _bool_or_none(row.get("recovery_succeeded")),
+        "provenance": provenance,
+        "observations": _observations(row.get("trace_observations")),
+        "evidence": _evidence(row, folder, trace_file, trace_status, final_response, trace_calls, epi),
+    })
+    return result
+
+
+def _task_wall_ms(row: dict) -> float | None:
+    """R7: task_wall_ms, falling back to legacy wall_ms when it is not a number."""
+    value = recorded_number(row, "task_wall_ms")
+    return value if value is not None else recorded_number(row, "wall_ms")
+
+
+def _category(row: dict, suite_task: dict | None) -> str | None:
+    """The row's category, else the suite task's (outputs.md, R24)."""
+    if isinstance(row.get("category"), str):
+        return row["category"]
+    if suite_task is not None and isinstance(suite_task.get("category"), str):
+        return suite_task["category"]
+    return None
+
+
+def _failure_evidence(
+    row: dict, hist: HistoryMetrics | None, epi: EpisodeMetrics | None, provenance: dict[str, str]
+) -> tuple[str | None, str | None]:
+    """first_failure_stage and failure_event_ref before success clearing (3.5, R17).
+
+    With artifacts the reference is derived (episode error, else history error, else null)
+    and the stage is the recorded label when it is setup or evaluation, else the evidence's
+    stage, else the recorded label. Without artifacts both are the recorded values.
+    """
+    recorded_stage = _str_or_none(row.get("first_failure_stage"))
+    if hist is None and epi is None:
+        provenance["first_failure_stage"] = provenance["failure_event_ref"] = "recorded"
+        return recorded_stage, _str_or_none(recorded(row, "failure_event_ref"))
+    provenance["first_failure_stage"] = provenance["failure_event_ref"] = "derived"
+    if epi is not None and epi.first_error_ref is not None:
+        ref, evidence_stage = epi.first_error_ref, epi.first_error_stage
+    elif hist is not None and hist.first_error_ref is not None:
+        ref, evidence_stage = hist.first_error_ref, hist.first_error_stage
+    else:
+        ref, evidence_stage = None, None
+    if recorded_stage in ("setup", "evaluation"):
+        return recorded_stage, ref
+    return (evidence_stage if evidence_stage is not None else recorded_stage), ref
+
+
+def _observations(entries: object) -> dict[str, bool]:
+    """{observation id: passed in this row} (reference 3.8 observations, R38)."""
+    result: dict[str, bool] = {}
+    if not isinstance(entries, list):
+        return result
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+            result[entry["id"]] = result.get(entry["id"], False) or entry.get("passed") is True
+    return result
+
+
+def _evidence(
+    row: dict,
+    folder: ArtifactDir,
+    trace_file: JsonFile,
+    trace_status: str,
+    final_response: str | None,
+    trace_calls: list | None,
+    epi: EpisodeMetrics | None,
+) -> dict:
+    """What reports and Langfuse show for an attempt (docs/design.md), never used by a formula."""
+    row_episode = _str_or_none(row.get("episode_id"))
+    file_episode = epi.episode_id if epi is not None else None
+    if row_episode is not None and file_episode is not None and row_episode != file_episode:
+        episode_id = None  # ambiguous (run-directory.md episode.json)
+    else:
+        episode_id = row_episode if row_episode is not None else file_episode
+    errors = {k: recorded(row, k) for k in ERROR_TEXT_FIELDS if isinstance(recorded(row, k), str)}
+    return {
+        "dir": folder.relative,
+        "trace_artifact": {
+            "status": trace_status,
+            "path": trace_file.path if trace_status != MISSING else None,
+        },
+        "final_response": final_response,
+        "tool_calls": trace_calls,
+        "episode_id": episode_id,
+        "trace_id": epi.trace_id if epi is not None else None,
+        "hard_assertions": row.get("hard_assertions"),
+        "hard_assertion_failures": row.get("hard_assertion_failures"),
+        "rubric": row.get("rubric"),
+        "rubric_spec": row.get("rubric_spec"),
+        "environment_state_assertions": row.get("environment_state_assertions"),
+        "trace_observations": row.get("trace_observations"),
+        "expected_answer_match": _bool_or_none(row.get("expected_answer_match")),
+        "expected_recalled_memory_match": _bool_or_none(row.get("expected_recalled_memory_match")),
+        "memory_recall_evidence_source": _str_or_none(row.get("memory_recall_evidence_source")),
+        "errors": errors,
+        "started_at": _str_or_none(row.get("started_at")),
+        "finished_at": _str_or_none(row.get("finished_at")),
+    }

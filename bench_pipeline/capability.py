@@ -1,0 +1,202 @@
+"""Stage 4, capability aggregates: the run's metrics.json (reference 2, 3.7, 3.8).
+
+Every function here is pure: attempt rows (all rows, duplicates included, R29) and task rows
+(after de-duplication) in, plain dicts out. Each metric names its own denominator.
+"""
+
+from __future__ import annotations
+
+from .attempt_metrics import FAILURE_CLASSES, STAGES
+from .stats import distribution, is_number, ratio, short_distribution, wilson_interval
+from .task_groups import COST_FIELDS
+
+EFFICIENCY_FIELDS = (
+    "task_wall_ms", "setup_ms", "llm_time_ms", "llm_calls", "vision_llm_calls",
+    "vision_llm_time_ms", "time_to_first_token_ms", "device_execution_ms",
+    "screenshot_capture_ms", "tool_calls", "device_actions", "screenshots_taken",
+    "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens",
+    "reasoning_tokens", "cost_usd",
+)
+RELIABILITY_FIELDS = ("tool_errors", "replan_count", "retry_count")
+#: Stages that count as "recognized" for failure_stage_coverage (3.8, R35).
+RECOGNIZED_STAGES = frozenset(s for s in STAGES if s != "unknown")
+
+
+def pass_metric(successes: int, eligible: int, total: int) -> dict:
+    """A pass metric with its Wilson bounds; value null with no eligible tasks (3.7, 3.8)."""
+    lower, upper = wilson_interval(successes, eligible)
+    return {
+        "value": ratio(successes, eligible),
+        "successes": successes,
+        "eligible_tasks": eligible,
+        "total_tasks": total,
+        "ci95": {"lower": lower, "upper": upper},
+    }
+
+
+def capability(attempts: list[dict], tasks: list[dict]) -> dict:
+    """pass_at_1, pass_at_k, pass_pow_k, attempt success, oracle and first success (3.7)."""
+    total = len(tasks)
+    e1 = [t for t in tasks if t["in_e1"]]
+    ek = [t for t in tasks if t["in_ek"]]
+    eligible_rows = [a for a in attempts if a["agent_eligible"]]
+    row_successes = sum(1 for a in eligible_rows if a["success"] is True)  # R19
+    lower, upper = wilson_interval(row_successes, len(eligible_rows))
+    best = [t["best_quality_k"] for t in ek if t["best_quality_k"] is not None]
+    first = [t["first_success_attempt"] for t in tasks if t["first_success_attempt"] is not None]
+    return {
+        "pass_at_1": pass_metric(sum(t["attempt1_success"] for t in e1), len(e1), total),
+        "pass_at_k": pass_metric(sum(t["any_success_k"] for t in ek), len(ek), total),
+        "pass_pow_k": pass_metric(sum(t["all_success_k"] for t in ek), len(ek), total),
+        "attempt_success_rate": {
+            "value": ratio(row_successes, len(eligible_rows)),
+            "successes": row_successes,
+            "eligible_attempts": len(eligible_rows),
+            "total_attempts": len(attempts),
+            "ci95": {"lower": lower, "upper": upper},
+            "coverage": len(eligible_rows) / len(attempts) if attempts else 0,  # R25
+        },
+        "oracle_best_score_at_k": {
+            "value": sum(best) / len(best) if best else None,
+            "count": len(best),
+            "eligible_tasks": len(ek),
+        },
+        "first_success_attempt": short_distribution(first),
+    }
+
+
+def coverage(
+    attempts: list[dict], tasks: list[dict], metrics_k: int | None,
+    planned_attempts: int | None, missing_attempts: int | None,
+) -> dict:
+    """Observed scope and eligible shares (reference 2 "Coverage", 3.7, 3.8, R25, R32)."""
+    total = len(tasks)
+    e1 = sum(1 for t in tasks if t["in_e1"])
+    ek = sum(1 for t in tasks if t["in_ek"])
+    eligible = sum(1 for a in attempts if a["agent_eligible"])
+    return {
+        "pass_at_1": e1 / total if total else 0,
+        "pass_at_k": ek / total if total else 0,
+        "pass_pow_k": ek / total if total else 0,
+        "unique_tasks": total,
+        "attempts": len(attempts),
+        "metrics_k": metrics_k,
+        "agent_eligible_attempts": eligible,
+        "invalid_attempts": len(attempts) - eligible,
+        "planned_attempts": planned_attempts,
+        "missing_attempts": missing_attempts,
+    }
+
+
+def _eligible_failures(attempts: list[dict]) -> list[dict]:
+    """Eligible attempts whose success is false (R19)."""
+    return [a for a in attempts if a["agent_eligible"] and a["success"] is False]
+
+
+def failures(attempts: list[dict]) -> dict:
+    """Counts by class over all classified rows; by stage over eligible failures (3.8).
+
+    Every class and stage of the reference appears, zero included; an unlisted string is
+    counted under its own key (R35). An eligible failure with no stage label is counted
+    under ``unknown`` so the stage counts add up to the eligible failures (docs/metric-choices.md).
+    """
+    classes = {c: 0 for c in FAILURE_CLASSES}
+    for a in attempts:
+        if a["failure_class"] is not None:
+            classes[a["failure_class"]] = classes.get(a["failure_class"], 0) + 1
+    stages = {s: 0 for s in STAGES}
+    for a in _eligible_failures(attempts):
+        stage = a["first_failure_stage"] or "unknown"
+        stages[stage] = stages.get(stage, 0) + 1
+    return {"class": classes, "stage": stages}
+
+
+def diagnostics(attempts: list[dict]) -> dict:
+    """failure_stage_coverage: recognized non-unknown stage / eligible failures (3.8)."""
+    failed = _eligible_failures(attempts)
+    known = sum(1 for a in failed if a["first_failure_stage"] in RECOGNIZED_STAGES)
+    return {"failure_stage_coverage": ratio(known, len(failed))}
+
+
+def categories(attempts: list[dict]) -> dict:
+    """Per category: status=passed share of all rows, rubric-weighted pass rate (3.8, R24, R37)."""
+    groups: dict[str, list[dict]] = {}
+    for a in attempts:
+        if a["category"] is not None:
+            groups.setdefault(a["category"], []).append(a)
+    result = {}
+    for name in sorted(groups):
+        rows = groups[name]
+        scored = [r for r in rows if is_number(r["rubric_pass_count"]) and is_number(r["rubric_total"])]
+        rubric_total = sum(r["rubric_total"] for r in scored)
+        result[name] = {
+            "pass_rate": sum(1 for r in rows if r["status"] == "passed") / len(rows),
+            "rubric_pass_rate": sum(r["rubric_pass_count"] for r in scored) / rubric_total if rubric_total > 0 else None,
+            "attempts": len(rows),
+        }
+    return result
+
+
+def observations(attempts: list[dict]) -> dict:
+    """Per observation id: rows with a passed entry / rows containing the id (3.8, R38)."""
+    seen: dict[str, list[int]] = {}
+    for a in attempts:
+        for obs_id, passed in a["observations"].items():
+            counts = seen.setdefault(obs_id, [0, 0])
+            counts[0] += 1 if passed else 0
+            counts[1] += 1
+    return {
+        obs_id: {"pass_rate": passed / observed, "passed_tasks": passed, "observed_tasks": observed}
+        for obs_id, (passed, observed) in sorted(seen.items())
+    }
+
+
+def distributions(attempts: list[dict], fields: tuple[str, ...]) -> dict:
+    """Numeric values of eligible rows per field; setup_ms from every row (3.8)."""
+    result = {}
+    for f in fields:
+        rows = attempts if f == "setup_ms" else (a for a in attempts if a["agent_eligible"])
+        result[f] = distribution(a[f] for a in rows if is_number(a[f]))
+    return result
+
+
+def cost_to_first_success(tasks: list[dict]) -> dict:
+    """count, mean, p50 of each field summed through the first success (3.7)."""
+    return {
+        f: short_distribution(
+            t[f"cost_to_first_success_{f}"] for t in tasks if t[f"cost_to_first_success_{f}"] is not None
+        )
+        for f in COST_FIELDS
+    }
+
+
+def per_task(tasks: list[dict]) -> dict:
+    """aggregate.per_task (reference 2, R30, R31)."""
+    keys = (
+        "attempts", "eligible_attempts", "passed", "failed", "pass_rate",
+        "best_quality", "avg_quality", "avg_wall_ms", "first_attempt_passed",
+    )
+    return {t["task_id"]: {k: t[k] for k in keys} for t in tasks}
+
+
+def run_metrics(
+    attempts: list[dict],
+    tasks: list[dict],
+    *,
+    metrics_k: int | None,
+    planned_attempts: int | None,
+    missing_attempts: int | None,
+) -> dict:
+    """Every aggregate section of metrics.json except identity and data_quality."""
+    return {
+        "capability": capability(attempts, tasks),
+        "coverage": coverage(attempts, tasks, metrics_k, planned_attempts, missing_attempts),
+        "failures": failures(attempts),
+        "diagnostics": diagnostics(attempts),
+        "category": categories(attempts),
+        "observations": observations(attempts),
+        "efficiency": distributions(attempts, EFFICIENCY_FIELDS),
+        "reliability": distributions(attempts, RELIABILITY_FIELDS),
+        "cost_to_first_success": cost_to_first_success(tasks),
+        "aggregate": {"tasks": len(attempts), "per_task": per_task(tasks)},
+    }

@@ -1,0 +1,110 @@
+"""Conversions between the stages' Python records and their validated pandas frames.
+
+The formulas work on plain records (``None`` = null); Dagster stores and shows frames.
+Every ``*_frame`` function validates with the stage's pandera schema, so a frame that
+leaves a stage always matches its schema.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import orjson
+import pandas as pd
+
+from .process import ATTEMPT_KEYS
+from .run_reader import RawRow, RawRun, read_run_files
+from .schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
+
+#: Attempt columns stored as JSON text in the frame.
+JSON_COLUMNS = ("provenance", "observations", "evidence")
+ATTEMPT_COLUMNS = tuple(k for k in ATTEMPT_KEYS if k not in JSON_COLUMNS) + JSON_COLUMNS
+
+
+def _dumps(value: object) -> str:
+    """JSON text; the standard library for what orjson cannot encode (huge integers)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value)
+
+
+def raw_results_frame(raw: RawRun) -> pd.DataFrame:
+    """Stage 1 frame: usable rows and bad lines together, in line order."""
+    records = [
+        {"line": r.line, "task_id": r.task_id, "attempt": r.attempt, "status": _str(r.data.get("status")),
+         "bad_reason": None, "row_json": _dumps(r.data)}
+        for r in raw.rows
+    ]
+    records += [
+        {"line": b["line"], "task_id": None, "attempt": None, "status": None, "bad_reason": b["reason"], "row_json": None}
+        for b in raw.bad_rows
+    ]
+    records.sort(key=lambda r: r["line"])
+    frame = pd.DataFrame.from_records(records, columns=list(RawResultsSchema.to_schema().columns))
+    return RawResultsSchema.validate(frame)
+
+
+def raw_run_from_frame(run_dir: Path | str, frame: pd.DataFrame) -> RawRun:
+    """Rebuild stage 1's RawRun from its frame plus the run's manifest and suite files."""
+    rows: list[RawRow] = []
+    bad: list[dict] = []
+    for rec in frame.itertuples(index=False):
+        if isinstance(rec.bad_reason, str):
+            bad.append({"line": int(rec.line), "reason": rec.bad_reason})
+        else:
+            rows.append(RawRow(int(rec.line), rec.task_id, int(rec.attempt), json.loads(rec.row_json)))
+    return read_run_files(run_dir, rows, bad)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def attempts_frame(rows: list[dict]) -> pd.DataFrame:
+    """Stage 2 frame, validated by AttemptMetricsSchema."""
+    records = []
+    for row in rows:
+        rec = {k: row[k] for k in ATTEMPT_COLUMNS}
+        for k in JSON_COLUMNS:
+            rec[k] = _dumps(row[k])
+        records.append(rec)
+    frame = pd.DataFrame.from_records(records, columns=list(ATTEMPT_COLUMNS))
+    return AttemptMetricsSchema.validate(frame)
+
+
+def _plain(value: object) -> object:
+    """A frame cell as a plain Python value: NA -> None, numpy scalars -> int/float/bool."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        return int(value) if value.is_integer() else value
+    if hasattr(value, "item"):  # numpy scalar
+        return _plain(value.item())
+    return value
+
+
+def attempts_from_frame(frame: pd.DataFrame) -> list[dict]:
+    """Stage 2 records from the frame (JSON columns decoded)."""
+    rows = []
+    for rec in frame.to_dict("records"):
+        row = {k: _plain(v) for k, v in rec.items()}
+        for k in JSON_COLUMNS:
+            row[k] = json.loads(row[k])
+        rows.append(row)
+    return rows
+
+
+def tasks_frame(tasks: list[dict]) -> pd.DataFrame:
+    """Stage 3 frame, validated by TaskGroupsSchema."""
+    columns = list(TaskGroupsSchema.to_schema().columns)
+    return TaskGroupsSchema.validate(pd.DataFrame.from_records(tasks, columns=columns))
+
+
+def tasks_from_frame(frame: pd.DataFrame) -> list[dict]:
+    """Stage 3 records from the frame."""
+    return [{k: _plain(v) for k, v in rec.items()} for rec in frame.to_dict("records")]

@@ -1,0 +1,141 @@
+"""A whole run through every stage: what `bench-pipeline process` and the Dagster assets share.
+
+read_run (stage 1) -> derive_attempts (stage 2) -> group_tasks (stage 3) ->
+build_metrics (stage 4) -> write_outputs (metrics.json, attempts.jsonl, reports).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import orjson
+
+from .attempt_metrics import AttemptFindings, RunContext, derive_attempt
+from .capability import run_metrics
+from .formula import FORMULA_VERSION
+from .run_reader import RawRun, read_run
+from .task_groups import group_tasks
+
+SCHEMA_VERSION = 1
+
+#: Keys of an attempts.jsonl line, in outputs.md order, then provenance and evidence.
+ATTEMPT_KEYS = (
+    "run_id", "task_id", "attempt", "line", "category", "artifact_dir",
+    "status", "success_raw", "success", "agent_eligible_raw", "agent_eligible", "failure_class",
+    "first_failure_stage", "failure_event_ref", "quality_score", "rubric_pass_count", "rubric_total",
+    "task_wall_ms", "setup_ms", "screenshot_capture_ms", "time_to_first_token_ms", "llm_calls",
+    "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms", "device_actions", "device_execution_ms",
+    "tool_calls", "screenshots_taken", "tool_errors", "replan_count", "retry_count",
+    "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens",
+    "cost_usd", "recovery_attempted", "recovery_succeeded", "provenance", "evidence",
+)
+
+
+@dataclass
+class DerivedAttempts:
+    """Stage 2 output: attempt rows plus the findings made while reading artifacts."""
+
+    rows: list[dict]
+    unsafe_artifact_dirs: list[dict]
+    invalid_artifacts: list[dict]
+
+
+@dataclass
+class ProcessedRun:
+    """Every stage's output for one run."""
+
+    raw: RawRun
+    attempts: list[dict]
+    tasks: list[dict]
+    metrics: dict
+
+
+def derive_attempts(raw: RawRun, progress: Callable[[int, int], None] | None = None) -> DerivedAttempts:
+    """Stage 2: one attempt row per usable results row, in file order (3.1-3.6)."""
+    ctx = RunContext.of(raw)
+    rows: list[dict] = []
+    unsafe: list[dict] = []
+    invalid: list[dict] = []
+    total = len(raw.rows)
+    for i, row in enumerate(raw.rows, start=1):
+        findings = AttemptFindings()
+        rows.append(derive_attempt(row, ctx, findings))
+        if findings.unsafe_dir is not None:
+            unsafe.append(findings.unsafe_dir)
+        invalid.extend(findings.artifacts)
+        if progress is not None and (i % 1000 == 0 or i == total):
+            progress(i, total)
+    return DerivedAttempts(rows, unsafe, invalid)
+
+
+def data_quality(raw: RawRun, derived: DerivedAttempts) -> dict:
+    """metrics.json data_quality (outputs.md, R33), plus artifact and run-file findings."""
+    return {
+        "bad_rows": raw.bad_rows,
+        "duplicate_rows": raw.duplicate_rows,
+        "missing_attempts": raw.missing_attempts or [],
+        "unsafe_artifact_dirs": derived.unsafe_artifact_dirs,
+        "invalid_artifacts": derived.invalid_artifacts,
+        "run_files": raw.run_files,
+    }
+
+
+def build_metrics(raw: RawRun, attempts: list[dict], tasks: list[dict], quality: dict, generated_at: str | None = None) -> dict:
+    """Stage 4: the metrics.json document (outputs.md)."""
+    missing = raw.missing_attempts
+    body = run_metrics(
+        attempts,
+        tasks,
+        metrics_k=raw.metrics_k,
+        planned_attempts=len(raw.planned) if raw.planned is not None else None,
+        missing_attempts=len(missing) if missing is not None else None,
+    )
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "formula_version": FORMULA_VERSION,
+        "run_id": raw.run_id,
+        "suite": raw.suite,
+        "generated_at": generated_at or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **body,
+        "data_quality": quality,
+    }
+
+
+def process_run(run_dir: Path | str, progress: Callable[[int, int], None] | None = None) -> ProcessedRun:
+    """Run every metric stage on one run folder; raises NotARunFolderError for a non-run."""
+    raw = read_run(run_dir)
+    derived = derive_attempts(raw, progress)
+    tasks = group_tasks(derived.rows, raw.metrics_k)
+    metrics = build_metrics(raw, derived.rows, tasks, data_quality(raw, derived))
+    return ProcessedRun(raw, derived.rows, tasks, metrics)
+
+
+def attempt_record(row: dict) -> dict:
+    """An attempts.jsonl line: outputs.md names in order (internal keys dropped)."""
+    return {k: row[k] for k in ATTEMPT_KEYS}
+
+
+def dumps(value: object) -> bytes:
+    """JSON bytes as every output file writes them (UTF-8, keys in insertion order)."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a file so that a reader never sees half of it."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def write_metrics_files(out_dir: Path, metrics: dict, attempts: list[dict]) -> dict[str, Path]:
+    """metrics.json and attempts.jsonl into ``out_dir`` (created when needed)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    metrics_path = out_dir / "metrics.json"
+    attempts_path = out_dir / "attempts.jsonl"
+    write_atomic(metrics_path, dumps(metrics) + b"\n")
+    write_atomic(attempts_path, b"".join(orjson.dumps(attempt_record(a)) + b"\n" for a in attempts))
+    return {"metrics.json": metrics_path, "attempts.jsonl": attempts_path}

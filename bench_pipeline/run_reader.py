@@ -1,0 +1,246 @@
+"""Stage 1, raw results: read a run folder exactly as run-directory.md lays it out.
+
+Bad input never aborts the run: a line that is not a JSON object, a row without a usable
+``task_id`` or ``attempt`` becomes a located ``bad_rows`` entry (R27, R33); a broken
+manifest or suite becomes a ``run_files`` entry and the reference's null. Only a folder that
+is not a run at all (no results.jsonl) is an error.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .artifacts import AVAILABLE, JsonFile, loads_json, read_json_file
+
+
+class NotARunFolderError(Exception):
+    """The given path is not a benchmark run folder."""
+
+
+@dataclass
+class RawRow:
+    """One usable results.jsonl row: where it was, its identity and the parsed object."""
+
+    line: int
+    task_id: str
+    attempt: int
+    data: dict[str, Any]
+
+
+@dataclass
+class RawRun:
+    """Everything stage 1 knows about a run before any artifact is opened."""
+
+    run_id: str
+    run_dir: Path
+    manifest: dict[str, Any]
+    suite_def: dict[str, Any]
+    suite: str | None
+    rows: list[RawRow]
+    metrics_k: int | None
+    planned: list[tuple[str, int]] | None  # distinct planned (task, attempt), plan order
+    bad_rows: list[dict] = field(default_factory=list)
+    duplicate_rows: list[dict] = field(default_factory=list)
+    run_files: list[dict] = field(default_factory=list)  # manifest/suite problems
+
+    @property
+    def suite_tasks(self) -> dict[str, dict]:
+        """suite.json tasks by id (entries without a string id are ignored)."""
+        tasks = self.suite_def.get("tasks")
+        if not isinstance(tasks, list):
+            return {}
+        return {t["id"]: t for t in tasks if isinstance(t, dict) and isinstance(t.get("id"), str)}
+
+    @property
+    def missing_attempts(self) -> list[dict] | None:
+        """Planned (task, attempt) pairs with no usable row, in plan order (R32, R33)."""
+        if self.planned is None:
+            return None
+        observed = {(r.task_id, r.attempt) for r in self.rows}
+        return [{"task_id": t, "attempt": a} for t, a in self.planned if (t, a) not in observed]
+
+
+def is_positive_int(value: object) -> bool:
+    """An integer >= 1 that is not a Boolean (R26, R27)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def parse_results(data: bytes) -> tuple[list[RawRow], list[dict]]:
+    """Split results.jsonl into usable rows and located bad rows (run-directory.md, R27).
+
+    Lines split on ``\\n``; whitespace-only lines are ignored. A line is bad when it is not
+    UTF-8, not JSON, not an object, has no string ``task_id`` or an ``attempt`` that is
+    present, non-null and not an integer >= 1. A null or absent attempt means 1.
+    """
+    rows: list[RawRow] = []
+    bad: list[dict] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = loads_json(raw)
+        except UnicodeDecodeError:
+            bad.append({"line": number, "reason": "not UTF-8"})
+            continue
+        except (ValueError, RecursionError) as exc:
+            bad.append({"line": number, "reason": f"not valid JSON: {str(exc).splitlines()[0][:160]}"})
+            continue
+        if not isinstance(obj, dict):
+            bad.append({"line": number, "reason": f"not a JSON object ({type(obj).__name__})"})
+            continue
+        task_id = obj.get("task_id")
+        if task_id is None:
+            bad.append({"line": number, "reason": "no task_id"})
+            continue
+        if not isinstance(task_id, str):
+            bad.append({"line": number, "reason": "task_id is not a string"})
+            continue
+        attempt = obj.get("attempt")
+        if attempt is None:
+            attempt = 1
+        elif not is_positive_int(attempt):
+            bad.append({"line": number, "reason": f"attempt is not an integer >= 1: {attempt!r}"[:200]})
+            continue
+        rows.append(RawRow(number, task_id, attempt, obj))
+    return rows, bad
+
+
+def find_duplicates(rows: list[RawRow]) -> list[dict]:
+    """One entry per task/attempt seen on more than one line (R33), in first-seen order."""
+    lines: dict[tuple[str, int], list[int]] = {}
+    for row in rows:
+        lines.setdefault((row.task_id, row.attempt), []).append(row.line)
+    return [
+        {"task_id": task, "attempt": attempt, "lines": found}
+        for (task, attempt), found in lines.items()
+        if len(found) > 1
+    ]
+
+
+def planned_attempts(manifest: dict) -> list[tuple[str, int]] | None:
+    """Distinct planned (task, attempt) pairs from valid ``planned`` entries (R26, R32).
+
+    A valid entry has a string ``task_id`` and a positive integer ``attempts``. No list
+    (absent or not a list) gives None; an empty list gives [].
+    """
+    planned = manifest.get("planned")
+    if not isinstance(planned, list):
+        return None
+    pairs: dict[tuple[str, int], None] = {}
+    for entry in planned:
+        if isinstance(entry, dict) and isinstance(entry.get("task_id"), str) and is_positive_int(entry.get("attempts")):
+            for attempt in range(1, entry["attempts"] + 1):
+                pairs[(entry["task_id"], attempt)] = None
+    return list(pairs)
+
+
+def resolve_metrics_k(manifest: dict, rows: list[RawRow]) -> int | None:
+    """k for every fixed-k metric (run-directory.md ``metrics_k``, R26).
+
+    manifest.metrics_k when a positive integer; else the minimum ``attempts`` over valid
+    planned entries; else the minimum over observed tasks of their highest attempt; else None.
+    """
+    k = manifest.get("metrics_k")
+    if is_positive_int(k):
+        return k
+    planned = manifest.get("planned")
+    if isinstance(planned, list):
+        valid = [
+            e["attempts"]
+            for e in planned
+            if isinstance(e, dict) and isinstance(e.get("task_id"), str) and is_positive_int(e.get("attempts"))
+        ]
+        if valid:
+            return min(valid)
+    highest: dict[str, int] = {}
+    for row in rows:
+        highest[row.task_id] = max(highest.get(row.task_id, 0), row.attempt)
+    return min(highest.values()) if highest else None
+
+
+def suite_name(suite_def: dict, manifest: dict) -> str | None:
+    """R2: suite.json name, else manifest suite.name (or suite when a string), else None."""
+    if isinstance(suite_def.get("name"), str):
+        return suite_def["name"]
+    suite = manifest.get("suite")
+    if isinstance(suite, dict) and isinstance(suite.get("name"), str):
+        return suite["name"]
+    if isinstance(suite, str):
+        return suite
+    return None
+
+
+def _object_file(run_dir: Path, real: str, name: str, problems: list[dict]) -> dict:
+    """A top-level JSON object file, {} when unavailable (with a located problem)."""
+    result: JsonFile = read_json_file(run_dir, real, name)
+    if result.status == AVAILABLE and isinstance(result.value, dict):
+        return result.value
+    if result.status == AVAILABLE:
+        problems.append({"file": name, "status": "invalid", "reason": "not a JSON object"})
+    else:
+        problems.append({"file": name, "status": result.status, "reason": result.reason})
+    return {}
+
+
+def read_run(run_dir: Path | str) -> RawRun:
+    """Read manifest, suite and results of one run folder (stage 1).
+
+    Raises NotARunFolderError naming the path when there is no readable results.jsonl.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise NotARunFolderError(f"{run_dir}: not a folder, so not a benchmark run folder")
+    results = read_results_bytes(run_dir, os.path.realpath(run_dir))
+    rows, bad = parse_results(results)
+    return read_run_files(run_dir, rows, bad)
+
+
+def read_run_files(run_dir: Path | str, rows: list[RawRow], bad_rows: list[dict]) -> RawRun:
+    """A RawRun from already parsed rows plus the run's manifest.json and suite.json."""
+    run_dir = Path(run_dir)
+    real = os.path.realpath(run_dir)
+    problems: list[dict] = []
+    manifest = _object_file(run_dir, real, "manifest.json", problems)
+    suite_def = _object_file(run_dir, real, "suite.json", problems)
+    return RawRun(
+        run_id=run_dir.resolve().name,  # R1: the folder name is the run id
+        run_dir=run_dir,
+        manifest=manifest,
+        suite_def=suite_def,
+        suite=suite_name(suite_def, manifest),
+        rows=rows,
+        metrics_k=resolve_metrics_k(manifest, rows),
+        planned=planned_attempts(manifest),
+        bad_rows=bad_rows,
+        duplicate_rows=find_duplicates(rows),
+        run_files=problems,
+    )
+
+
+def read_results_bytes(run_dir: Path, real: str) -> bytes:
+    """The bytes of results.jsonl, or NotARunFolderError naming the path."""
+    path = os.path.join(real, "results.jsonl")
+    if not os.path.isfile(path):
+        raise NotARunFolderError(f"{run_dir}: no results.jsonl, so not a benchmark run folder")
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise NotARunFolderError(f"{run_dir / 'results.jsonl'}: cannot be read ({exc.strerror or exc})") from exc
+
+
+__all__ = [
+    "NotARunFolderError",
+    "RawRow",
+    "RawRun",
+    "find_duplicates",
+    "parse_results",
+    "planned_attempts",
+    "read_run",
+    "read_run_files",
+    "resolve_metrics_k",
+    "suite_name",
+]

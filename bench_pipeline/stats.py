@@ -1,0 +1,97 @@
+"""Small statistics used by the run aggregates (reference 3.8).
+
+Pure functions on plain Python numbers; ``None`` is "unavailable".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+#: z for a two-sided 95% interval, exactly as the reference writes it (3.8).
+WILSON_Z = 1.959963984540054
+
+
+def is_number(value: object) -> bool:
+    """True for a finite, non-Boolean JSON number (run-directory.md, R42).
+
+    Booleans are never numbers; NaN, infinities and integers beyond the float range
+    are unavailable.
+    """
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:
+            return False
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return False
+
+
+def percentile(sorted_values: Sequence[float], p: float) -> float | None:
+    """Linearly interpolated percentile of already sorted values (reference 3.8).
+
+    h = (n - 1) * P / 100, f = floor(h), c = min(f + 1, n - 1),
+    value = x[f] + (x[c] - x[f]) * (h - f). None for no values.
+    """
+    n = len(sorted_values)
+    if n == 0:
+        return None
+    h = (n - 1) * p / 100
+    f = math.floor(h)
+    c = min(f + 1, n - 1)
+    lo, hi = sorted_values[f], sorted_values[c]
+    if lo == hi:
+        return lo
+    return lo + (hi - lo) * (h - f)
+
+
+def distribution(values: Iterable[float]) -> dict:
+    """count, sum, mean, p50, p90, p95 of the given numbers (reference 3.8).
+
+    With no values count is 0 and every other field is None.
+    """
+    xs = sorted(values)
+    n = len(xs)
+    if n == 0:
+        return {"count": 0, "sum": None, "mean": None, "p50": None, "p90": None, "p95": None}
+    total = sum(xs)
+    return {
+        "count": n,
+        "sum": total,
+        "mean": total / n,
+        "p50": percentile(xs, 50),
+        "p90": percentile(xs, 90),
+        "p95": percentile(xs, 95),
+    }
+
+
+def short_distribution(values: Iterable[float]) -> dict:
+    """count, mean and p50 (first-success aggregates, reference 2 "Capability")."""
+    full = distribution(values)
+    return {"count": full["count"], "mean": full["mean"], "p50": full["p50"]}
+
+
+def wilson_interval(successes: int, n: int, z: float = WILSON_Z) -> tuple[float | None, float | None]:
+    """Wilson score interval for s successes in n trials, clipped to [0, 1] (reference 3.8).
+
+    Both bounds are None when n = 0.
+    """
+    if n == 0:
+        return None, None
+    p = successes / n
+    zz = z * z
+    d = 1 + zz / n
+    center = (p + zz / (2 * n)) / d
+    margin = z * math.sqrt(p * (1 - p) / n + zz / (4 * n * n)) / d
+    return max(0.0, center - margin), min(1.0, center + margin)
+
+
+def ratio(numerator: int | float, denominator: int | float) -> float | None:
+    """numerator / denominator, None when the denominator is zero."""
+    if denominator == 0:
+        return None
+    return numerator / denominator

@@ -1,0 +1,90 @@
+"""Stage 3, task groups: one row per observed task (reference 3.7, aggregate.per_task).
+
+Rows are grouped by task id and actual attempt number; a duplicated task/attempt keeps the
+later line (3.7, R29). Each task row carries what the fixed-k metrics, first-success
+metrics and ``aggregate.per_task`` need, so the run aggregates are simple sums over tasks.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .stats import is_number
+
+#: Resource fields summed up to the first success (reference 2, cost_to_first_success).
+COST_FIELDS = ("task_wall_ms", "total_tokens", "cost_usd")
+
+
+def deduplicate(attempts: Iterable[dict]) -> dict[str, dict[int, dict]]:
+    """{task_id: {attempt: row}}; a later line overwrites an earlier one (3.7, R29)."""
+    tasks: dict[str, dict[int, dict]] = {}
+    for row in sorted(attempts, key=lambda r: r["line"]):
+        tasks.setdefault(row["task_id"], {})[row["attempt"]] = row
+    return tasks
+
+
+def first_success(by_attempt: dict[int, dict]) -> tuple[int | None, dict[str, float | None]]:
+    """First success within the continuous eligible prefix from attempt 1 (3.7).
+
+    Walks attempts 1, 2, ... and stops at the first missing or ineligible attempt; the
+    search may go beyond k. Returns the attempt number (None when no success) and, for each
+    cost field, the sum through that success, None unless every value through it is numeric.
+    """
+    n = 1
+    while n in by_attempt and by_attempt[n]["agent_eligible"]:
+        if by_attempt[n]["success"] is True:
+            costs: dict[str, float | None] = {}
+            for f in COST_FIELDS:
+                values = [by_attempt[a][f] for a in range(1, n + 1)]
+                costs[f] = sum(values) if all(is_number(v) for v in values) else None
+            return n, costs
+        n += 1
+    return None, {f: None for f in COST_FIELDS}
+
+
+def task_group(task_id: str, by_attempt: dict[int, dict], k: int | None) -> dict:
+    """The task's row: fixed-k membership and outcomes, first success, per-task aggregate."""
+    first = by_attempt.get(1)
+    in_e1 = first is not None and bool(first["agent_eligible"])
+    window = range(1, k + 1) if k else range(0)
+    in_ek = bool(k) and all(a in by_attempt and by_attempt[a]["agent_eligible"] for a in window)
+    successes_k = [by_attempt[a]["success"] is True for a in window] if in_ek else []
+    qualities_k = [by_attempt[a]["quality_score"] for a in window if in_ek and is_number(by_attempt[a]["quality_score"])]
+    fs_attempt, fs_costs = first_success(by_attempt)
+
+    ordered = [by_attempt[a] for a in sorted(by_attempt)]
+    eligible = [r for r in ordered if r["agent_eligible"]]
+    passed = sum(1 for r in eligible if r["success"] is True)
+    failed = sum(1 for r in eligible if r["success"] is False)
+    qualities = [r["quality_score"] for r in ordered if is_number(r["quality_score"])]
+    walls = [r["task_wall_ms"] for r in ordered if is_number(r["task_wall_ms"])]
+    categories = [r["category"] for r in ordered if r["category"] is not None]
+
+    return {
+        "task_id": task_id,
+        "category": categories[-1] if categories else None,
+        "attempts": len(ordered),
+        "max_attempt": max(by_attempt),
+        "eligible_attempts": len(eligible),
+        "passed": passed,
+        "failed": failed,
+        "pass_rate": passed / len(eligible) if eligible else None,  # R31
+        "best_quality": max(qualities) if qualities else None,  # R30
+        "avg_quality": sum(qualities) / len(qualities) if qualities else None,
+        "avg_wall_ms": sum(walls) / len(walls) if walls else None,
+        # Reference 2: the first *eligible* attempt after sorting, unlike pass_at_1 (R31).
+        "first_attempt_passed": eligible[0]["success"] if eligible else None,
+        "in_e1": in_e1,
+        "attempt1_success": in_e1 and first["success"] is True,
+        "in_ek": in_ek,
+        "any_success_k": in_ek and any(successes_k),
+        "all_success_k": in_ek and all(successes_k),
+        "best_quality_k": max(qualities_k) if qualities_k else None,
+        "first_success_attempt": fs_attempt,
+        **{f"cost_to_first_success_{f}": fs_costs[f] for f in COST_FIELDS},
+    }
+
+
+def group_tasks(attempts: Iterable[dict], k: int | None) -> list[dict]:
+    """One task row per observed unique task, in order of first appearance (3.7)."""
+    return [task_group(task_id, by_attempt, k) for task_id, by_attempt in deduplicate(attempts).items()]
