@@ -1,0 +1,1298 @@
+"""A local Langfuse stand-in server that speaks the wire API used by the langfuse 5.0.x SDK.
+
+No Langfuse server can run here, so tests run the REAL ``langfuse`` SDK over REAL HTTP
+against this standard-library server (``http.server.ThreadingHTTPServer`` on 127.0.0.1,
+ephemeral port, background thread).  Request bodies are validated with the SDK's own
+generated request types (``langfuse/api/**/types``) and responses are shaped so the
+SDK's generated pydantic response types parse them.
+
+Endpoints (SDK 5.0.4 caller in brackets; paths from ``langfuse/api/<resource>/raw_client.py``)
+
+=======  ===========================================  ==========================================
+method   path                                         SDK caller / source
+=======  ===========================================  ==========================================
+GET      /api/public/health  (no auth, like real)     ``api.health.health()``            health/
+GET      /api/public/projects                         ``api.projects.get()``; ``Langfuse.auth_check()``,
+                                                      ``Langfuse._get_project_id()`` (_client/client.py)
+GET      /api/public/v2/datasets                      ``api.datasets.list()``           datasets/
+POST     /api/public/v2/datasets  (upsert by name)    ``create_dataset`` -> ``api.datasets.create``
+GET      /api/public/v2/datasets/{name}               ``get_dataset`` -> ``api.datasets.get`` (name is
+                                                      ``urllib.parse.quote(name, safe="")``-encoded)
+POST     /api/public/dataset-items  (upsert by id)    ``create_dataset_item`` -> ``api.dataset_items.create``
+                                                      (body carries ``datasetName``, never a dataset id)
+GET      /api/public/dataset-items?datasetName&page&limit  ``get_dataset`` -> ``api.dataset_items.list``
+GET      /api/public/dataset-items/{id}               ``api.dataset_items.get``
+DELETE   /api/public/dataset-items/{id}               ``api.dataset_items.delete``
+POST     /api/public/otel/v1/traces                   span exporter (_client/span_processor.py,
+                                                      OTLPSpanExporter, protobuf + gzip, header
+                                                      ``x-langfuse-ingestion-version: 4``); also the
+                                                      OTLP/JSON form of ``api.opentelemetry.export_traces``
+POST     /api/public/scores  (JSON array; object ok)  score consumer (_task_manager/score_consumer.py)
+                                                      -> ``api.scores.create(request=[...])``
+DELETE   /api/public/scores/{id}                      ``api.scores.delete``
+GET      /api/public/v3/scores                        ``api.scores.get_many`` (filters: id, name, source,
+                                                      dataType, environment, configId, queueId,
+                                                      authorUserId, value, valueMin, valueMax, traceId,
+                                                      sessionId, observationId, experimentId,
+                                                      fromTimestamp, toTimestamp, fields, limit, cursor)
+GET      /api/public/experiments  (fromStartTime req.) ``api.experiments.list``         experiments/
+GET      /api/public/experiment-items (fromStartTime)  ``api.experiments.list_items``
+GET      /api/public/v2/observations                  ``api.observations.get_many`` (the SDK's only
+                                                      observation/trace read in 5.0.4)
+GET      /api/public/traces/{id}                      legacy v1 read, NOT in the 5.0.4 SDK (``api.trace``
+                                                      has only delete / delete_multiple); raw HTTP only
+GET      /api/public/observations/{id}                legacy v1 read, NOT in the 5.0.4 SDK; raw HTTP only
+=======  ===========================================  ==========================================
+
+Not implemented on purpose (answer 404 and are recorded as unknown so tests notice):
+``POST /api/public/ingestion``, ``/api/public/dataset-run-items``, the v1
+``/api/public/datasets...`` routes - SDK 5.0.4 calls none of them.
+
+Semantics mirrored from the real service (see /work/shared/spec/langfuse-notes.md):
+datasets upsert by name; items upsert by id (ids unique per project, <= 255 chars; an id
+already used in another dataset is answered 400 here - a conservative assumption);
+spans are stored by (trace_id, span_id) and every receipt is counted in ``span_receipts``;
+a score is a row keyed by (id, timestamp): re-sending with the same id and timestamp
+replaces it, a different timestamp makes a second row (a duplicate in reads).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import math
+import re
+import socket
+import threading
+import time
+import typing
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pydantic
+from langfuse.api.core.pydantic_utilities import parse_obj_as
+from langfuse.api.core.serialization import FieldMetadata
+from langfuse.api.dataset_items.types.create_dataset_item_request import (
+    CreateDatasetItemRequest,
+)
+from langfuse.api.datasets.types.create_dataset_request import CreateDatasetRequest
+from langfuse.api.scores.types.create_score_request import CreateScoreRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceResponse,
+)
+
+from .faults import Fault, FaultPlan
+from .otlp import OtlpDecodeError, decode_json, decode_protobuf, decompress, nanos_to_iso
+
+SCORES_BODY_LIMIT_BYTES = 1_048_576  # Next.js default "1mb" body limit on /api/public/scores
+MAX_DATASET_ITEM_ID_LENGTH = 255
+
+# Span attribute keys (langfuse/_client/attributes.py, LangfuseOtelSpanAttributes)
+A_TRACE_NAME = "langfuse.trace.name"
+A_USER_ID = "user.id"
+A_SESSION_ID = "session.id"
+A_TRACE_TAGS = "langfuse.trace.tags"
+A_TRACE_PUBLIC = "langfuse.trace.public"
+A_TRACE_METADATA = "langfuse.trace.metadata"
+A_TYPE = "langfuse.observation.type"
+A_METADATA = "langfuse.observation.metadata"
+A_LEVEL = "langfuse.observation.level"
+A_STATUS_MESSAGE = "langfuse.observation.status_message"
+A_INPUT = "langfuse.observation.input"
+A_OUTPUT = "langfuse.observation.output"
+A_MODEL = "langfuse.observation.model.name"
+A_MODEL_PARAMETERS = "langfuse.observation.model.parameters"
+A_USAGE = "langfuse.observation.usage_details"
+A_COST = "langfuse.observation.cost_details"
+A_PROMPT_NAME = "langfuse.observation.prompt.name"
+A_PROMPT_VERSION = "langfuse.observation.prompt.version"
+A_COMPLETION_START = "langfuse.observation.completion_start_time"
+A_ENVIRONMENT = "langfuse.environment"
+A_RELEASE = "langfuse.release"
+A_VERSION = "langfuse.version"
+A_AS_ROOT = "langfuse.internal.as_root"
+A_IS_APP_ROOT = "langfuse.internal.is_app_root"
+A_EXP_ID = "langfuse.experiment.id"
+A_EXP_NAME = "langfuse.experiment.name"
+A_EXP_DESCRIPTION = "langfuse.experiment.description"
+A_EXP_METADATA = "langfuse.experiment.metadata"
+A_EXP_DATASET_ID = "langfuse.experiment.dataset.id"
+A_EXP_ITEM_ID = "langfuse.experiment.item.id"
+A_EXP_ITEM_VERSION = "langfuse.experiment.item.version"
+A_EXP_ITEM_EXPECTED = "langfuse.experiment.item.expected_output"
+A_EXP_ITEM_METADATA = "langfuse.experiment.item.metadata"
+A_EXP_ITEM_ROOT = "langfuse.experiment.item.root_observation_id"
+
+SpanKey = Tuple[str, str]
+
+
+# =============================================================================== helpers
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _iso(dt: datetime) -> str:
+    dt = dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _parse_iso(value: str) -> datetime:
+    return datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+
+
+def _span_start(span: Dict[str, Any]) -> datetime:
+    return datetime.fromtimestamp(span["start_time_unix_nano"] / 1e9, tz=timezone.utc)
+
+
+def _span_end(span: Dict[str, Any]) -> Optional[datetime]:
+    end = span.get("end_time_unix_nano") or 0
+    return datetime.fromtimestamp(end / 1e9, tz=timezone.utc) if end else None
+
+
+def _maybe_json(value: Any) -> Any:
+    """Decode a JSON string attribute; leave anything else (or non-JSON text) as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _csv(query: Dict[str, str], key: str, *, upper: bool = False) -> Optional[Set[str]]:
+    raw = query.get(key)
+    if raw is None or raw == "":
+        return None
+    values = {v.strip() for v in raw.split(",") if v.strip()}
+    return {v.upper() for v in values} if upper else values
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, details: Any = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.details = details
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: Dict[str, str] = field(default_factory=dict)
+
+
+def _json(status: int, obj: Any, headers: Optional[Dict[str, str]] = None) -> Response:
+    body = json.dumps(obj, separators=(",", ":"), default=str).encode("utf-8")
+    return Response(status, body, "application/json", dict(headers or {}))
+
+
+@dataclass
+class RequestLog:
+    method: str
+    path: str
+    query: Dict[str, str]
+    status: Optional[int]  # None when dropped without a response (or still in flight)
+    bytes: int  # request body size on the wire (before gzip decoding)
+    response_bytes: int = 0
+    headers: Dict[str, str] = field(default_factory=dict)  # lower-cased names
+    route: Optional[str] = None  # None: unknown endpoint / method (see unknown_requests())
+    fault: Optional[str] = None  # "status" | "delay" | "drop" when a fault fired
+    error: Optional[str] = None  # message of a 4xx/5xx answer
+    duration: float = 0.0
+    completed: bool = False  # False while the request is still being handled (e.g. delayed)
+
+
+# ------------------------------------------------------------------- request validation
+
+
+def _aliases(model: type) -> Dict[str, str]:
+    """python field name -> wire alias, read from the generated model's FieldMetadata."""
+    out: Dict[str, str] = {}
+    hints = typing.get_type_hints(model, include_extras=True)
+    for name, hint in hints.items():
+        for meta in getattr(hint, "__metadata__", ()):
+            if isinstance(meta, FieldMetadata):
+                out[name] = meta.alias
+    return out
+
+
+_ALIAS_CACHE: Dict[type, Dict[str, str]] = {}
+
+
+def _validate(model: type, body: Any, what: str) -> Any:
+    """Validate a JSON body with an SDK-generated request type; raise ApiError(400)."""
+    if not isinstance(body, dict):
+        raise ApiError(400, f"Invalid request data: {what} must be a JSON object")
+    aliases = _ALIAS_CACHE.setdefault(model, _aliases(model))
+    wrong = [f"{py!r} (expected {alias!r})" for py, alias in aliases.items() if py in body and alias not in body]
+    if wrong:
+        raise ApiError(400, f"Invalid request data: unknown field(s) {', '.join(wrong)} in {what}")
+    try:
+        return parse_obj_as(model, body)
+    except pydantic.ValidationError as exc:
+        issues = [
+            {"path": list(err.get("loc", ())), "message": err.get("msg"), "code": err.get("type")}
+            for err in exc.errors()
+        ]
+        summary = "; ".join(f"{'.'.join(map(str, i['path']))}: {i['message']}" for i in issues)
+        raise ApiError(400, f"Invalid request data for {what}: {summary}", issues) from exc
+
+
+_ENV_RE = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
+
+
+# =============================================================================== server
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, addr: Tuple[str, int], standin: "LangfuseStandIn"):
+        self.standin = standin
+        self.open_connections: Set[socket.socket] = set()
+        self.conn_lock = threading.Lock()
+        super().__init__(addr, _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "LangfuseStandIn/5"
+    timeout = 30  # idle keep-alive connections end after this
+    disable_nagle_algorithm = True  # headers and body are separate writes; avoid 40 ms delayed-ACK stalls
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.conn_lock:  # type: ignore[attr-defined]
+            self.server.open_connections.add(self.connection)  # type: ignore[attr-defined]
+
+    def finish(self) -> None:
+        with self.server.conn_lock:  # type: ignore[attr-defined]
+            self.server.open_connections.discard(self.connection)  # type: ignore[attr-defined]
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+        return
+
+    def read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _serve(self) -> None:
+        self.server.standin._serve_http(self)  # type: ignore[attr-defined]
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve
+
+
+class LangfuseStandIn:
+    """In-process Langfuse stand-in.  See the module docstring for the endpoints.
+
+    State for assertions (all plain dicts in the API's JSON shape, camelCase keys):
+
+    * ``datasets``: name -> Dataset
+    * ``dataset_items``: id -> DatasetItem
+    * ``spans``: (trace_id, span_id) -> decoded span (hex ids, ``attributes`` as Python values)
+    * ``span_receipts``: Counter (trace_id, span_id) -> how many times the span was received
+    * ``seeded_spans``: spans added with :meth:`add_trace` (served by reads, not in ``spans``)
+    * ``scores``: id -> latest stored score; ``score_rows``: (id, timestamp) -> score (what
+      reads return); ``score_receipts``: Counter id -> receipts
+    * ``requests``: list of :class:`RequestLog`
+    * ``faults``: :class:`FaultPlan`
+    """
+
+    def __init__(
+        self,
+        public_key: str = "pk-lf-test",
+        secret_key: str = "sk-lf-test",
+        project_id: str = "proj-test",
+        project_name: str = "stand-in project",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        server_version: str = "4.0.0-standin",
+    ):
+        self.public_key = public_key
+        self.secret_key = secret_key
+        self.project_id = project_id
+        self.project_name = project_name
+        self.server_version = server_version
+        self._host = host
+        self._port = port
+        self._server: Optional[_Server] = None
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.RLock()
+        self.faults = FaultPlan()
+        self.requests: List[RequestLog] = []
+        self.clear()
+
+    # ------------------------------------------------------------------ lifecycle
+    def clear(self) -> None:
+        """Forget all stored data, request logs and pending faults."""
+        with self._lock:
+            self.datasets: Dict[str, Dict[str, Any]] = {}
+            self.dataset_items: Dict[str, Dict[str, Any]] = {}
+            self.spans: Dict[SpanKey, Dict[str, Any]] = {}
+            self.span_receipts: typing.Counter[SpanKey] = Counter()
+            self.seeded_spans: Dict[SpanKey, Dict[str, Any]] = {}
+            self.scores: Dict[str, Dict[str, Any]] = {}
+            self.score_rows: Dict[Tuple[str, str], Dict[str, Any]] = {}
+            self.score_receipts: typing.Counter[str] = Counter()
+            self.requests = []
+            self.internal_errors: List[str] = []
+            self.faults.clear()
+
+    def start(self) -> "LangfuseStandIn":
+        if self._server is not None:
+            return self
+        self._server = _Server((self._host, self._port), self)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+            name="langfuse-standin", daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        with server.conn_lock:
+            conns = list(server.open_connections)
+        for conn in conns:  # end keep-alive connections so nothing is served after stop()
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "LangfuseStandIn":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("LangfuseStandIn is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._host}:{self.port}"
+
+    # ------------------------------------------------------------------ test helpers
+    def add_trace(
+        self,
+        trace_id: str,
+        root_span_id: str,
+        name: str = "agent-run",
+        *,
+        start_time: Optional[datetime] = None,
+        end_time: Optional[datetime] = None,
+        environment: str = "default",
+        input: Any = None,
+        output: Any = None,
+        attributes: Optional[Dict[str, Any]] = None,
+    ) -> Dict[str, Any]:
+        """Pre-seed an existing execution trace (e.g. the Agent's own telemetry).
+
+        The root span is visible to every read endpoint (v2 observations, v1 traces /
+        observations, experiment derivation) but is kept out of ``spans`` and
+        ``span_receipts`` so tests only see what the code under test sent.
+        """
+        if not re.fullmatch(r"[0-9a-f]{32}", trace_id):
+            raise ValueError("trace_id must be 32 lowercase hex chars")
+        if not re.fullmatch(r"[0-9a-f]{16}", root_span_id):
+            raise ValueError("root_span_id must be 16 lowercase hex chars")
+        start = start_time or _utcnow()
+        end = end_time or start
+        attrs: Dict[str, Any] = {A_TYPE: "agent", A_TRACE_NAME: name, A_ENVIRONMENT: environment}
+        if input is not None:
+            attrs[A_INPUT] = input if isinstance(input, str) else json.dumps(input)
+        if output is not None:
+            attrs[A_OUTPUT] = output if isinstance(output, str) else json.dumps(output)
+        attrs.update(attributes or {})
+        s_ns, e_ns = int(start.timestamp() * 1e9), int(end.timestamp() * 1e9)
+        span = {
+            "trace_id": trace_id, "span_id": root_span_id, "parent_span_id": None, "name": name,
+            "kind": 1, "start_time_unix_nano": s_ns, "end_time_unix_nano": e_ns,
+            "start_time": nanos_to_iso(s_ns), "end_time": nanos_to_iso(e_ns), "attributes": attrs,
+            "status": {"code": 0, "message": ""}, "events": [], "resource_attributes": {},
+            "scope": {"name": "seed", "version": "", "attributes": {}}, "seeded": True,
+            "ingestion_version": None, "received_at": _iso(_utcnow()),
+        }
+        with self._lock:
+            self.seeded_spans[(trace_id, root_span_id)] = span
+        return span
+
+    def experiment_id(self, dataset_id: str, run_name: str) -> str:
+        """The deterministic experiment id the SDK/server derive (client.py _create_experiment_id)."""
+        payload = json.dumps(
+            ["langfuse-experiment-v1", self.project_id, dataset_id, run_name],
+            separators=(",", ":"), ensure_ascii=False,
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+    def find_spans(self, *, name: Optional[str] = None, trace_id: Optional[str] = None,
+                   **attributes: Any) -> List[Dict[str, Any]]:
+        """Received spans filtered by name / trace id / exact attribute values.
+
+        Attribute keys use ``__`` for ``.``: ``find_spans(langfuse__experiment__id="abc")``.
+        """
+        want = {k.replace("__", "."): v for k, v in attributes.items()}
+        with self._lock:
+            spans = list(self.spans.values())
+        return [
+            s for s in spans
+            if (name is None or s["name"] == name)
+            and (trace_id is None or s["trace_id"] == trace_id)
+            and all(s["attributes"].get(k) == v for k, v in want.items())
+        ]
+
+    def duplicate_span_receipts(self) -> Dict[SpanKey, int]:
+        with self._lock:
+            return {k: n for k, n in self.span_receipts.items() if n > 1}
+
+    def unknown_requests(self) -> List[RequestLog]:
+        with self._lock:
+            return [r for r in self.requests if r.route is None and r.fault not in ("status", "drop")]
+
+    def requests_to(self, path_prefix: str, method: Optional[str] = None) -> List[RequestLog]:
+        with self._lock:
+            return [
+                r for r in self.requests
+                if r.path.startswith(path_prefix) and (method is None or r.method == method.upper())
+            ]
+
+    # ------------------------------------------------------------------ HTTP plumbing
+    def _serve_http(self, h: _Handler) -> None:
+        started = time.monotonic()
+        method = h.command.upper()
+        split = urlsplit(h.path)
+        headers = {k.lower(): v for k, v in h.headers.items()}
+        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        try:
+            body = h.read_body()
+        except (OSError, ValueError):
+            h.close_connection = True
+            return
+        log = RequestLog(method, split.path, query, None, len(body), headers=headers)
+        with self._lock:  # logged in arrival order; status/completed are filled in below
+            self.requests.append(log)
+        fault: Optional[Fault] = self.faults.take(method, split.path)
+        resp: Optional[Response] = None
+        try:
+            if fault is not None:
+                log.fault = fault.kind
+            if fault is not None and fault.kind == "delay":
+                time.sleep(fault.seconds)
+            if fault is not None and fault.kind == "status":
+                extra = {}
+                if fault.retry_after is not None or fault.status == 429:
+                    ra = fault.retry_after if fault.retry_after is not None else 1
+                    extra["Retry-After"] = str(int(ra)) if float(ra).is_integer() else str(ra)
+                resp = _json(fault.status, {"message": f"stand-in injected fault: HTTP {fault.status}"}, extra)
+            elif fault is not None and fault.kind == "drop" and not fault.after_processing:
+                resp = None
+            else:
+                resp, log.route = self.handle(method, h.path, headers, body)
+            if fault is not None and fault.kind == "drop":
+                resp = None
+            else:
+                assert resp is not None
+                log.status = resp.status
+                log.response_bytes = len(resp.body)
+                if resp.status >= 400:
+                    try:
+                        log.error = json.loads(resp.body).get("message")
+                    except (ValueError, AttributeError):
+                        log.error = None
+        finally:
+            # Completed before answering, so a client that got its answer sees the final log.
+            log.duration = time.monotonic() - started
+            log.completed = True
+        if resp is None:  # drop: close the socket without any response
+            h.close_connection = True
+            try:
+                h.wfile.flush()
+                h.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        self._write(h, resp, head=method == "HEAD")
+
+    @staticmethod
+    def _write(h: _Handler, resp: Response, head: bool = False) -> None:
+        try:
+            h.send_response(resp.status)
+            h.send_header("Content-Type", resp.content_type)
+            h.send_header("Content-Length", str(len(resp.body)))
+            for k, v in resp.headers.items():
+                h.send_header(k, v)
+            h.end_headers()
+            if not head and resp.body:
+                h.wfile.write(resp.body)
+            h.wfile.flush()
+        except OSError:  # client went away (e.g. timed out during a delay fault)
+            h.close_connection = True
+
+    # ------------------------------------------------------------------ routing
+    def _routes(self) -> List[Tuple[str, "re.Pattern[str]", str, Callable[..., Response], bool]]:
+        R = re.compile
+        return [
+            ("GET", R(r"^/api/public/health/?$"), "health", self._health, False),
+            ("GET", R(r"^/api/public/projects$"), "projects.get", self._projects, True),
+            ("GET", R(r"^/api/public/v2/datasets$"), "datasets.list", self._datasets_list, True),
+            ("POST", R(r"^/api/public/v2/datasets$"), "datasets.create", self._datasets_create, True),
+            ("GET", R(r"^/api/public/v2/datasets/(?P<name>[^/]+)$"), "datasets.get", self._datasets_get, True),
+            ("GET", R(r"^/api/public/dataset-items$"), "dataset_items.list", self._items_list, True),
+            ("POST", R(r"^/api/public/dataset-items$"), "dataset_items.create", self._items_create, True),
+            ("GET", R(r"^/api/public/dataset-items/(?P<id>[^/]+)$"), "dataset_items.get", self._items_get, True),
+            ("DELETE", R(r"^/api/public/dataset-items/(?P<id>[^/]+)$"), "dataset_items.delete",
+             self._items_delete, True),
+            ("POST", R(r"^/api/public/otel/v1/traces$"), "otel.traces", self._otel, True),
+            ("POST", R(r"^/api/public/scores$"), "scores.create", self._scores_create, True),
+            ("DELETE", R(r"^/api/public/scores/(?P<id>[^/]+)$"), "scores.delete", self._scores_delete, True),
+            ("GET", R(r"^/api/public/v3/scores$"), "scores.get_many", self._scores_v3, True),
+            ("GET", R(r"^/api/public/experiments$"), "experiments.list", self._experiments, True),
+            ("GET", R(r"^/api/public/experiment-items$"), "experiments.list_items", self._experiment_items, True),
+            ("GET", R(r"^/api/public/v2/observations$"), "observations.get_many", self._observations_v2, True),
+            ("GET", R(r"^/api/public/traces/(?P<id>[^/]+)$"), "traces.get_v1", self._trace_v1, True),
+            ("GET", R(r"^/api/public/observations/(?P<id>[^/]+)$"), "observations.get_v1",
+             self._observation_v1_route, True),
+        ]
+
+    def handle(self, method: str, raw_path: str, headers: Dict[str, str], body: bytes
+               ) -> Tuple[Response, Optional[str]]:
+        """Route one request; returns (response, route name or None for unknown)."""
+        split = urlsplit(raw_path)
+        path = split.path
+        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        if method == "HEAD":
+            method = "GET"
+        path_known = False
+        for r_method, pattern, name, fn, needs_auth in self._routes():
+            m = pattern.match(path)
+            if not m:
+                continue
+            path_known = True
+            if r_method != method:
+                continue
+            try:
+                if needs_auth:
+                    self._check_auth(headers)
+                params = {k: unquote(v) for k, v in m.groupdict().items()}
+                with self._lock:
+                    return fn(query=query, headers=headers, body=body, **params), name
+            except ApiError as exc:
+                payload: Dict[str, Any] = {"message": exc.message}
+                if exc.details is not None:
+                    payload["error"] = exc.details
+                extra = {"WWW-Authenticate": 'Basic realm="Langfuse"'} if exc.status == 401 else {}
+                return _json(exc.status, payload, extra), name
+            except Exception as exc:  # a stand-in bug: answer 500 and keep it for assertions
+                self.internal_errors.append(f"{method} {path}: {exc!r}")
+                return _json(500, {"message": f"stand-in internal error: {exc!r}"}), name
+        if path_known:
+            return _json(405, {"message": f"Method {method} not allowed on {path}"}), None
+        return _json(404, {"message": f"stand-in: no endpoint {method} {path} (Langfuse SDK 5 does not use it)"}), None
+
+    def _check_auth(self, headers: Dict[str, str]) -> None:
+        auth = headers.get("authorization") or ""
+        if not auth.lower().startswith("basic "):
+            raise ApiError(401, "No authorization header")
+        try:
+            decoded = base64.b64decode(auth[6:].strip(), validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            raise ApiError(401, "Invalid authorization header") from None
+        pk, _, sk = decoded.partition(":")
+        if pk != self.public_key or sk != self.secret_key:
+            raise ApiError(401, "Invalid credentials. Confirm that you've configured the correct host.")
+
+    @staticmethod
+    def _body_json(body: bytes, headers: Dict[str, str]) -> Any:
+        try:
+            raw = decompress(body, headers.get("content-encoding"))
+        except OtlpDecodeError as exc:
+            raise ApiError(400, str(exc)) from exc
+        if not raw:
+            raise ApiError(400, "Invalid request data: empty body")
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise ApiError(400, f"Invalid request data: body is not JSON ({exc})") from exc
+
+    @staticmethod
+    def _page(query: Dict[str, str], default_limit: int = 50, max_limit: Optional[int] = None) -> Tuple[int, int]:
+        try:
+            page = int(query.get("page") or 1)
+            limit = int(query.get("limit") or default_limit)
+        except ValueError:
+            raise ApiError(400, "page and limit must be integers") from None
+        if page < 1 or limit < 1 or (max_limit is not None and limit > max_limit):
+            raise ApiError(400, f"invalid page/limit ({page}/{limit})")
+        return page, limit
+
+    @staticmethod
+    def _paginate(rows: List[Any], page: int, limit: int) -> Tuple[List[Any], Dict[str, int]]:
+        total = len(rows)
+        meta = {"page": page, "limit": limit, "totalItems": total, "totalPages": math.ceil(total / limit)}
+        return rows[(page - 1) * limit: page * limit], meta
+
+    @staticmethod
+    def _cursor_page(rows: List[Any], query: Dict[str, str], default_limit: int, max_limit: int
+                     ) -> Tuple[List[Any], Dict[str, Any]]:
+        try:
+            limit = int(query.get("limit") or default_limit)
+        except ValueError:
+            raise ApiError(400, "limit must be an integer") from None
+        if limit < 1 or limit > max_limit:
+            raise ApiError(400, f"limit must be between 1 and {max_limit}")
+        offset = 0
+        if query.get("cursor"):
+            try:
+                raw = query["cursor"]
+                offset = int(json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))["offset"])
+            except (ValueError, KeyError, TypeError, binascii.Error):
+                raise ApiError(400, "invalid cursor") from None
+        chunk = rows[offset: offset + limit]
+        meta: Dict[str, Any] = {"limit": limit}
+        if offset + limit < len(rows):
+            meta["cursor"] = base64.urlsafe_b64encode(
+                json.dumps({"v": 1, "offset": offset + limit}).encode()
+            ).decode().rstrip("=")
+        return chunk, meta
+
+    @staticmethod
+    def _query_dt(query: Dict[str, str], key: str, required: bool = False) -> Optional[datetime]:
+        raw = query.get(key)
+        if not raw:
+            if required:
+                raise ApiError(400, f"Invalid request data: {key} is required")
+            return None
+        try:
+            dt = _parse_iso(raw)
+        except ValueError:
+            raise ApiError(400, f"Invalid request data: {key} is not an ISO 8601 datetime") from None
+        return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+    @staticmethod
+    def _fields(query: Dict[str, str], allowed: Set[str], default: Set[str]) -> Set[str]:
+        raw = query.get("fields")
+        if not raw:
+            return set(default)
+        groups = {g.strip() for g in raw.split(",") if g.strip()}
+        unknown = groups - allowed
+        if unknown:
+            raise ApiError(400, f"Invalid fields: {sorted(unknown)}; allowed: {sorted(allowed)}")
+        return groups
+
+    # ------------------------------------------------------------------ health / projects
+    def _health(self, **_: Any) -> Response:
+        return _json(200, {"status": "OK", "version": self.server_version})
+
+    def _projects(self, **_: Any) -> Response:
+        return _json(200, {"data": [{
+            "id": self.project_id, "name": self.project_name,
+            "organization": {"id": "org-standin", "name": "stand-in org"},
+            "metadata": {},
+        }]})
+
+    # ------------------------------------------------------------------ datasets
+    def _datasets_list(self, query: Dict[str, str], **_: Any) -> Response:
+        page, limit = self._page(query)
+        rows, meta = self._paginate(list(self.datasets.values()), page, limit)
+        return _json(200, {"data": rows, "meta": meta})
+
+    def _datasets_create(self, body: bytes, headers: Dict[str, str], **_: Any) -> Response:
+        payload = self._body_json(body, headers)
+        req = _validate(CreateDatasetRequest, payload, "CreateDatasetRequest")
+        if not req.name:
+            raise ApiError(400, "Invalid request data: name must not be empty")
+        now = _iso(_utcnow())
+        ds = self.datasets.get(req.name)
+        if ds is None:
+            ds = {
+                "id": "ds-" + uuid.uuid4().hex[:20], "name": req.name, "description": None,
+                "metadata": None, "inputSchema": None, "expectedOutputSchema": None,
+                "projectId": self.project_id, "createdAt": now, "updatedAt": now,
+            }
+            self.datasets[req.name] = ds
+        for key in ("description", "metadata", "inputSchema", "expectedOutputSchema"):
+            if payload.get(key) is not None:
+                ds[key] = payload[key]
+        ds["updatedAt"] = now
+        return _json(200, ds)
+
+    def _datasets_get(self, name: str, **_: Any) -> Response:
+        ds = self.datasets.get(name)
+        if ds is None:
+            raise ApiError(404, f"Dataset not found: {name!r}")
+        return _json(200, ds)
+
+    # ------------------------------------------------------------------ dataset items
+    def _items_create(self, body: bytes, headers: Dict[str, str], **_: Any) -> Response:
+        payload = self._body_json(body, headers)
+        req = _validate(CreateDatasetItemRequest, payload, "CreateDatasetItemRequest")
+        ds = self.datasets.get(req.dataset_name)
+        if ds is None:
+            raise ApiError(404, f"Dataset not found: {req.dataset_name!r}")
+        item_id = req.id or str(uuid.uuid4())
+        if len(item_id) > MAX_DATASET_ITEM_ID_LENGTH:
+            raise ApiError(400, f"Invalid request data: id is longer than {MAX_DATASET_ITEM_ID_LENGTH} chars")
+        now = _iso(_utcnow())
+        item = self.dataset_items.get(item_id)
+        if item is not None and item["datasetId"] != ds["id"]:
+            raise ApiError(400, f"Dataset item id {item_id!r} already exists in dataset {item['datasetName']!r}")
+        if item is None:
+            item = {
+                "id": item_id, "status": "ACTIVE", "input": None, "expectedOutput": None, "metadata": None,
+                "sourceTraceId": None, "sourceObservationId": None, "datasetId": ds["id"],
+                "datasetName": ds["name"], "createdAt": now, "updatedAt": now, "version": now,
+                "mediaReferences": [],
+            }
+            self.dataset_items[item_id] = item
+        for key in ("input", "expectedOutput", "metadata", "sourceTraceId", "sourceObservationId", "status"):
+            if payload.get(key) is not None:
+                item[key] = payload[key]
+        item["updatedAt"] = now
+        item["version"] = now
+        return _json(200, item)
+
+    def _items_list(self, query: Dict[str, str], **_: Any) -> Response:
+        page, limit = self._page(query)
+        self._query_dt(query, "version")  # accepted (validated) but items are not versioned here
+        rows = list(self.dataset_items.values())
+        name = query.get("datasetName")
+        if name is not None:
+            if name not in self.datasets:
+                raise ApiError(404, f"Dataset not found: {name!r}")
+            rows = [r for r in rows if r["datasetName"] == name]
+        for param, key in (("sourceTraceId", "sourceTraceId"), ("sourceObservationId", "sourceObservationId")):
+            if query.get(param):
+                rows = [r for r in rows if r[key] == query[param]]
+        rows, meta = self._paginate(rows, page, limit)
+        return _json(200, {"data": rows, "meta": meta})
+
+    def _items_get(self, id: str, **_: Any) -> Response:  # noqa: A002
+        item = self.dataset_items.get(id)
+        if item is None:
+            raise ApiError(404, f"Dataset item not found: {id!r}")
+        return _json(200, item)
+
+    def _items_delete(self, id: str, **_: Any) -> Response:  # noqa: A002
+        if self.dataset_items.pop(id, None) is None:
+            raise ApiError(404, f"Dataset item not found: {id!r}")
+        return _json(200, {"message": "Dataset item successfully deleted"})
+
+    # ------------------------------------------------------------------ OTLP traces
+    def _otel(self, body: bytes, headers: Dict[str, str], **_: Any) -> Response:
+        ctype = (headers.get("content-type") or "").split(";")[0].strip().lower()
+        try:
+            raw = decompress(body, headers.get("content-encoding"))
+            if ctype in ("application/x-protobuf", "application/protobuf"):
+                spans = decode_protobuf(raw)
+                resp = Response(200, ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
+            elif ctype == "application/json":
+                try:
+                    payload = json.loads(raw)
+                except ValueError as exc:
+                    raise OtlpDecodeError(f"body is not JSON: {exc}") from exc
+                spans = decode_json(payload)
+                resp = _json(200, {})
+            else:
+                raise ApiError(415, f"Unsupported Content-Type {ctype!r}; use application/x-protobuf or application/json")
+        except OtlpDecodeError as exc:
+            raise ApiError(400, str(exc)) from exc
+        received = _iso(_utcnow())
+        for span in spans:
+            span["ingestion_version"] = headers.get("x-langfuse-ingestion-version")
+            span["received_at"] = received
+            key = (span["trace_id"], span["span_id"])
+            self.spans[key] = span
+            self.span_receipts[key] += 1
+        return resp
+
+    # ------------------------------------------------------------------ scores
+    def _normalize_score(self, body: Any) -> Dict[str, Any]:
+        """Validate one score (CreateScoreRequest + the server's extra rules); raise ApiError(400)."""
+        if not isinstance(body, dict):
+            raise ApiError(400, "score must be a JSON object")
+        # The generated model types metadata as a dict, but the API accepts any JSON value
+        # there (see score_consumer.py), so metadata is left out of the type check.
+        probe = {k: v for k, v in body.items() if k != "metadata"}
+        req = _validate(CreateScoreRequest, probe, "CreateScoreRequest")
+        if not req.name:
+            raise ApiError(400, "name must not be empty")
+        if not (req.trace_id or req.session_id or req.dataset_run_id):
+            raise ApiError(400, "score needs one of traceId, sessionId or datasetRunId")
+        if req.observation_id and not req.trace_id:
+            raise ApiError(400, "observationId requires traceId")
+        value = body.get("value")
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ApiError(400, "value must be a number or a string")
+        data_type = body.get("dataType") or ("CATEGORICAL" if isinstance(value, str) else "NUMERIC")
+        if data_type in ("NUMERIC", "BOOLEAN"):
+            if isinstance(value, str) or not math.isfinite(value):
+                raise ApiError(400, f"{data_type} score value must be a finite number")
+            value = float(value)
+            if data_type == "BOOLEAN" and value not in (0.0, 1.0):
+                raise ApiError(400, "BOOLEAN score value must be 0 or 1")
+        else:
+            if not isinstance(value, str):
+                raise ApiError(400, f"{data_type} score value must be a string")
+            if data_type == "TEXT" and not 1 <= len(value) <= 500:
+                raise ApiError(400, "TEXT score value must have 1 to 500 characters")
+        ts_raw = body.get("timestamp")
+        if ts_raw is None:
+            ts = _utcnow()
+        else:
+            try:
+                ts = _parse_iso(ts_raw)
+            except (ValueError, AttributeError):
+                raise ApiError(400, f"timestamp {ts_raw!r} is not an ISO 8601 datetime") from None
+            if ts.tzinfo is None:
+                raise ApiError(400, f"timestamp {ts_raw!r} has no UTC offset")
+        env = body.get("environment")
+        if env is not None and not _ENV_RE.match(env):
+            raise ApiError(400, f"invalid environment {env!r}")
+        now = _iso(_utcnow())
+        return {
+            "id": body.get("id") or str(uuid.uuid4()), "projectId": self.project_id, "name": req.name,
+            "value": value, "dataType": data_type, "source": body.get("source") or "API",
+            "timestamp": _iso(ts), "environment": env or "default",
+            "traceId": req.trace_id, "observationId": req.observation_id, "sessionId": req.session_id,
+            "datasetRunId": req.dataset_run_id, "comment": req.comment, "metadata": body.get("metadata"),
+            "configId": req.config_id, "queueId": req.queue_id, "authorUserId": None,
+            "createdAt": now, "updatedAt": now,
+        }
+
+    def _store_score(self, score: Dict[str, Any]) -> None:
+        key = (score["id"], score["timestamp"])
+        previous = self.score_rows.get(key)
+        if previous is not None:
+            score["createdAt"] = previous["createdAt"]
+        self.score_rows[key] = score
+        self.scores[score["id"]] = score
+        self.score_receipts[score["id"]] += 1
+
+    def _scores_create(self, body: bytes, headers: Dict[str, str], **_: Any) -> Response:
+        if len(body) > SCORES_BODY_LIMIT_BYTES:
+            raise ApiError(413, f"Body exceeded {SCORES_BODY_LIMIT_BYTES} bytes limit")
+        payload = self._body_json(body, headers)
+        if isinstance(payload, dict):  # single score (legacy form): 200 {id} or 400
+            score = self._normalize_score(payload)
+            self._store_score(score)
+            return _json(200, {"id": score["id"]})
+        if not isinstance(payload, list) or not payload:
+            raise ApiError(400, "Invalid request data: expected a non-empty JSON array of scores")
+        accepted, errors = 0, []
+        for i, item in enumerate(payload):
+            try:
+                score = self._normalize_score(item)
+            except ApiError as exc:
+                sid = item.get("id") if isinstance(item, dict) else None
+                errors.append({"message": f"score[{i}] id={sid!r}: {exc.message}"})
+                continue
+            self._store_score(score)
+            accepted += 1
+        if errors:
+            return _json(207, {"accepted": accepted, "rejected": len(errors), "errors": errors})
+        return _json(202, {"message": "Accepted"})
+
+    def _scores_delete(self, id: str, **_: Any) -> Response:  # noqa: A002
+        keys = [k for k in self.score_rows if k[0] == id]
+        if not keys:
+            raise ApiError(404, f"Score not found: {id!r}")
+        for k in keys:
+            del self.score_rows[k]
+        self.scores.pop(id, None)
+        return Response(204, b"")
+
+    def _score_v3(self, s: Dict[str, Any], fields: Set[str]) -> Dict[str, Any]:
+        value: Any = s["value"]
+        if s["dataType"] == "BOOLEAN":
+            value = bool(value)
+        out = {k: s[k] for k in ("id", "projectId", "name", "dataType", "source", "timestamp",
+                                 "environment", "createdAt", "updatedAt")}
+        out["value"] = value
+        if "details" in fields:
+            out["comment"] = s["comment"]
+            out["configId"] = s["configId"]
+            out["metadata"] = s["metadata"] if isinstance(s["metadata"], dict) else None
+        if "annotation" in fields:
+            out["authorUserId"] = s["authorUserId"]
+            out["queueId"] = s["queueId"]
+        if "subject" in fields:
+            if s["observationId"]:
+                out["subject"] = {"kind": "observation", "id": s["observationId"], "traceId": s["traceId"]}
+            elif s["traceId"]:
+                out["subject"] = {"kind": "trace", "id": s["traceId"]}
+            elif s["sessionId"]:
+                out["subject"] = {"kind": "session", "id": s["sessionId"]}
+            elif s["datasetRunId"]:
+                out["subject"] = {"kind": "experiment", "id": s["datasetRunId"]}
+        return out
+
+    def _scores_v3(self, query: Dict[str, str], **_: Any) -> Response:
+        fields = self._fields(query, {"details", "subject", "annotation"}, set())
+        if query.get("observationId") and not query.get("traceId"):
+            raise ApiError(400, "observationId requires traceId")
+        if query.get("sessionId") and (query.get("traceId") or query.get("observationId") or query.get("experimentId")):
+            raise ApiError(400, "sessionId is mutually exclusive with traceId, observationId, experimentId")
+        if query.get("experimentId") and (query.get("traceId") or query.get("observationId")):
+            raise ApiError(400, "experimentId is mutually exclusive with traceId, observationId")
+        data_types = _csv(query, "dataType", upper=True)
+        if query.get("value") is not None and (not data_types or len(data_types) != 1
+                                               or next(iter(data_types)) not in ("NUMERIC", "BOOLEAN", "CATEGORICAL")):
+            raise ApiError(400, "value filter requires a single dataType of NUMERIC, BOOLEAN or CATEGORICAL")
+        if (query.get("valueMin") or query.get("valueMax")) and data_types != {"NUMERIC"}:
+            raise ApiError(400, "valueMin/valueMax require dataType=NUMERIC")
+        frm, to = self._query_dt(query, "fromTimestamp"), self._query_dt(query, "toTimestamp")
+        rows = list(self.score_rows.values())
+        simple = {"id": "id", "name": "name", "environment": "environment", "configId": "configId",
+                  "queueId": "queueId", "authorUserId": "authorUserId", "traceId": "traceId",
+                  "sessionId": "sessionId", "observationId": "observationId", "experimentId": "datasetRunId"}
+        for param, key in simple.items():
+            wanted = _csv(query, param)
+            if wanted is not None:
+                rows = [r for r in rows if r[key] in wanted]
+        sources = _csv(query, "source", upper=True)
+        if sources is not None:
+            rows = [r for r in rows if r["source"].upper() in sources]
+        if data_types is not None:
+            rows = [r for r in rows if r["dataType"] in data_types]
+        if query.get("value") is not None:
+            dt = next(iter(data_types or {"NUMERIC"}))
+            wanted_vals = [v.strip() for v in query["value"].split(",")]
+            if dt == "BOOLEAN":
+                allowed = {1.0 if v.lower() == "true" else 0.0 for v in wanted_vals}
+                rows = [r for r in rows if r["value"] in allowed]
+            elif dt == "NUMERIC":
+                rows = [r for r in rows if r["value"] in {float(v) for v in wanted_vals}]
+            else:
+                rows = [r for r in rows if r["value"] in set(wanted_vals)]
+        if query.get("valueMin"):
+            rows = [r for r in rows if r["value"] >= float(query["valueMin"])]
+        if query.get("valueMax"):
+            rows = [r for r in rows if r["value"] <= float(query["valueMax"])]
+        if frm is not None:
+            rows = [r for r in rows if _parse_iso(r["timestamp"]) >= frm]
+        if to is not None:
+            rows = [r for r in rows if _parse_iso(r["timestamp"]) < to]
+        rows.sort(key=lambda r: (r["timestamp"], r["id"]), reverse=True)
+        chunk, meta = self._cursor_page(rows, query, 50, 100)
+        return _json(200, {"data": [self._score_v3(r, fields) for r in chunk], "meta": meta})
+
+    # ------------------------------------------------------------------ span views
+    def _all_spans(self) -> Dict[SpanKey, Dict[str, Any]]:
+        return {**self.seeded_spans, **self.spans}
+
+    @staticmethod
+    def _environment(span: Dict[str, Any]) -> str:
+        return (span["attributes"].get(A_ENVIRONMENT)
+                or span.get("resource_attributes", {}).get(A_ENVIRONMENT) or "default")
+
+    @staticmethod
+    def _obs_metadata(attrs: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        out: Dict[str, Any] = {}
+        prefix = A_METADATA + "."
+        for k, v in attrs.items():
+            if k.startswith(prefix):
+                out[k[len(prefix):]] = _maybe_json(v)
+        if A_METADATA in attrs:
+            whole = _maybe_json(attrs[A_METADATA])
+            if isinstance(whole, dict):
+                out.update(whole)
+            else:
+                out["metadata"] = whole
+        return out or None
+
+    @staticmethod
+    def _is_root(span: Dict[str, Any]) -> bool:
+        a = span["attributes"]
+        return span["parent_span_id"] is None or bool(a.get(A_IS_APP_ROOT)) or bool(a.get(A_AS_ROOT))
+
+    def _observation_v2(self, span: Dict[str, Any], fields: Set[str]) -> Dict[str, Any]:
+        a = span["attributes"]
+        end = _span_end(span)
+        out: Dict[str, Any] = {
+            "id": span["span_id"], "traceId": span["trace_id"], "startTime": _iso(_span_start(span)),
+            "endTime": _iso(end) if end else None, "projectId": self.project_id,
+            "parentObservationId": span["parent_span_id"],
+            "type": str(a.get(A_TYPE) or "span").upper(),
+        }
+        if "basic" in fields:
+            out.update({
+                "name": span["name"], "level": a.get(A_LEVEL) or "DEFAULT",
+                "statusMessage": a.get(A_STATUS_MESSAGE), "version": a.get(A_VERSION),
+                "environment": self._environment(span), "bookmarked": False, "public": bool(a.get(A_TRACE_PUBLIC)),
+                "userId": a.get(A_USER_ID), "sessionId": a.get(A_SESSION_ID), "isRootObservation": self._is_root(span),
+            })
+        if "time" in fields:
+            out.update({"completionStartTime": _maybe_json(a.get(A_COMPLETION_START)),
+                        "createdAt": span.get("received_at"), "updatedAt": span.get("received_at")})
+        if "io" in fields:  # raw strings, like the real v2 API
+            out.update({"input": a.get(A_INPUT), "output": a.get(A_OUTPUT)})
+        if "metadata" in fields:
+            out["metadata"] = self._obs_metadata(a)
+        if "model" in fields:
+            out.update({"model": a.get(A_MODEL), "internalModelId": None,
+                        "modelParameters": _maybe_json(a.get(A_MODEL_PARAMETERS))})
+        if "usage" in fields:
+            out.update({"usageDetails": _maybe_json(a.get(A_USAGE)) or {},
+                        "costDetails": _maybe_json(a.get(A_COST)) or {}, "totalCost": None})
+        if "prompt" in fields:
+            out.update({"promptId": None, "promptName": a.get(A_PROMPT_NAME),
+                        "promptVersion": a.get(A_PROMPT_VERSION)})
+        if "metrics" in fields:
+            out.update({"latency": (end - _span_start(span)).total_seconds() if end else None,
+                        "timeToFirstToken": None})
+        if "trace_context" in fields:
+            out.update({"tags": list(a.get(A_TRACE_TAGS) or []), "release": a.get(A_RELEASE),
+                        "traceName": a.get(A_TRACE_NAME)})
+        return out
+
+    def _observations_v2(self, query: Dict[str, str], **_: Any) -> Response:
+        fields = self._fields(
+            query, {"core", "basic", "time", "io", "metadata", "model", "usage", "prompt", "metrics", "trace_context"},
+            {"core", "basic"})
+        if (query.get("parseIoAsJson") or "").lower() == "true":
+            raise ApiError(400, "parseIoAsJson=true is no longer supported")
+        if query.get("filter"):
+            raise ApiError(400, "the structured 'filter' parameter is not supported by the stand-in")
+        frm, to = self._query_dt(query, "fromStartTime"), self._query_dt(query, "toStartTime")
+        rows = list(self._all_spans().values())
+        if query.get("traceId"):
+            rows = [s for s in rows if s["trace_id"] == query["traceId"]]
+        if query.get("name"):
+            rows = [s for s in rows if s["name"] == query["name"]]
+        if query.get("type"):
+            rows = [s for s in rows if str(s["attributes"].get(A_TYPE) or "span").upper() == query["type"].upper()]
+        if "parentObservationId" in query:
+            want = query["parentObservationId"] or None
+            rows = [s for s in rows if s["parent_span_id"] == want]
+        if query.get("isRootObservation"):
+            want_root = query["isRootObservation"].lower() == "true"
+            rows = [s for s in rows if self._is_root(s) == want_root]
+        if query.get("level"):
+            rows = [s for s in rows if (s["attributes"].get(A_LEVEL) or "DEFAULT") == query["level"]]
+        if query.get("environment"):
+            envs = set(query["environment"].split(","))
+            rows = [s for s in rows if self._environment(s) in envs]
+        for param, attr in (("userId", A_USER_ID), ("sessionId", A_SESSION_ID), ("version", A_VERSION)):
+            if query.get(param):
+                rows = [s for s in rows if s["attributes"].get(attr) == query[param]]
+        if frm is not None:
+            rows = [s for s in rows if _span_start(s) >= frm]
+        if to is not None:
+            rows = [s for s in rows if _span_start(s) < to]
+        rows.sort(key=lambda s: (s["start_time_unix_nano"], s["span_id"]), reverse=True)
+        chunk, meta = self._cursor_page(rows, query, 50, 1000)
+        return _json(200, {"data": [self._observation_v2(s, fields) for s in chunk], "meta": meta})
+
+    def _observation_v1(self, span: Dict[str, Any]) -> Dict[str, Any]:
+        a = span["attributes"]
+        end = _span_end(span)
+        return {
+            "id": span["span_id"], "traceId": span["trace_id"], "type": str(a.get(A_TYPE) or "span").upper(),
+            "name": span["name"], "startTime": _iso(_span_start(span)), "endTime": _iso(end) if end else None,
+            "completionStartTime": _maybe_json(a.get(A_COMPLETION_START)), "model": a.get(A_MODEL),
+            "modelParameters": _maybe_json(a.get(A_MODEL_PARAMETERS)), "input": _maybe_json(a.get(A_INPUT)),
+            "output": _maybe_json(a.get(A_OUTPUT)), "version": a.get(A_VERSION),
+            "metadata": self._obs_metadata(a), "level": a.get(A_LEVEL) or "DEFAULT",
+            "statusMessage": a.get(A_STATUS_MESSAGE), "parentObservationId": span["parent_span_id"],
+            "environment": self._environment(span), "usageDetails": _maybe_json(a.get(A_USAGE)) or {},
+            "costDetails": _maybe_json(a.get(A_COST)) or {}, "promptId": None,
+            "projectId": self.project_id,
+        }
+
+    def _observation_v1_get(self, id: str) -> Optional[Dict[str, Any]]:  # noqa: A002
+        for span in self._all_spans().values():
+            if span["span_id"] == id:
+                return span
+        return None
+
+    def _observation_v1_route(self, id: str, **_: Any) -> Response:  # noqa: A002
+        span = self._observation_v1_get(id)
+        if span is None:
+            raise ApiError(404, f"Observation not found: {id!r}")
+        return _json(200, self._observation_v1(span))
+
+    def _trace_v1(self, id: str, **_: Any) -> Response:  # noqa: A002
+        spans = [s for s in self._all_spans().values() if s["trace_id"] == id]
+        if not spans:
+            raise ApiError(404, f"Trace not found: {id!r}")
+        spans.sort(key=lambda s: s["start_time_unix_nano"])
+        roots = [s for s in spans if s["parent_span_id"] is None] or spans
+        root = roots[0]
+        ra = root["attributes"]
+        name = next((s["attributes"][A_TRACE_NAME] for s in spans if s["attributes"].get(A_TRACE_NAME)), root["name"])
+        ends = [e for e in (_span_end(s) for s in spans) if e]
+        start = _span_start(spans[0])
+        scores = [self._score_v3(s, {"details"}) for s in self.score_rows.values() if s["traceId"] == id]
+        return _json(200, {
+            "id": id, "projectId": self.project_id, "name": name, "timestamp": _iso(_span_start(root)),
+            "environment": self._environment(root), "input": _maybe_json(ra.get(A_INPUT)),
+            "output": _maybe_json(ra.get(A_OUTPUT)), "sessionId": ra.get(A_SESSION_ID), "userId": ra.get(A_USER_ID),
+            "release": ra.get(A_RELEASE), "version": ra.get(A_VERSION), "metadata": _maybe_json(ra.get(A_TRACE_METADATA)),
+            "tags": list(ra.get(A_TRACE_TAGS) or []), "public": bool(ra.get(A_TRACE_PUBLIC)), "bookmarked": False,
+            "htmlPath": f"/project/{self.project_id}/traces/{id}",
+            "latency": (max(ends) - start).total_seconds() if ends else 0.0, "totalCost": 0.0,
+            "createdAt": root.get("received_at"), "updatedAt": root.get("received_at"),
+            "observations": [self._observation_v1(s) for s in spans], "scores": scores,
+        })
+
+    # ------------------------------------------------------------------ experiments
+    def experiment_item_spans(self) -> List[Dict[str, Any]]:
+        """Spans that are experiment items: they carry experiment id + item id and are the
+        item's root observation (``...item.root_observation_id`` equals their span id, or
+        is absent).  Duplicated publication shows up as several spans for one item id."""
+        out = []
+        for span in self._all_spans().values():
+            a = span["attributes"]
+            if not a.get(A_EXP_ID) or not a.get(A_EXP_ITEM_ID):
+                continue
+            root = a.get(A_EXP_ITEM_ROOT)
+            if root is not None and root != span["span_id"]:
+                continue
+            out.append(span)
+        out.sort(key=lambda s: (s["start_time_unix_nano"], s["span_id"]), reverse=True)
+        return out
+
+    def _item_in_window(self, span: Dict[str, Any], frm: datetime, to: Optional[datetime]) -> bool:
+        st = _span_start(span)
+        return st >= frm and (to is None or st < to)
+
+    def _experiments(self, query: Dict[str, str], **_: Any) -> Response:
+        fields = self._fields(query, {"core", "metadata", "scores"}, {"core"})
+        frm = self._query_dt(query, "fromStartTime", required=True)
+        to = self._query_dt(query, "toStartTime")
+        if query.get("filter"):
+            raise ApiError(400, "the structured 'filter' parameter is not supported by the stand-in")
+        try:
+            score_limit = int(query.get("scoreLimit") or 50)
+        except ValueError:
+            raise ApiError(400, "scoreLimit must be an integer") from None
+        groups: Dict[str, List[Dict[str, Any]]] = {}
+        for span in self.experiment_item_spans():
+            if self._item_in_window(span, frm, to):  # type: ignore[arg-type]
+                groups.setdefault(span["attributes"][A_EXP_ID], []).append(span)
+        ids, names, datasets = _csv(query, "id"), _csv(query, "name"), _csv(query, "datasetId")
+        rows = []
+        for exp_id, spans in groups.items():
+            a = spans[0]["attributes"]
+            if ids is not None and exp_id not in ids:
+                continue
+            if names is not None and a.get(A_EXP_NAME) not in names:
+                continue
+            if datasets is not None and a.get(A_EXP_DATASET_ID) not in datasets:
+                continue
+            starts = [_span_start(s) for s in spans]
+            ends = [_span_end(s) or _span_start(s) for s in spans]
+            row: Dict[str, Any] = {
+                "id": exp_id, "name": a.get(A_EXP_NAME) or exp_id, "description": a.get(A_EXP_DESCRIPTION),
+                "startTime": _iso(max(min(starts), frm)), "endTime": _iso(max(ends)), "itemCount": len(spans),
+                "datasetId": a.get(A_EXP_DATASET_ID),
+            }
+            if "metadata" in fields:
+                md = _maybe_json(a.get(A_EXP_METADATA))
+                row["metadata"] = md if isinstance(md, dict) else None
+            if "scores" in fields:
+                sc = [s for s in self.score_rows.values() if s["datasetRunId"] == exp_id]
+                sc.sort(key=lambda s: s["timestamp"], reverse=True)
+                row["scores"] = [self._score_v3(s, set()) for s in sc[:score_limit]]
+            rows.append((max(ends), row))
+        rows.sort(key=lambda t: t[0], reverse=True)
+        chunk, meta = self._cursor_page([r for _, r in rows], query, 50, 100)
+        return _json(200, {"data": chunk, "meta": meta})
+
+    def _experiment_items(self, query: Dict[str, str], **_: Any) -> Response:
+        fields = self._fields(
+            query, {"core", "dataset", "io", "metadata", "itemMetadata", "experimentMetadata", "scores"},
+            {"core", "dataset"})
+        frm = self._query_dt(query, "fromStartTime", required=True)
+        to = self._query_dt(query, "toStartTime")
+        if query.get("filter"):
+            raise ApiError(400, "the structured 'filter' parameter is not supported by the stand-in")
+        try:
+            score_limit = int(query.get("scoreLimit") or 50)
+        except ValueError:
+            raise ApiError(400, "scoreLimit must be an integer") from None
+        exp_ids, exp_names = _csv(query, "experimentId"), _csv(query, "experimentName")
+        item_ids, datasets = _csv(query, "experimentItemId"), _csv(query, "datasetId")
+        rows = []
+        for span in self.experiment_item_spans():
+            a = span["attributes"]
+            if not self._item_in_window(span, frm, to):  # type: ignore[arg-type]
+                continue
+            if exp_ids is not None and a[A_EXP_ID] not in exp_ids:
+                continue
+            if exp_names is not None and a.get(A_EXP_NAME) not in exp_names:
+                continue
+            if item_ids is not None and a[A_EXP_ITEM_ID] not in item_ids:
+                continue
+            if datasets is not None and a.get(A_EXP_DATASET_ID) not in datasets:
+                continue
+            end = _span_end(span)
+            row: Dict[str, Any] = {
+                "id": span["span_id"], "traceId": span["trace_id"], "startTime": _iso(_span_start(span)),
+                "endTime": _iso(end) if end else None, "level": a.get(A_LEVEL) or "DEFAULT",
+                "environment": self._environment(span), "experimentId": a[A_EXP_ID],
+                "experimentName": a.get(A_EXP_NAME) or a[A_EXP_ID], "experimentItemId": a[A_EXP_ITEM_ID],
+            }
+            if "dataset" in fields:
+                row["experimentDatasetId"] = a.get(A_EXP_DATASET_ID)
+                row["experimentItemVersion"] = a.get(A_EXP_ITEM_VERSION)
+            if "io" in fields:
+                row["input"] = _maybe_json(a.get(A_INPUT))
+                row["output"] = _maybe_json(a.get(A_OUTPUT))
+                row["expectedOutput"] = _maybe_json(a.get(A_EXP_ITEM_EXPECTED))
+            if "metadata" in fields:
+                row["metadata"] = self._obs_metadata(a)
+            if "itemMetadata" in fields:
+                md = _maybe_json(a.get(A_EXP_ITEM_METADATA))
+                row["experimentItemMetadata"] = md if isinstance(md, dict) else None
+            if "experimentMetadata" in fields:
+                md = _maybe_json(a.get(A_EXP_METADATA))
+                row["experimentMetadata"] = md if isinstance(md, dict) else None
+                row["experimentDescription"] = a.get(A_EXP_DESCRIPTION)
+            if "scores" in fields:
+                sc = [s for s in self.score_rows.values()
+                      if s["traceId"] == span["trace_id"] and s["observationId"] in (None, span["span_id"])]
+                sc.sort(key=lambda s: s["timestamp"], reverse=True)
+                row["scores"] = [self._score_v3(s, set()) for s in sc[:score_limit]]
+            rows.append(row)
+        chunk, meta = self._cursor_page(rows, query, 50, 100)
+        return _json(200, {"data": chunk, "meta": meta})
