@@ -1,0 +1,1389 @@
+"""Render summary.md and report.html from metrics.json, attempt records and the manifest.
+
+Pure rendering: every number comes from ``metrics`` (the outputs.md metrics.json dict) or is a
+direct count/listing of ``attempts`` (the attempt records of docs/design.md). Nothing here
+recomputes a capability metric. Unavailable values render as ``n/a``, never 0.
+
+report.html is one self-contained file: inline CSS, inline JS (allowed by a CSP hash, so no
+other script can run), inline SVG charts computed here, no network access. Every string from
+the run is escaped by jinja2 autoescaping; per-attempt details are embedded as JSON (with
+``<``, ``>`` and ``&`` escaped) and rendered lazily with ``textContent``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup, escape
+
+NA = "n/a"
+
+STATUS_ORDER = ("passed", "failed", "timeout", "judge_error", "skipped")
+CLASS_ORDER = ("agent", "environment", "evaluation", "skipped", "unknown")
+STAGE_ORDER = (
+    "setup",
+    "perception",
+    "planning",
+    "action_selection",
+    "device_execution",
+    "state_verification",
+    "recovery",
+    "final_response",
+    "evaluation",
+    "unknown",
+)
+ERROR_KEYS = (
+    "error",
+    "agent_error",
+    "judge_error",
+    "environment_state_error",
+    "episode_error",
+    "pre_screenshot_error",
+    "post_screenshot_error",
+)
+
+MS_FIELDS = frozenset(
+    {
+        "task_wall_ms",
+        "setup_ms",
+        "llm_time_ms",
+        "vision_llm_time_ms",
+        "time_to_first_token_ms",
+        "device_execution_ms",
+        "screenshot_capture_ms",
+    }
+)
+TOKEN_FIELDS = frozenset(
+    {"input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens"}
+)
+USD_FIELDS = frozenset({"cost_usd"})
+
+EFFICIENCY_FIELDS: tuple[tuple[str, str], ...] = (
+    ("task_wall_ms", "Task wall time"),
+    ("setup_ms", "Setup time (all observed attempts)"),
+    ("llm_calls", "Model calls"),
+    ("llm_time_ms", "Model time"),
+    ("vision_llm_calls", "Visual model calls"),
+    ("vision_llm_time_ms", "Visual model time"),
+    ("time_to_first_token_ms", "Time to first token"),
+    ("device_execution_ms", "Device execution time"),
+    ("screenshot_capture_ms", "Runner screenshot capture"),
+    ("tool_calls", "Tool calls"),
+    ("device_actions", "Device actions"),
+    ("screenshots_taken", "Screenshots taken"),
+    ("input_tokens", "Input tokens"),
+    ("output_tokens", "Output tokens"),
+    ("total_tokens", "Total tokens"),
+    ("cached_input_tokens", "Cached input tokens"),
+    ("reasoning_tokens", "Reasoning tokens"),
+    ("cost_usd", "Cost (USD)"),
+)
+RELIABILITY_FIELDS: tuple[tuple[str, str], ...] = (
+    ("tool_errors", "Tool errors (incl. recovered)"),
+    ("replan_count", "Replans"),
+    ("retry_count", "Agent retries"),
+)
+COST_TO_FIRST_SUCCESS_FIELDS: tuple[tuple[str, str], ...] = (
+    ("task_wall_ms", "Task wall time"),
+    ("total_tokens", "Total tokens"),
+    ("cost_usd", "Cost (USD)"),
+)
+HISTOGRAM_FIELDS: tuple[tuple[str, str], ...] = (
+    ("task_wall_ms", "Task wall time per attempt"),
+    ("total_tokens", "Total tokens per attempt"),
+    ("tool_calls", "Tool calls per attempt"),
+    ("device_actions", "Device actions per attempt"),
+)
+
+TOP_N = 10
+LIST_CAP = 25
+TEXT_CAP = 8_000
+ARGS_CAP = 1_000
+TOOL_CALLS_CAP = 100
+HTML_FAILED_TASKS_CAP = 300
+NOTE_CAP = 140
+
+
+# --------------------------------------------------------------------------------------------
+# small pure helpers: values and formatting
+# --------------------------------------------------------------------------------------------
+
+
+def is_number(value: Any) -> bool:
+    """True for a finite int/float that is not a Boolean."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def num(value: Any) -> float | None:
+    """The value as float when it is a number, else None."""
+    return float(value) if is_number(value) else None
+
+
+def dig(data: Any, *path: str) -> Any:
+    """Nested ``.get`` that tolerates missing keys and non-dict levels."""
+    for key in path:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def fmt_pct(value: Any, digits: int = 1) -> str:
+    """0.6667 -> '66.7%'; unavailable -> 'n/a'."""
+    return f"{value * 100:.{digits}f}%" if is_number(value) else NA
+
+
+def fmt_ci(lower: Any, upper: Any) -> str:
+    """Wilson bounds as '[30.0%, 90.3%]'; 'n/a' unless both are numbers."""
+    if is_number(lower) and is_number(upper):
+        return f"[{fmt_pct(lower)}, {fmt_pct(upper)}]"
+    return NA
+
+
+def fmt_int(value: Any) -> str:
+    """Integer-like numbers with thousands separators, other numbers with up to 2 decimals."""
+    if not is_number(value):
+        return NA
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
+def fmt_mean(value: Any) -> str:
+    """A mean/percentile of a count: one decimal unless integral."""
+    if not is_number(value):
+        return NA
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.1f}"
+
+
+def fmt_round(value: Any) -> str:
+    """A number rounded to an integer with thousands separators (e.g. a mean token count)."""
+    return f"{value:,.0f}" if is_number(value) else NA
+
+
+def fmt_ms(value: Any) -> str:
+    """Milliseconds for humans: '850 ms', '12.3 s', '4.5 min'."""
+    if not is_number(value):
+        return NA
+    if abs(value) < 1000:
+        return f"{value:,.0f} ms"
+    seconds = value / 1000
+    if abs(seconds) < 600:
+        return f"{seconds:,.1f} s"
+    return f"{seconds / 60:,.1f} min"
+
+
+def fmt_usd(value: Any) -> str:
+    """Dollars with four decimals."""
+    return f"${value:,.4f}" if is_number(value) else NA
+
+
+def fmt_quality(value: Any) -> str:
+    """A 0-1 quality score with two decimals."""
+    return f"{value:.2f}" if is_number(value) else NA
+
+
+def fmt_bool(value: Any) -> str:
+    """yes / no / n/a (null is unknown, not no)."""
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return NA
+
+
+def fmt_text(value: Any) -> str:
+    """A scalar from the run as text; null -> n/a."""
+    if value is None:
+        return NA
+    if isinstance(value, bool):
+        return fmt_bool(value)
+    return str(value)
+
+
+def formatter_for(field: str) -> Callable[[Any], str]:
+    """The display formatter of an attempt/efficiency field."""
+    if field in MS_FIELDS:
+        return fmt_ms
+    if field in USD_FIELDS:
+        return fmt_usd
+    if field in TOKEN_FIELDS:
+        return fmt_round
+    return fmt_mean
+
+
+def fmt_compact(value: float, field: str) -> str:
+    """Short axis labels: '12 s', '9.6k', '$0.01'."""
+    if value == 0:
+        return "0"
+    if field in MS_FIELDS:
+        if abs(value) < 1000:
+            return f"{value:.0f} ms"
+        seconds = value / 1000
+        return f"{seconds:.0f} s" if abs(seconds) >= 10 else f"{seconds:.1f} s"
+    if field in USD_FIELDS:
+        return f"${value:.2f}"
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            scaled = value / limit
+            return f"{scaled:.0f}{suffix}" if abs(scaled) >= 10 else f"{scaled:.1f}{suffix}"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+def clip(text: str, limit: int) -> str:
+    """Shorten long text, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+
+
+def one_line(text: str, limit: int = NOTE_CAP) -> str:
+    """Collapse whitespace and shorten to one short line."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def percentile(sorted_values: Sequence[float], p: float) -> float | None:
+    """Reference 3.8 linear-interpolation percentile of already sorted values."""
+    n = len(sorted_values)
+    if n == 0:
+        return None
+    h = (n - 1) * p / 100
+    f = math.floor(h)
+    c = min(f + 1, n - 1)
+    return sorted_values[f] + (sorted_values[c] - sorted_values[f]) * (h - f)
+
+
+def attempt_no(record: Mapping[str, Any]) -> int:
+    """The attempt number; a null attempt means 1 (R27)."""
+    value = record.get("attempt")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def line_no(record: Mapping[str, Any]) -> int:
+    """The results.jsonl line (0 when unknown, so it sorts first)."""
+    value = record.get("line")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def dedupe_attempts(attempts: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, Mapping[str, Any]]]:
+    """Task grouping: {task_id: {attempt: record}}, the later line winning (R29)."""
+    tasks: dict[str, dict[int, Mapping[str, Any]]] = {}
+    for record in sorted(attempts, key=line_no):
+        task_id = record.get("task_id")
+        if isinstance(task_id, str):
+            tasks.setdefault(task_id, {})[attempt_no(record)] = record
+    return tasks
+
+
+def md_code(value: Any, table: bool = True) -> str:
+    """Run text as a markdown code span (inert: no HTML, links or emphasis); null -> n/a."""
+    if value is None:
+        return NA
+    text = " ".join(str(value).split()) if str(value).strip() else "(empty)"
+    if table:
+        text = text.replace("|", "\\|")
+    longest, run = 0, 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_text(value: Any) -> str:
+    """Free run text for markdown prose/table cells, with markdown/HTML metacharacters escaped."""
+    if value is None:
+        return NA
+    text = " ".join(str(value).split())
+    out = []
+    for char in text:
+        out.append("\\" + char if char in "\\`*_[]<>|&" else char)
+    return "".join(out)
+
+
+def script_json(data: Any) -> Markup:
+    """JSON safe inside ``<script type="application/json">`` (no ``</script>``, ``<!--``)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, escaped)
+    return Markup(text)
+
+
+def jsonable(value: Any) -> Any:
+    """Make run values JSON-safe: NaN/Infinity become null, unknown types become strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return str(value)
+
+
+def _ordered_keys(counts: Mapping[str, Any], vocabulary: Sequence[str]) -> list[str]:
+    """The vocabulary in order, then any unlisted keys (R35), sorted."""
+    extra = sorted(str(k) for k in counts if k not in vocabulary)
+    return [*vocabulary, *extra]
+
+
+# --------------------------------------------------------------------------------------------
+# inline SVG builders (pure; return Markup built only from escaped text)
+# --------------------------------------------------------------------------------------------
+
+
+def _x(value: float) -> str:
+    """Compact SVG coordinate."""
+    return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+def svg_interval_bar(value: Any, lower: Any, upper: Any, *, label: str = "",
+                     width: int = 300, height: int = 44) -> Markup:
+    """A 0-100% track with the Wilson interval as a band and the point estimate as a dot."""
+    left, right = 16, width - 16
+    span = right - left
+    pos = lambda p: left + span * min(max(p, 0.0), 1.0)  # noqa: E731
+    title = f"{label}: {fmt_pct(value)}, 95% CI {fmt_ci(lower, upper)}" if label else ""
+    parts = [
+        f'<svg class="ibar" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>" if title else "",
+        f'<line class="track" x1="{left}" y1="16" x2="{right}" y2="16"/>',
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = _x(pos(tick))
+        parts.append(f'<line class="tick" x1="{x}" y1="11" x2="{x}" y2="21"/>')
+        if tick in (0.0, 0.5, 1.0):
+            parts.append(f'<text class="axis" x="{x}" y="{height - 6}" text-anchor="middle">'
+                         f"{int(tick * 100)}%</text>")
+    if is_number(lower) and is_number(upper):
+        x1, x2 = pos(lower), pos(upper)
+        parts.append(f'<rect class="ci" x="{_x(x1)}" y="10" width="{_x(max(x2 - x1, 1.5))}" '
+                     f'height="12" rx="3"/>')
+    if is_number(value):
+        parts.append(f'<circle class="pt" cx="{_x(pos(value))}" cy="16" r="5.5"/>')
+    else:
+        parts.append(f'<text class="axis na" x="{width / 2}" y="8" text-anchor="middle">'
+                     "n/a: no eligible denominator</text>")
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def svg_hbar_chart(items: Sequence[tuple[str, int]], *, css: str = "bar",
+                   width: int = 420, label_width: int = 140) -> Markup:
+    """Horizontal bars of counts (zero rows kept and labelled 0)."""
+    row_h, pad = 24, 6
+    height = pad * 2 + row_h * max(len(items), 1)
+    bar_left = label_width + 8
+    bar_span = width - bar_left - 44
+    top = max((count for _, count in items), default=0) or 1
+    parts = [f'<svg class="hbar" viewBox="0 0 {width} {height}" width="100%" '
+             f'preserveAspectRatio="xMinYMin meet" role="img">']
+    for i, (label, count) in enumerate(items):
+        y = pad + i * row_h
+        bar_w = bar_span * count / top
+        safe = escape(label)
+        parts.append(f'<g><title>{safe}: {count:,}</title>'
+                     f'<text class="lbl" x="{label_width}" y="{y + 16}" text-anchor="end">{safe}</text>'
+                     f'<rect class="bg" x="{bar_left}" y="{y + 4}" width="{bar_span}" height="16" rx="3"/>')
+        if count:
+            parts.append(f'<rect class="{css}" x="{bar_left}" y="{y + 4}" width="{_x(max(bar_w, 2))}" '
+                         f'height="16" rx="3"/>')
+        parts.append(f'<text class="val{" zero" if not count else ""}" x="{_x(bar_left + max(bar_w, 0) + 6)}" '
+                     f'y="{y + 16}">{count:,}</text></g>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def svg_stacked_bar(parts_in: Sequence[tuple[str, int, str]], *, width: int = 1000,
+                    height: int = 18) -> Markup:
+    """One horizontal bar split into (label, count, css class) segments."""
+    total = sum(count for _, count, _ in parts_in) or 1
+    x = 0.0
+    parts = [f'<svg class="stack" viewBox="0 0 {width} {height}" width="100%" height="{height}" '
+             f'preserveAspectRatio="none" role="img">']
+    for label, count, css in parts_in:
+        if not count:
+            continue
+        w = width * count / total
+        parts.append(f'<rect class="{escape(css)}" x="{_x(x)}" y="0" width="{_x(w)}" height="{height}">'
+                     f"<title>{escape(label)}: {count:,}</title></rect>")
+        x += w
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def nice_step(raw: float) -> float:
+    """The smallest 1/2/2.5/5 x 10^n step >= raw."""
+    if raw <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(raw))
+    for mult in (1, 2, 2.5, 5, 10):
+        if mult * power >= raw:
+            return mult * power
+    return 10 * power
+
+
+def histogram_bins(values: Sequence[float], max_bins: int = 20) -> tuple[list[tuple[float, float, int]], int, float | None]:
+    """Bins ``[(lo, hi, count)]``, an overflow count and its threshold for long tails.
+
+    Integer data with a small range gets one bin per value. Values above the p99 are folded
+    into an overflow bin when the tail is long (max > 1.5 x p99, at least 50 values).
+    """
+    data = sorted(values)
+    if not data:
+        return [], 0, None
+    overflow, threshold = 0, None
+    p99 = percentile(data, 99)
+    if len(data) >= 50 and p99 is not None and p99 > data[0] and data[-1] > 1.5 * p99:
+        threshold = p99
+        overflow = sum(1 for v in data if v > p99)
+        data = [v for v in data if v <= p99]
+    lo, hi = data[0], data[-1]
+    integral = all(float(v).is_integer() for v in data)
+    if integral and hi - lo + 1 <= max_bins:
+        edges = [(lo + i, lo + i + 1) for i in range(int(hi - lo) + 1)]
+    else:
+        step = nice_step((hi - lo) / max_bins) if hi > lo else max(abs(lo) / 10, 1.0)
+        start = math.floor(lo / step) * step
+        count = max(1, math.ceil((hi - start) / step + 1e-9))
+        if start + count * step <= hi:
+            count += 1
+        edges = [(start + i * step, start + (i + 1) * step) for i in range(count)]
+    counts = [0] * len(edges)
+    width = edges[0][1] - edges[0][0]
+    for v in data:
+        idx = min(int((v - edges[0][0]) // width), len(edges) - 1)
+        counts[idx] += 1
+    return [(a, b, c) for (a, b), c in zip(edges, counts)], overflow, threshold
+
+
+def svg_histogram(values: Sequence[float], field: str, *, markers: Mapping[str, Any] | None = None,
+                  width: int = 560, height: int = 190) -> Markup:
+    """Histogram of per-attempt values with dashed percentile markers (e.g. p50, p90)."""
+    bins, overflow, threshold = histogram_bins(values)
+    if not bins:
+        return Markup('<p class="muted chart-empty">n/a: no attempt has a value.</p>')
+    ml, mr, mt, mb = 34, 10, 20, 30
+    plot_w, plot_h = width - ml - mr, height - mt - mb
+    n_bars = len(bins) + (1 if overflow else 0)
+    slot = plot_w / n_bars
+    top = max([c for _, _, c in bins] + [overflow]) or 1
+    integral_bins = all(float(a).is_integer() and b - a == 1 for a, b, _ in bins)
+    parts = [f'<svg class="hist" viewBox="0 0 {width} {height}" width="100%" role="img">',
+             f'<line class="grid" x1="{ml}" y1="{mt}" x2="{width - mr}" y2="{mt}"/>',
+             f'<line class="axisline" x1="{ml}" y1="{mt + plot_h}" x2="{width - mr}" y2="{mt + plot_h}"/>',
+             f'<text class="axis" x="{ml - 4}" y="{mt + 4}" text-anchor="end">{top:,}</text>',
+             f'<text class="axis" x="{ml - 4}" y="{mt + plot_h}" text-anchor="end">0</text>']
+    fmt = formatter_for(field)
+    for i, (lo, hi, count) in enumerate(bins):
+        h = plot_h * count / top
+        x = ml + i * slot
+        if integral_bins:
+            label = f"{fmt_int(lo)}: {count:,} attempts"
+        else:
+            label = f"{fmt(lo)} to {fmt(hi)}: {count:,} attempts"
+        parts.append(f'<rect class="bar" x="{_x(x + 0.5)}" y="{_x(mt + plot_h - h)}" '
+                     f'width="{_x(max(slot - 1, 0.8))}" height="{_x(h)}"><title>{escape(label)}</title></rect>')
+    if overflow and threshold is not None:
+        h = plot_h * overflow / top
+        x = ml + len(bins) * slot
+        parts.append(f'<rect class="bar over" x="{_x(x + 0.5)}" y="{_x(mt + plot_h - h)}" '
+                     f'width="{_x(max(slot - 1, 0.8))}" height="{_x(h)}"><title>'
+                     f'{escape(f"above {fmt(threshold)} (p99): {overflow:,} attempts")}</title></rect>')
+    lo_all, hi_all = bins[0][0], bins[-1][1]
+
+    def xpos(v: float) -> float:
+        return ml + (v - lo_all) / (hi_all - lo_all) * (len(bins) * slot) if hi_all > lo_all else ml
+
+    if integral_bins:
+        last = bins[-1][0]
+        ticks = [(lo_all, "middle"), (last, "middle")]
+        mid = lo_all + (last - lo_all) // 2
+        if last - lo_all >= 4:
+            ticks.insert(1, (mid, "middle"))
+    else:
+        ticks = [(lo_all, "start"), ((lo_all + hi_all) / 2, "middle"), (hi_all, "end")]
+    for v, anchor in ticks:
+        x = xpos(v + 0.5) if integral_bins else xpos(v)
+        parts.append(f'<text class="axis" x="{_x(x)}" y="{height - 12}" text-anchor="{anchor}">'
+                     f"{escape(fmt_compact(v, field))}</text>")
+    if overflow and threshold is not None:
+        parts.append(f'<text class="axis" x="{_x(ml + (len(bins) + 0.5) * slot)}" y="{height - 12}" '
+                     f'text-anchor="middle">&gt;p99</text>')
+    for i, (name, value) in enumerate((markers or {}).items()):
+        if not is_number(value) or (threshold is not None and value > threshold):
+            continue
+        x = xpos(value + 0.5) if integral_bins else xpos(value)
+        text = f"{name} {fmt(value)}"
+        text_w = 5.6 * len(text)
+        # first marker's label to the left of its line, the others to the right, unless clipped
+        left_side = (i == 0 and x - text_w - 3 >= 0) or x + text_w + 3 > width
+        tx, anchor = (x - 3, "end") if left_side else (x + 3, "start")
+        parts.append(f'<line class="marker m{i}" x1="{_x(x)}" y1="{mt - 4}" x2="{_x(x)}" y2="{mt + plot_h}"/>'
+                     f'<text class="mlabel m{i}" x="{_x(tx)}" y="{mt - 8}" text-anchor="{anchor}">'
+                     f"{escape(text)}</text>")
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+# --------------------------------------------------------------------------------------------
+# view model shared by summary.md and report.html
+# --------------------------------------------------------------------------------------------
+
+HEADLINE: tuple[tuple[str, str, str], ...] = (
+    ("pass_at_1", "pass@1", "tasks"),
+    ("pass_at_k", "pass@k", "tasks"),
+    ("pass_pow_k", "pass^k", "tasks"),
+    ("attempt_success_rate", "Attempt success", "attempts"),
+)
+
+HEADLINE_HELP = {
+    "pass_at_1": "Tasks whose actual attempt 1 succeeded, among tasks with an eligible attempt 1.",
+    "pass_at_k": "Tasks with at least one success in attempts 1..k, among tasks whose attempts 1..k all exist and are eligible.",
+    "pass_pow_k": "Tasks whose attempts 1..k all succeeded (consistency), on the same complete-task denominator.",
+    "attempt_success_rate": "Successful eligible attempts / eligible attempts, including attempts beyond k.",
+}
+
+
+def _manifest_facts(manifest: Mapping[str, Any], metrics: Mapping[str, Any], run_id: str) -> list[tuple[str, str]]:
+    """(label, text) pairs describing what was evaluated."""
+
+    def named(value: Any, *keys: str) -> str | None:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, Mapping):
+            bits = [str(value[k]) for k in keys if value.get(k) not in (None, "")]
+            return " / ".join(bits) if bits else None
+        return None
+
+    suite = manifest.get("suite")
+    suite_name = metrics.get("suite") or named(suite, "name")
+    suite_version = dig(suite, "version")
+    suite_text = fmt_text(suite_name)
+    if suite_version is not None:
+        suite_text += f" (version {suite_version})"
+
+    judge = manifest.get("judge")
+    if isinstance(judge, Mapping):
+        enabled = judge.get("enabled")
+        model = judge.get("model")
+        if enabled is False:
+            judge_text = "disabled (--no-judge: passing attempts get quality 1 without semantic rubric evaluation)"
+        else:
+            judge_text = f"{fmt_text(model)}" + (" (enabled)" if enabled is True else "")
+    else:
+        judge_text = fmt_text(judge)
+
+    code = manifest.get("code")
+    if isinstance(code, Mapping):
+        code_text = fmt_text(code.get("git_sha"))
+        if code.get("dirty") is True:
+            code_text += " (dirty working tree)"
+        elif code.get("dirty") is False:
+            code_text += " (clean)"
+    else:
+        code_text = fmt_text(code)
+
+    platform = manifest.get("platform")
+    if isinstance(platform, Mapping) and platform:
+        platform_text = ", ".join(f"{k} {fmt_text(v)}" for k, v in platform.items())
+    else:
+        platform_text = fmt_text(platform)
+
+    skills = manifest.get("active_skills")
+    skills_text = ", ".join(str(s) for s in skills) if isinstance(skills, list) and skills else (
+        "none" if isinstance(skills, list) else NA)
+
+    planned = manifest.get("planned")
+    plan_bits = [f"repeats {fmt_text(manifest.get('repeats'))}",
+                 f"metrics_k {fmt_text(manifest.get('metrics_k'))}"]
+    if isinstance(planned, list):
+        plan_bits.append(f"{len(planned):,} planned tasks")
+    status = fmt_text(manifest.get("status"))
+    times = f"{fmt_text(manifest.get('started_at'))} to {fmt_text(manifest.get('finished_at'))}"
+    return [
+        ("Run id", run_id),
+        ("Run status", f"{status}, {times}"),
+        ("Suite", suite_text),
+        ("Model", fmt_text(named(manifest.get("model"), "provider", "name"))),
+        ("Judge", judge_text),
+        ("Code", code_text),
+        ("Platform", platform_text),
+        ("Active skills", skills_text),
+        ("Repeat plan", " · ".join(plan_bits)),
+        ("Metrics", f"schema {fmt_text(metrics.get('schema_version'))} · formula "
+                    f"{fmt_text(metrics.get('formula_version'))} · generated {fmt_text(metrics.get('generated_at'))}"),
+    ]
+
+
+def _headline(metrics: Mapping[str, Any], k: Any) -> list[dict[str, Any]]:
+    """The four headline capability metrics, formatted."""
+    rows = []
+    for key, label, unit in HEADLINE:
+        m = dig(metrics, "capability", key) or {}
+        lower, upper = dig(m, "ci95", "lower"), dig(m, "ci95", "upper")
+        if unit == "tasks":
+            eligible, total = m.get("eligible_tasks"), m.get("total_tasks")
+            coverage = dig(metrics, "coverage", key)
+        else:
+            eligible, total = m.get("eligible_attempts"), m.get("total_attempts")
+            coverage = m.get("coverage")
+        shown = label if key in ("pass_at_1", "attempt_success_rate") else f"{label} (k={fmt_text(k)})"
+        rows.append({
+            "key": key,
+            "label": shown,
+            "help": HEADLINE_HELP[key],
+            "value": m.get("value"),
+            "value_text": fmt_pct(m.get("value")),
+            "ci_text": fmt_ci(lower, upper),
+            "successes": fmt_int(m.get("successes")),
+            "eligible": fmt_int(eligible),
+            "total": fmt_int(total),
+            "unit": unit,
+            "coverage_text": fmt_pct(coverage),
+            "svg": svg_interval_bar(m.get("value"), lower, upper, label=shown),
+        })
+    return rows
+
+
+def _cautions(k: Any, judge_disabled: bool, missing: Any) -> list[str]:
+    """Interpretation cautions from the reference for the headline."""
+    notes = []
+    if k == 1:
+        notes.append("k = 1: pass@1, pass@k and pass^k coincide on the same eligible task set; "
+                     "a single attempt cannot demonstrate repeatability.")
+    elif is_number(k):
+        notes.append("A higher pass@k describes observed success with more opportunities, not better "
+                     "first-attempt reliability; pass^k is the consistency measure. These are observed "
+                     "fixed-k outcomes, not estimates from arbitrary combinations of attempts.")
+    else:
+        notes.append("k (manifest metrics_k) is unknown, so the fixed-k metrics cannot be interpreted.")
+    notes.append("The attempt-success interval ignores within-task correlation: repeats of the same task "
+                 "are correlated, so the simple Wilson interval is too narrow for release decisions. "
+                 "Compare paired tasks and repeated runs grouped by task.")
+    notes.append("Do not infer significance from a small percentage change or from overlapping or "
+                 "separate confidence intervals.")
+    notes.append("Coverage = eligible / observed. Attempts entirely missing from results.jsonl escape these "
+                 f"denominators (missing planned attempts: {fmt_int(missing)}).")
+    notes.append("Unknown is not failure: attempts with an unknown outcome are excluded by eligibility, "
+                 "never counted as 0.")
+    if judge_disabled:
+        notes.append("The judge was disabled: passing attempts get quality 1 without semantic rubric evaluation.")
+    return notes
+
+
+def _exclusion_reading(status: Any, cls: Any, eligible: Any) -> str:
+    """What a status x class x eligibility combination means for the denominators."""
+    if eligible is True:
+        if status == "passed":
+            return "Counted; success."
+        if cls == "agent":
+            if status == "timeout":
+                return "Counted as a failure: timeout with execution evidence."
+            return "Counted as an Agent failure (audit the evaluator before blaming the model)."
+        if cls == "unknown":
+            return "Counted as a failure with insufficient classification evidence (e.g. a chat error after execution started)."
+        return "Counted in capability denominators."
+    if eligible is False:
+        if cls == "environment":
+            return "Excluded: setup assertion or initialization failure; not an Agent failure."
+        if cls == "evaluation":
+            return "Excluded: judge or required evidence unavailable; outcome unknown."
+        if cls == "skipped":
+            return ("Excluded: skipped or could not run normally (agent not ready, missing input screenshot, "
+                    "setup error, outer exception); inspect the error.")
+        if cls == "unknown" and status == "timeout":
+            return "Excluded: timeout without evidence that execution started; outcome unknown, not a failure."
+        if cls == "unknown":
+            return "Excluded: insufficient classification evidence (e.g. chat error without execution evidence)."
+        return "Excluded by the runner's explicit eligibility flag; inspect the error."
+    return "Eligibility unknown."
+
+
+def _sort_key_status(status: Any) -> tuple[int, str]:
+    return (STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER), str(status))
+
+
+def _sort_key_class(cls: Any) -> tuple[int, str]:
+    if cls is None:
+        return (-1, "")
+    return (CLASS_ORDER.index(cls) if cls in CLASS_ORDER else len(CLASS_ORDER), str(cls))
+
+
+def _exclusions(attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Counts by status x failure class x eligibility over every attempt row."""
+    groups: dict[tuple[Any, Any, Any], Counter] = {}
+    for rec in attempts:
+        key = (rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible"))
+        outcome = rec.get("success")
+        groups.setdefault(key, Counter())["true" if outcome is True else "false" if outcome is False else "unknown"] += 1
+    rows = []
+    for (status, cls, eligible), counts in groups.items():
+        outcome = ", ".join(f"{counts[o]:,} {word}" for o, word in
+                            (("true", "success"), ("false", "failure"), ("unknown", "unknown")) if counts[o])
+        rows.append({
+            "status": status, "cls": cls, "eligible": eligible,
+            "eligible_text": fmt_bool(eligible), "count": sum(counts.values()),
+            "outcome": outcome,
+            "counted": "yes" if eligible is True else "no" if eligible is False else NA,
+            "reading": _exclusion_reading(status, cls, eligible),
+        })
+    rows.sort(key=lambda r: (0 if r["eligible"] is True else 1 if r["eligible"] is False else 2,
+                             _sort_key_status(r["status"]), _sort_key_class(r["cls"])))
+    return rows
+
+
+def _task_exclusions(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], k: Any) -> dict[str, list[tuple[str, str]]]:
+    """Which tasks fall outside the pass@1 and fixed-k denominators, and why."""
+
+    def why(rec: Mapping[str, Any] | None, n: int) -> str | None:
+        if rec is None:
+            return f"attempt {n} missing"
+        if rec.get("agent_eligible") is not True:
+            return (f"attempt {n} ineligible ({fmt_text(rec.get('status'))}"
+                    f"/{fmt_text(rec.get('failure_class'))})")
+        return None
+
+    at1, atk = [], []
+    for task_id in sorted(tasks):
+        by_attempt = tasks[task_id]
+        reason = why(by_attempt.get(1), 1)
+        if reason:
+            at1.append((task_id, reason))
+        if isinstance(k, int) and k >= 1:
+            reasons = [r for n in range(1, k + 1) if (r := why(by_attempt.get(n), n))]
+            if reasons:
+                atk.append((task_id, "; ".join(reasons)))
+    return {"pass_at_1": at1, "fixed_k": atk}
+
+
+def _attempt_note(rec: Mapping[str, Any]) -> str:
+    """The most telling evidence line for an attempt that did not pass.
+
+    Order: execution/evaluation errors, hard-assertion failures, failed environment-state
+    checks, answer/memory mismatches, rubric "no" verdicts, judge error, artifact-acquisition
+    errors (which may not fail a task), then the failure event reference.
+    """
+    ev = rec.get("evidence") if isinstance(rec.get("evidence"), Mapping) else {}
+    errors = ev.get("errors") if isinstance(ev.get("errors"), Mapping) else {}
+    for key in ERROR_KEYS[:4]:
+        if errors.get(key):
+            return one_line(f"{key}: {errors[key]}")
+    for item in ev.get("hard_assertion_failures") or []:
+        if isinstance(item, Mapping):
+            return one_line(f"hard assertion {item.get('id')}: {item.get('requirement')} "
+                            f"(actual: {_compact_json(item.get('actual'))})")
+    for item in ev.get("environment_state_assertions") or []:
+        if isinstance(item, Mapping) and item.get("passed") is False:
+            return one_line(f"state check {item.get('id')} failed (expected {_compact_json(item.get('expected'))}, "
+                            f"actual {_compact_json(item.get('actual'))})")
+    if ev.get("expected_answer_match") is False:
+        return "expected answer did not match"
+    if ev.get("expected_recalled_memory_match") is False:
+        return one_line(f"expected memory not recalled (source: {fmt_text(ev.get('memory_recall_evidence_source'))})")
+    for item in ev.get("rubric") or []:
+        if isinstance(item, Mapping) and item.get("verdict") == "no":
+            return one_line(f"rubric {item.get('id')}: no ({item.get('reason')})")
+    judge = ev.get("judge")
+    if isinstance(judge, Mapping) and judge.get("error"):
+        return one_line(f"judge: {judge['error']}")
+    for key, text in errors.items():
+        if text:
+            return one_line(f"{key}: {text}")
+    if rec.get("failure_event_ref"):
+        return f"failure event at {rec['failure_event_ref']}"
+    return ""
+
+
+def _compact_json(value: Any, limit: int = ARGS_CAP) -> str:
+    """Compact JSON text of a value (strings stay bare)."""
+    if isinstance(value, str):
+        return clip(value, limit)
+    try:
+        text = json.dumps(jsonable(value), ensure_ascii=False, separators=(", ", ": "))
+    except (TypeError, ValueError):
+        text = str(value)
+    return clip(text, limit)
+
+
+def _evidence_dir(rec: Mapping[str, Any], unsafe_lines: set[int]) -> tuple[str | None, str]:
+    """(folder or None, display text) for an attempt's evidence folder."""
+    ev = rec.get("evidence")
+    folder = ev.get("dir") if isinstance(ev, Mapping) else None
+    if isinstance(folder, str):
+        return folder, folder or "."
+    if line_no(rec) in unsafe_lines:
+        return None, "n/a (artifact_dir refused as unsafe)"
+    return None, "n/a (unavailable)"
+
+
+def evidence_href(base: str | None, folder: str | None) -> str | None:
+    """Percent-encoded link to an evidence folder, or None without a base or a folder."""
+    if base is None or folder is None:
+        return None
+    joined = "/".join(p for p in (base.strip("/"), folder.replace("\\", "/").strip("/")) if p)
+    return quote((joined or ".") + "/", safe="/._-~")
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: Mapping[str, Any],
+               k: Any) -> list[dict[str, Any]]:
+    """One row per observed task (deduplicated attempts) joined with aggregate.per_task."""
+    rows = []
+    for task_id in sorted(tasks):
+        by_attempt = tasks[task_id]
+        recs = [by_attempt[n] for n in sorted(by_attempt)]
+        agg = per_task.get(task_id) if isinstance(per_task, Mapping) else None
+        agg = agg if isinstance(agg, Mapping) else {}
+        walls = [v for r in recs if (v := num(r.get("task_wall_ms"))) is not None]
+        tokens = [v for r in recs if (v := num(r.get("total_tokens"))) is not None]
+        costs = [v for r in recs if (v := num(r.get("cost_usd"))) is not None]
+        category = next((r.get("category") for r in recs if r.get("category") is not None), None)
+        nonpass = [r for r in recs if r.get("status") != "passed"]
+        max_attempt = max(by_attempt) if by_attempt else 0
+        span = max(max_attempt, k if isinstance(k, int) else 0)
+        strip = []
+        for n in range(1, span + 1):
+            r = by_attempt.get(n)
+            if r is None:
+                strip.append(("missing", f"#{n} missing"))
+            else:
+                status = str(r.get("status"))
+                elig = "" if r.get("agent_eligible") is True else ", ineligible"
+                strip.append((status if status in STATUS_ORDER else "other", f"#{n} {status}{elig}"))
+        rows.append({
+            "task_id": task_id,
+            "category": category,
+            "records": recs,
+            "strip": strip,
+            "attempts": agg.get("attempts", len(recs)),
+            "eligible": agg.get("eligible_attempts"),
+            "passed": agg.get("passed"),
+            "failed": agg.get("failed"),
+            "pass_rate": agg.get("pass_rate"),
+            "best_quality": agg.get("best_quality"),
+            "avg_quality": agg.get("avg_quality"),
+            "avg_wall_ms": agg.get("avg_wall_ms"),
+            "max_wall_ms": max(walls) if walls else None,
+            "mean_tokens": _mean(tokens),
+            "sum_tokens": sum(tokens) if tokens else None,
+            "n_tokens": len(tokens),
+            "sum_cost": sum(costs) if costs else None,
+            "has_nonpass": bool(nonpass),
+            "n_passed_status": len(recs) - len(nonpass),
+        })
+    return rows
+
+
+def _distribution_rows(block: Any, fields: Sequence[tuple[str, str]], stats: Sequence[str]) -> list[dict[str, Any]]:
+    """Formatted rows of an efficiency/reliability/cost_to_first_success block."""
+    rows = []
+    for field, label in fields:
+        entry = block.get(field) if isinstance(block, Mapping) else None
+        entry = entry if isinstance(entry, Mapping) else {}
+        fmt = formatter_for(field)
+        cells = {"count": fmt_int(entry.get("count"))}
+        for stat in stats:
+            if stat != "count":
+                cells[stat] = fmt(entry.get(stat))
+        rows.append({"field": field, "label": label, **cells})
+    return rows
+
+
+def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Data-quality findings (from metrics) plus evidence availability counts (from attempts)."""
+    dq = metrics.get("data_quality") if isinstance(metrics.get("data_quality"), Mapping) else {}
+
+    def listed(key: str) -> list[Mapping[str, Any]]:
+        value = dq.get(key)
+        return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+    bad = listed("bad_rows")
+    dups = listed("duplicate_rows")
+    missing = listed("missing_attempts")
+    unsafe = listed("unsafe_artifact_dirs")
+    trace_status = Counter(str(dig(r, "evidence", "trace_artifact", "status") or "n/a") for r in attempts)
+    recorded = 0
+    recorded_fields: Counter = Counter()
+    for rec in attempts:
+        prov = rec.get("provenance")
+        if isinstance(prov, Mapping):
+            fields = [f for f, v in prov.items() if v == "recorded"]
+            recorded += bool(fields)
+            recorded_fields.update(fields)
+    findings = len(bad) + len(dups) + len(missing) + len(unsafe)
+    return {
+        "bad_rows": bad,
+        "duplicate_rows": dups,
+        "missing_attempts": missing,
+        "unsafe_artifact_dirs": unsafe,
+        "findings": findings,
+        "present": bool(dq),
+        "trace_status": sorted(trace_status.items(), key=lambda kv: (-kv[1], kv[0])),
+        "recorded_attempts": recorded,
+        "recorded_fields": recorded_fields.most_common(6),
+        "cap": LIST_CAP,
+    }
+
+
+def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any],
+               run_id: str, evidence_base: str | None = None) -> dict[str, Any]:
+    """Everything both reports show, pre-formatted (strings from the run left raw for escaping)."""
+    metrics = metrics if isinstance(metrics, Mapping) else {}
+    manifest = manifest if isinstance(manifest, Mapping) else {}
+    attempts = [a for a in attempts if isinstance(a, Mapping)]
+    coverage = metrics.get("coverage") if isinstance(metrics.get("coverage"), Mapping) else {}
+    k = coverage.get("metrics_k", manifest.get("metrics_k"))
+    judge_disabled = dig(manifest, "judge", "enabled") is False
+
+    tasks = dedupe_attempts(attempts)
+    per_task = dig(metrics, "aggregate", "per_task") or {}
+    task_rows = _task_rows(tasks, per_task, k)
+    dq = _data_quality(metrics, attempts)
+    unsafe_lines = {u.get("line") for u in dq["unsafe_artifact_dirs"] if isinstance(u.get("line"), int)}
+
+    cap = metrics.get("capability") if isinstance(metrics.get("capability"), Mapping) else {}
+    oracle = cap.get("oracle_best_score_at_k") if isinstance(cap.get("oracle_best_score_at_k"), Mapping) else {}
+    first = cap.get("first_success_attempt") if isinstance(cap.get("first_success_attempt"), Mapping) else {}
+
+    # exclusions
+    ineligible = sum(1 for a in attempts if a.get("agent_eligible") is not True)
+    eligible_unknown = sum(1 for a in attempts if a.get("agent_eligible") is True and a.get("success") is None)
+    task_excl = _task_exclusions(tasks, k)
+
+    # failures
+    class_counts = dig(metrics, "failures", "class") or {}
+    stage_counts = dig(metrics, "failures", "stage") or {}
+    class_items = [(c, int(class_counts.get(c) or 0)) for c in _ordered_keys(class_counts, CLASS_ORDER)]
+    stage_items = [(s, int(stage_counts.get(s) or 0)) for s in _ordered_keys(stage_counts, STAGE_ORDER)]
+    class_counts_ok = isinstance(class_counts, Mapping) and bool(class_counts)
+    stage_counts_ok = isinstance(stage_counts, Mapping) and bool(stage_counts)
+
+    # status mix
+    status_counts = Counter(str(a.get("status")) for a in attempts)
+    status_items = [(s, status_counts.get(s, 0)) for s in STATUS_ORDER] + [
+        (s, c) for s, c in sorted(status_counts.items()) if s not in STATUS_ORDER]
+
+    # slowest / most expensive
+    with_wall = [t for t in task_rows if is_number(t["avg_wall_ms"])]
+    slowest = sorted(with_wall, key=lambda t: (-t["avg_wall_ms"], t["task_id"]))[:TOP_N]
+    any_cost = any(t["sum_cost"] is not None for t in task_rows)
+    if any_cost:
+        expensive = sorted([t for t in task_rows if t["sum_cost"] is not None],
+                           key=lambda t: (-t["sum_cost"], t["task_id"]))[:TOP_N]
+    else:
+        expensive = sorted([t for t in task_rows if t["mean_tokens"] is not None],
+                           key=lambda t: (-t["mean_tokens"], t["task_id"]))[:TOP_N]
+
+    # failed tasks with evidence folders
+    failed_tasks = []
+    for t in task_rows:
+        if not t["has_nonpass"]:
+            continue
+        rows = []
+        present = {attempt_no(rec) for rec in t["records"]}
+        for n in range(1, max(present | {k if isinstance(k, int) else 0}) + 1):
+            if n not in present:
+                rows.append({"attempt": n, "status": None, "cls": None, "eligible": NA, "stage": None,
+                             "quality": NA, "folder": None, "folder_text": "n/a (no result row)", "href": None,
+                             "trace": NA, "note": "planned or expected attempt missing from results.jsonl",
+                             "missing": True})
+        for rec in t["records"]:
+            folder, folder_text = _evidence_dir(rec, unsafe_lines)
+            href = evidence_href(evidence_base, folder)
+            rows.append({
+                "attempt": attempt_no(rec), "status": rec.get("status"), "cls": rec.get("failure_class"),
+                "eligible": fmt_bool(rec.get("agent_eligible")), "stage": rec.get("first_failure_stage"),
+                "quality": fmt_quality(rec.get("quality_score")), "folder": folder, "folder_text": folder_text,
+                "href": href or None,
+                "trace": fmt_text(dig(rec, "evidence", "trace_artifact", "status")),
+                "note": _attempt_note(rec) if rec.get("status") != "passed" else "",
+                "missing": False,
+            })
+        rows.sort(key=lambda r: r["attempt"])
+        failed_tasks.append({"task_id": t["task_id"], "category": t["category"],
+                             "passed": t["n_passed_status"], "n": len(t["records"]), "attempts": rows,
+                             "eligible_failed": sum(1 for rec in t["records"] if rec.get("agent_eligible") is True
+                                                    and rec.get("success") is not True)})
+    failed_tasks.sort(key=lambda f: (f["passed"] / max(f["n"], 1), -f["eligible_failed"], f["task_id"]))
+
+    categories = []
+    for name, entry in sorted((metrics.get("category") or {}).items()):
+        entry = entry if isinstance(entry, Mapping) else {}
+        categories.append({"name": name, "pass_rate": fmt_pct(entry.get("pass_rate")),
+                           "rubric_pass_rate": fmt_pct(entry.get("rubric_pass_rate")),
+                           "attempts": fmt_int(entry.get("attempts"))})
+    observations = []
+    for name, entry in sorted((metrics.get("observations") or {}).items()):
+        entry = entry if isinstance(entry, Mapping) else {}
+        observations.append({"name": name, "pass_rate": fmt_pct(entry.get("pass_rate")),
+                             "passed": fmt_int(entry.get("passed_tasks")),
+                             "observed": fmt_int(entry.get("observed_tasks"))})
+
+    efficiency = metrics.get("efficiency") or {}
+    suite = metrics.get("suite") or dig(manifest, "suite", "name") or (
+        manifest.get("suite") if isinstance(manifest.get("suite"), str) else None)
+    model = dig(manifest, "model", "name") or (manifest.get("model") if isinstance(manifest.get("model"), str) else None)
+
+    return {
+        "run_id": run_id,
+        "suite": suite,
+        "model": model,
+        "k": k,
+        "k_text": fmt_text(k),
+        "k_is_one": k == 1,
+        "generated_at": metrics.get("generated_at"),
+        "formula_version": metrics.get("formula_version"),
+        "facts": _manifest_facts(manifest, metrics, run_id),
+        "headline": _headline(metrics, k),
+        "oracle": {"value": fmt_quality(oracle.get("value")), "count": fmt_int(oracle.get("count")),
+                   "eligible_tasks": fmt_int(oracle.get("eligible_tasks"))},
+        "first_success": {"mean": fmt_mean(first.get("mean")), "p50": fmt_mean(first.get("p50")),
+                          "count": fmt_int(first.get("count"))},
+        "cautions": _cautions(k, judge_disabled, coverage.get("missing_attempts")),
+        "coverage": [
+            ("Observed unique tasks", fmt_int(coverage.get("unique_tasks"))),
+            ("Observed attempt rows", fmt_int(coverage.get("attempts"))),
+            ("Agent-eligible attempts", fmt_int(coverage.get("agent_eligible_attempts"))),
+            ("Invalid (ineligible) attempts", fmt_int(coverage.get("invalid_attempts"))),
+            ("Planned attempts", fmt_int(coverage.get("planned_attempts"))),
+            ("Missing planned attempts", fmt_int(coverage.get("missing_attempts"))),
+            ("k (metrics_k)", fmt_int(k)),
+            ("Legacy aggregate.tasks (attempt rows)", fmt_int(dig(metrics, "aggregate", "tasks"))),
+        ],
+        "status_items": status_items,
+        "n_attempts": len(attempts),
+        "ineligible": ineligible,
+        "ineligible_pct": fmt_pct(ineligible / len(attempts)) if attempts else NA,
+        "eligible_unknown": eligible_unknown,
+        "exclusions": _exclusions(attempts),
+        "task_exclusions": task_excl,
+        "class_items": class_items,
+        "stage_items": stage_items,
+        "class_counts_ok": class_counts_ok,
+        "stage_counts_ok": stage_counts_ok,
+        "class_total": sum(c for _, c in class_items),
+        "stage_total": sum(c for _, c in stage_items),
+        "stage_coverage": fmt_pct(dig(metrics, "diagnostics", "failure_stage_coverage")),
+        "efficiency": _distribution_rows(efficiency, EFFICIENCY_FIELDS, ("count", "mean", "p50", "p90", "p95", "sum")),
+        "reliability": _distribution_rows(metrics.get("reliability") or {}, RELIABILITY_FIELDS,
+                                          ("count", "mean", "p50", "p90", "p95", "sum")),
+        "cost_first": _distribution_rows(metrics.get("cost_to_first_success") or {}, COST_TO_FIRST_SUCCESS_FIELDS,
+                                         ("count", "mean", "p50")),
+        "slowest": slowest,
+        "expensive": expensive,
+        "expensive_by_cost": any_cost,
+        "failed_tasks": failed_tasks,
+        "categories": categories,
+        "observations": observations,
+        "dq": dq,
+        "task_rows": task_rows,
+        "tasks": tasks,
+        "unsafe_lines": unsafe_lines,
+        "cap": LIST_CAP,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# report.html specifics: tables, lazy per-attempt details, charts
+# --------------------------------------------------------------------------------------------
+
+
+FACT_LABELS: tuple[str, ...] = (
+    "Evidence folder", "Trace artifact", "results.jsonl line", "Success (raw / used)",
+    "Eligible (raw / used)", "First failure stage", "Failure event ref", "Quality score",
+    "Rubric passed", "Expected answer match", "Recalled memory match (source)",
+    "Timeout recovery (attempted / succeeded)", "Episode id", "Execution trace id",
+    "Started / finished", "Model time / tokens in, out", "Device actions / device time",
+    "Tool errors / replans", "Setup time", "Recorded (not derived) fields",
+)
+
+
+def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str) -> list[Any]:
+    """An attempt's expandable details: [fact values (in FACT_LABELS order), sections].
+
+    A section is [title, kind, content]; kinds: "pre" -> text, "note" -> text,
+    "table" -> [columns, rows], "kv" -> [[label, text]].
+    """
+    ev = rec.get("evidence") if isinstance(rec.get("evidence"), Mapping) else {}
+    trace = ev.get("trace_artifact") if isinstance(ev.get("trace_artifact"), Mapping) else {}
+    prov = rec.get("provenance") if isinstance(rec.get("provenance"), Mapping) else {}
+    recorded = sorted(f for f, v in prov.items() if v == "recorded")
+    facts = [
+        folder_text,
+        fmt_text(trace.get("status")) + (f" ({trace['path']})" if trace.get("path") else ""),
+        fmt_text(rec.get("line")),
+        f"{fmt_bool(rec.get('success_raw'))} / {fmt_bool(rec.get('success'))}",
+        f"{fmt_bool(rec.get('agent_eligible_raw'))} / {fmt_bool(rec.get('agent_eligible'))}",
+        fmt_text(rec.get("first_failure_stage")),
+        fmt_text(rec.get("failure_event_ref")),
+        fmt_quality(rec.get("quality_score")),
+        f"{fmt_int(rec.get('rubric_pass_count'))} / {fmt_int(rec.get('rubric_total'))}",
+        fmt_bool(ev.get("expected_answer_match")),
+        f"{fmt_bool(ev.get('expected_recalled_memory_match'))} ({fmt_text(ev.get('memory_recall_evidence_source'))})",
+        f"{fmt_bool(rec.get('recovery_attempted'))} / {fmt_bool(rec.get('recovery_succeeded'))}",
+        fmt_text(ev.get("episode_id")),
+        fmt_text(ev.get("trace_id")),
+        f"{fmt_text(ev.get('started_at'))} / {fmt_text(ev.get('finished_at'))}",
+        f"{fmt_ms(rec.get('llm_time_ms'))} / {fmt_int(rec.get('input_tokens'))}, {fmt_int(rec.get('output_tokens'))}",
+        f"{fmt_int(rec.get('device_actions'))} / {fmt_ms(rec.get('device_execution_ms'))}",
+        f"{fmt_int(rec.get('tool_errors'))} / {fmt_int(rec.get('replan_count'))}",
+        fmt_ms(rec.get("setup_ms")),
+        ", ".join(recorded) if recorded else "none",
+    ]
+    sections: list[list[Any]] = [["Note", "note", note] for note in notes]
+
+    errors = ev.get("errors") if isinstance(ev.get("errors"), Mapping) else {}
+    err_rows = [[str(k), clip(str(v), TEXT_CAP)] for k, v in errors.items() if v not in (None, "")]
+    if err_rows:
+        sections.append(["Errors", "table", [["source", "text"], err_rows]])
+
+    final = ev.get("final_response")
+    if final is None:
+        sections.append(["Final response", "note", "n/a: evidence unavailable (trace.json missing or unreadable)."])
+    elif final == "":
+        sections.append(["Final response", "note", "(empty: the recorded response is an empty string)"])
+    else:
+        sections.append(["Final response", "pre", clip(str(final), TEXT_CAP)])
+
+    calls = ev.get("tool_calls")
+    if isinstance(calls, list):
+        rows = []
+        for i, call in enumerate(calls[:TOOL_CALLS_CAP], start=1):
+            call = call if isinstance(call, Mapping) else {"name": None, "arguments": call}
+            rows.append([str(i), fmt_text(call.get("name")), _compact_json(call.get("arguments"))])
+        if len(calls) > TOOL_CALLS_CAP:
+            rows.append(["…", f"{len(calls) - TOOL_CALLS_CAP:,} more", ""])
+        title = f"Tool calls ({len(calls):,})"
+        sections.append([title, "table", [["#", "tool", "arguments"], rows]] if rows else [title, "note", "none recorded"])
+    else:
+        sections.append(["Tool calls", "note", "n/a: evidence unavailable."])
+
+    hard = ev.get("hard_assertions")
+    if isinstance(hard, Mapping) and hard:
+        rows = [[str(k), "passed" if v is True else "failed" if v is False else NA] for k, v in hard.items()]
+        sections.append(["Hard assertions", "table", [["check", "result"], rows]])
+    hard_fail = ev.get("hard_assertion_failures")
+    if isinstance(hard_fail, list) and hard_fail:
+        rows = [[fmt_text(f.get("id")), fmt_text(f.get("requirement")), _compact_json(f.get("actual"))]
+                for f in hard_fail if isinstance(f, Mapping)]
+        sections.append(["Hard-assertion failures", "table", [["id", "requirement", "actual"], rows]])
+
+    spec = {s.get("id"): s.get("requirement") for s in ev.get("rubric_spec") or [] if isinstance(s, Mapping)}
+    rubric = ev.get("rubric")
+    judge = ev.get("judge") if isinstance(ev.get("judge"), Mapping) else {}
+    verdicts = rubric if isinstance(rubric, list) and rubric else judge.get("verdicts")
+    if isinstance(verdicts, list) and verdicts:
+        rows = [[fmt_text(v.get("id")), fmt_text(spec.get(v.get("id"))), fmt_text(v.get("verdict")),
+                 clip(fmt_text(v.get("reason")), TEXT_CAP)] for v in verdicts if isinstance(v, Mapping)]
+        sections.append(["Rubric verdicts", "table", [["id", "requirement", "verdict", "reason"], rows]])
+    elif spec:
+        rows = [[fmt_text(i), fmt_text(r), NA, "not evaluated"] for i, r in spec.items()]
+        sections.append(["Rubric (no verdicts: the judge may not have run)", "table",
+                         [["id", "requirement", "verdict", "reason"], rows]])
+    if judge:
+        sections.append(["Judge", "kv", [["Model", fmt_text(judge.get("model"))],
+                                         ["Error", fmt_text(judge.get("error"))]]])
+
+    env = ev.get("environment_state_assertions")
+    if isinstance(env, list) and env:
+        rows = [[fmt_text(e.get("id")), "passed" if e.get("passed") is True else "failed" if e.get("passed") is False else NA,
+                 _compact_json(e.get("expected")), _compact_json(e.get("actual"))] for e in env if isinstance(e, Mapping)]
+        sections.append(["Environment-state checks", "table", [["id", "result", "expected", "actual"], rows]])
+    obs = ev.get("trace_observations")
+    if isinstance(obs, list) and obs:
+        rows = [[fmt_text(o.get("id")), "passed" if o.get("passed") is True else "failed" if o.get("passed") is False else NA]
+                for o in obs if isinstance(o, Mapping)]
+        sections.append(["Trace observations (behavior; not a pass/fail gate)", "table",
+                         [["id", "result"], rows]])
+    return [facts, sections]
+
+
+def _attempt_rows(attempts: Sequence[Mapping[str, Any]], view: Mapping[str, Any]) -> tuple[list[list[str]], list[list[Any]], list[list[Any]]]:
+    """Per-attempt (cells, sort keys, details) in line order."""
+    dup_info: dict[tuple[Any, int], list[int]] = {}
+    for d in view["dq"]["duplicate_rows"]:
+        lines = [v for v in d.get("lines") or [] if isinstance(v, int)]
+        dup_info[(d.get("task_id"), d.get("attempt") if isinstance(d.get("attempt"), int) else 1)] = lines
+    cells, keys, details = [], [], []
+    for rec in sorted(attempts, key=line_no):
+        task_id, n = rec.get("task_id"), attempt_no(rec)
+        folder, folder_text = _evidence_dir(rec, view["unsafe_lines"])
+        notes = []
+        lines = dup_info.get((task_id, n))
+        dup = bool(lines) and len(lines) > 1
+        if dup:
+            used = max(lines)
+            notes.append(f"Duplicate task/attempt on lines {', '.join(map(str, lines))}: line {used} is used for "
+                         "task-level metrics; every row counts in attempt-level populations.")
+        if line_no(rec) in view["unsafe_lines"]:
+            notes.append("The row's artifact_dir was refused as unsafe: its artifacts were not read.")
+        if rec.get("agent_eligible") is not True:
+            notes.append(_exclusion_reading(rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible")))
+        elif rec.get("success") is None:
+            notes.append("Eligible with unknown success: in every denominator, not a success.")
+        status, cls, stage = rec.get("status"), rec.get("failure_class"), rec.get("first_failure_stage")
+        cells.append([
+            fmt_text(task_id), f"{n}{' (dup)' if dup else ''}", fmt_text(status),
+            "—" if cls is None else str(cls), fmt_bool(rec.get("agent_eligible")),
+            fmt_bool(rec.get("success")) if rec.get("success") is not None else "unknown",
+            "—" if stage is None else str(stage), fmt_quality(rec.get("quality_score")),
+            fmt_ms(rec.get("task_wall_ms")), fmt_int(rec.get("total_tokens")), fmt_int(rec.get("tool_calls")),
+        ])
+        keys.append(jsonable([task_id, n, status, cls, rec.get("agent_eligible"), rec.get("success"), stage,
+                              num(rec.get("quality_score")), num(rec.get("task_wall_ms")),
+                              num(rec.get("total_tokens")), num(rec.get("tool_calls")), rec.get("category")]))
+        details.append(jsonable(_details_payload(rec, notes, folder_text)))
+    return cells, keys, details
+
+
+def _histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per-attempt distributions over eligible attempts with a value (the efficiency population)."""
+    eligible = [a for a in attempts if a.get("agent_eligible") is True]
+    charts = []
+    for field, title in HISTOGRAM_FIELDS:
+        values = [v for a in eligible if (v := num(a.get(field))) is not None]
+        stats = dig(metrics, "efficiency", field) or {}
+        fmt = formatter_for(field)
+        charts.append({
+            "field": field,
+            "title": title,
+            "svg": svg_histogram(values, field, markers={"p50": stats.get("p50"), "p90": stats.get("p90")}),
+            "n": len(values),
+            "missing": len(eligible) - len(values),
+            "summary": f"mean {fmt(stats.get('mean'))} · p50 {fmt(stats.get('p50'))} · "
+                       f"p90 {fmt(stats.get('p90'))} · p95 {fmt(stats.get('p95'))}",
+        })
+    return charts
+
+
+# --------------------------------------------------------------------------------------------
+# rendering
+# --------------------------------------------------------------------------------------------
+
+
+def _asset(name: str) -> str:
+    """A static file from the templates folder (CSS/JS inlined into report.html)."""
+    return resources.files("bench_pipeline").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def _csp(script: str) -> str:
+    """Content-Security-Policy allowing only our inline script (by hash) and inline styles."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return ("default-src 'none'; img-src 'none'; style-src 'unsafe-inline'; "
+            f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
+
+
+def _environment(html: bool) -> Environment:
+    """A jinja2 environment; autoescaping on for HTML."""
+    env = Environment(
+        loader=PackageLoader("bench_pipeline", "templates"),
+        autoescape=html,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(mdc=md_code, mdt=md_text, pct=fmt_pct, intf=fmt_int, ms=fmt_ms, txt=fmt_text,
+                       quality=fmt_quality, usd=fmt_usd, yn=fmt_bool, round0=fmt_round)
+    return env
+
+
+_ENVS: dict[bool, Environment] = {}
+
+
+def _env(html: bool) -> Environment:
+    if html not in _ENVS:
+        _ENVS[html] = _environment(html)
+    return _ENVS[html]
+
+
+def render_summary_md(metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
+                      evidence_base: str | None = None) -> str:
+    """summary.md: where a reviewer starts (see outputs.md "summary.md and report.html")."""
+    view = build_view(metrics, attempts, manifest, run_id, evidence_base)
+    return _env(False).get_template("summary.md.j2").render(v=view)
+
+
+def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
+                       evidence_base: str | None = None) -> str:
+    """report.html: one self-contained, escaped, interactive page."""
+    view = build_view(metrics, attempts, manifest, run_id, evidence_base)
+    records = [a for a in attempts if isinstance(a, Mapping)]
+    cells, keys, details = _attempt_rows(records, view)
+    task_keys = [jsonable([t["task_id"], t["category"], t["attempts"], t["eligible"], t["passed"], t["failed"],
+                           num(t["pass_rate"]), num(t["best_quality"]), num(t["avg_quality"]),
+                           num(t["avg_wall_ms"]), t["mean_tokens"], t["has_nonpass"]])
+                 for t in view["task_rows"]]
+    script = _asset("report.js")
+    payload = {"tasks": {"keys": task_keys}, "attempts": {"keys": keys}}
+    statuses = sorted({k[2] for k in keys if isinstance(k[2], str)}, key=_sort_key_status)
+    classes = sorted({k[3] for k in keys if isinstance(k[3], str)}, key=_sort_key_class)
+    return _env(True).get_template("report.html.j2").render(
+        v=view,
+        histograms=_histograms(metrics if isinstance(metrics, Mapping) else {}, records),
+        class_svg=svg_hbar_chart(view["class_items"], css="bar cls"),
+        stage_svg=svg_hbar_chart(view["stage_items"], css="bar stg", label_width=150),
+        status_svg=svg_stacked_bar([(s, c, f"st-{s}" if s in STATUS_ORDER else "st-other")
+                                    for s, c in view["status_items"]]),
+        attempt_cells=cells,
+        statuses=statuses,
+        classes=classes,
+        payload=script_json(payload),
+        details=script_json({"labels": FACT_LABELS, "details": details}),
+        failed_cap=HTML_FAILED_TASKS_CAP,
+        style=Markup(_asset("report.css")),
+        script=Markup(script),
+        csp=_csp(script),
+    )
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write text via a temporary file and rename, so readers never see half a report."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8", newline="\n")
+    os.replace(tmp, path)
+
+
+def write_reports(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
+                  run_dir: Path | None = None) -> dict[str, Path]:
+    """Write summary.md and report.html into out_dir; returns {"summary.md": path, "report.html": path}.
+
+    With ``run_dir`` (the run folder), evidence folders become links relative to out_dir.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    base = None
+    if run_dir is not None:
+        base = Path(os.path.relpath(Path(run_dir).resolve(), out_dir.resolve())).as_posix()
+        base = "" if base == "." else base
+    paths = {"summary.md": out_dir / "summary.md", "report.html": out_dir / "report.html"}
+    _atomic_write(paths["summary.md"], render_summary_md(metrics, attempts, manifest, run_id, base))
+    _atomic_write(paths["report.html"], render_report_html(metrics, attempts, manifest, run_id, base))
+    return paths

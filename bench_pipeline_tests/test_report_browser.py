@@ -1,0 +1,262 @@
+"""report.html in headless Chromium (Debian's /usr/bin/chromium via Playwright): rendering,
+sorting, filtering, lazy details, no network, no console errors, no script injection."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench_pipeline.reports import write_reports
+from bench_pipeline_tests.fixtures_reports import XSS_FINAL_RESPONSE, large_run, main_run
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+
+# JS helpers evaluated in the page
+VISIBLE_ATTEMPT_KEYS = """(col) => {
+  const keys = JSON.parse(document.getElementById('report-data').textContent).attempts.keys;
+  return Array.from(document.querySelectorAll('#attempts details.a'))
+    .filter(d => !d.hidden).map(d => keys[Number(d.dataset.i)][col]);
+}"""
+VISIBLE_TASK_IDS = """() => Array.from(document.querySelectorAll('#task-table tbody tr'))
+  .filter(r => !r.hidden).map(r => r.querySelector('button.tlink').textContent)"""
+
+
+@dataclass
+class Watched:
+    """A page plus what it tried to do."""
+
+    page: Any
+    path: Path
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+def open_report(browser: Any, path: Path, width: int = 1440) -> Watched:
+    """Open a report from disk with every non-file request recorded and aborted."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    watched = Watched(page=page, path=path)
+
+    def route(route: Any) -> None:
+        url = route.request.url
+        watched.requests.append(url)
+        if url.startswith("file://"):
+            route.continue_()
+        else:
+            route.abort()
+
+    def on_dialog(dialog: Any) -> None:
+        watched.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.route("**/*", route)
+    page.on("request", lambda request: watched.requests.append(request.url))
+    page.on("console", lambda msg: watched.errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: watched.errors.append(str(exc)))
+    page.on("dialog", on_dialog)
+    page.goto(path.as_uri(), wait_until="load")
+    return watched
+
+
+def assert_clean(w: Watched) -> None:
+    """No network, no console error, no dialog, no injected script ran."""
+    outside = [u for u in w.requests if not u.startswith("file://")]
+    assert outside == [], f"requests left the page: {outside}"
+    assert w.errors == [], f"console errors: {w.errors}"
+    assert w.dialogs == [], f"a dialog fired: {w.dialogs}"
+    assert w.page.evaluate("() => window.__xss === undefined")
+
+
+@pytest.fixture
+def report(browser: Any, tmp_path: Path) -> Iterator[Watched]:
+    paths = write_reports(tmp_path, *main_run())
+    watched = open_report(browser, paths["report.html"])
+    yield watched
+    watched.page.close()
+
+
+def test_headline_and_tables_render(report: Watched) -> None:
+    page = report.page
+    cards = page.locator("#headline .card.metric")
+    assert cards.count() == 4
+    assert cards.nth(0).locator(".value").inner_text() == "66.7%"
+    assert "[30.0%, 90.3%]" in cards.nth(0).inner_text()
+    assert page.locator("#headline svg.ibar").count() == 4
+    assert page.locator("#headline svg.ibar rect.ci").first.is_visible()
+    assert page.locator("#task-table tbody tr").count() == 8
+    assert page.locator("#attempts details.a").count() == 24
+    assert page.locator("#efficiency svg.hist").count() == 4
+    assert page.locator("#failures svg.hbar").count() == 2
+    assert page.locator("#attempts [data-count]").inner_text() == "24 of 24"
+    assert_clean(report)
+
+
+def test_sorting_by_column_header(report: Watched) -> None:
+    page = report.page
+    wall = page.locator("#attempts button[data-sort='8']")
+    wall.click()
+    values = page.evaluate(VISIBLE_ATTEMPT_KEYS, 8)
+    known = [v for v in values if v is not None]
+    assert known == sorted(known) and values[len(known):] == [None] * (len(values) - len(known))
+    assert values[0] == 12_050
+    assert page.locator("#attempts details.a").first.locator("summary span").first.inner_text() == "web_search"
+    assert wall.get_attribute("aria-sort") == "ascending"
+    wall.click()
+    values = page.evaluate(VISIBLE_ATTEMPT_KEYS, 8)
+    known = [v for v in values if v is not None]
+    assert known == sorted(known, reverse=True) and values[0] == 300_000
+    assert wall.get_attribute("aria-sort") == "descending"
+
+    page.locator("#task-table button[data-sort='6']").click()  # pass rate, ascending
+    assert page.evaluate(VISIBLE_TASK_IDS)[0] == "send_sms"
+    page.locator("#task-table button[data-sort='0']").click()  # task id, ascending
+    assert page.evaluate(VISIBLE_TASK_IDS) == sorted(page.evaluate(VISIBLE_TASK_IDS))
+    assert_clean(report)
+
+
+def test_filters_hide_rows(report: Watched) -> None:
+    page = report.page
+    page.locator("#attempts input[data-filter-text]").fill("send_sms")
+    page.wait_for_function("() => document.querySelector('#attempts [data-count]').textContent === '3 of 24'")
+    assert set(page.evaluate(VISIBLE_ATTEMPT_KEYS, 0)) == {"send_sms"}
+    assert page.locator("#attempts details.a:visible").count() == 3
+
+    page.locator("#attempts input[data-filter-text]").fill("")
+    page.locator("#attempts select[data-filter-col='2']").select_option("timeout")
+    page.wait_for_function("() => document.querySelector('#attempts [data-count]').textContent === '2 of 24'")
+    page.locator("#attempts select[data-filter-col='2']").select_option("")
+    page.locator("#attempts select[data-filter-col='4']").select_option("false")
+    assert page.locator("#attempts [data-count]").inner_text() == "4 of 24"
+
+    page.locator("#tasks select[data-filter-col='11']").select_option("true")
+    assert len(page.evaluate(VISIBLE_TASK_IDS)) == 6
+    page.locator("#tasks input[data-filter-text]").fill("messaging")
+    page.wait_for_function("() => document.querySelector('#tasks [data-count]').textContent === '1 of 8'")
+    assert page.evaluate(VISIBLE_TASK_IDS) == ["send_sms"]
+
+    # a task id in the task table filters the attempts table to that task exactly
+    page.locator("#attempts select[data-filter-col='4']").select_option("")
+    page.locator("#task-table button.tlink", has_text="send_sms").click()
+    assert page.locator("#attempts [data-count]").inner_text() == "3 of 24"
+    assert_clean(report)
+
+
+def test_details_render_escaped_and_injected_script_does_not_run(report: Watched) -> None:
+    page = report.page
+    row = page.locator("#attempts details.a").nth(20)  # results line 21: web_search attempt 3
+    assert row.locator("summary span").first.text_content() == "web_search"
+    row.locator("summary").click()
+    detail = row.locator(".detail")
+    detail.wait_for()
+    assert detail.locator("pre").first.inner_text() == XSS_FINAL_RESPONSE
+    text = detail.inner_text()
+    assert "TOOL CALLS (2)" in text.upper() and "open_url" in text
+    assert "<svg onload=" in text and "</script><script>window.__xss = 3</script>" in text
+    assert "RUBRIC VERDICTS" in text.upper()
+    assert page.locator("#attempts details.a script, #attempts details.a img, #attempts details.a svg[onload]").count() == 0
+
+    # the chat-error attempt (line 20) carries an <img onerror> payload in its error text
+    other = page.locator("#attempts details.a").nth(19)
+    other.locator("summary").click()
+    other.locator(".detail").wait_for()
+    assert '<img src=x onerror="window.__xss = 2">' in other.locator(".detail").inner_text()
+    assert "(empty: the recorded response is an empty string)" in other.locator(".detail").inner_text()
+
+    # the hard-assertion failure of send_sms attempt 2 (line 8)
+    failing = page.locator("#attempts details.a").nth(7)
+    failing.locator("summary").click()
+    assert "send_message must be called" in failing.locator(".detail").inner_text()
+    page.wait_for_timeout(200)
+    assert_clean(report)
+
+
+def test_empty_report_is_clean(browser: Any, tmp_path: Path) -> None:
+    paths = write_reports(tmp_path, {}, [], {}, "empty-run")
+    w = open_report(browser, paths["report.html"])
+    assert w.page.locator("#headline .card.metric .value").first.inner_text() == "n/a"
+    w.page.locator("#attempts button[data-sort='8']").click()
+    w.page.locator("#attempts input[data-filter-text]").fill("x")
+    assert_clean(w)
+    w.page.close()
+
+
+def test_screenshot(report: Watched) -> None:
+    page = report.page
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    row = page.locator("#attempts details.a").nth(20)
+    row.locator("summary").click()
+    row.locator(".detail").wait_for()
+    row.scroll_into_view_if_needed()
+    page.locator("#attempts").screenshot(path=str(ARTIFACTS / "report-attempts.png"))
+    assert (ARTIFACTS / "report.png").stat().st_size > 10_000
+    assert_clean(report)
+
+
+FRAME_TIMED = """(action) => new Promise((resolve) => {
+  const t = performance.now();
+  if (action === 'sort') { document.querySelector('#attempts button[data-sort="9"]').click(); }
+  if (action === 'filter') {
+    const s = document.querySelector('#attempts select[data-filter-col="2"]');
+    s.value = 'timeout'; s.dispatchEvent(new Event('change'));
+  }
+  if (action === 'expand') { document.querySelector('#attempts details.a:not([hidden])').open = true; }
+  requestAnimationFrame(() => setTimeout(() => resolve(performance.now() - t), 0));
+})"""
+NAVIGATION = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const paint = performance.getEntriesByName('first-contentful-paint')[0];
+  return {fcp: paint ? paint.startTime : null, interactive: nav.domInteractive, load: nav.loadEventEnd};
+}"""
+
+
+def test_large_run_loads_sorts_and_filters(browser: Any, tmp_path: Path) -> None:
+    """10,000 attempts: measure size, render, load and interaction times (printed with -s)."""
+    metrics, attempts, manifest, run_id = large_run(10_000)
+    started = time.perf_counter()
+    paths = write_reports(tmp_path, metrics, attempts, manifest, run_id)
+    render_s = time.perf_counter() - started
+    size_mb = paths["report.html"].stat().st_size / 1e6
+
+    w = open_report(browser, paths["report.html"])
+    page = w.page
+    nav = page.evaluate(NAVIGATION)
+    assert page.locator("#attempts details.a").count() == 10_000
+    sort_ms = page.evaluate(FRAME_TIMED, "sort")
+    values = page.evaluate(VISIBLE_ATTEMPT_KEYS, 9)
+    known = [v for v in values if v is not None]
+    assert known == sorted(known) and len(values) == 10_000
+    filter_ms = page.evaluate(FRAME_TIMED, "filter")
+    shown = int(page.locator("#attempts [data-count]").inner_text().split(" of ")[0].replace(",", ""))
+    assert 0 < shown < 10_000
+    expand_ms = page.evaluate(FRAME_TIMED, "expand")
+    assert page.locator("#attempts details.a[open] .detail pre").count() == 1
+    print(f"\n10,000 attempts: report.html {size_mb:.1f} MB; render+write {render_s:.2f} s; "
+          f"first contentful paint {nav['fcp']:.0f} ms, DOM interactive {nav['interactive']:.0f} ms, "
+          f"load {nav['load']:.0f} ms; sort {sort_ms:.0f} ms, filter {filter_ms:.0f} ms, "
+          f"first expand {expand_ms:.0f} ms")
+    assert size_mb < 30
+    assert nav["load"] < 20_000 and sort_ms < 10_000 and filter_ms < 10_000
+    assert_clean(w)
+    w.page.close()

@@ -1,0 +1,373 @@
+"""summary.md and report.html content (fast; the browser checks are in test_report_browser.py)."""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from bench_pipeline import reports
+from bench_pipeline.reports import render_report_html, render_summary_md, write_reports
+from bench_pipeline_tests.fixtures_reports import (
+    XSS_ARG,
+    XSS_ERROR,
+    XSS_FINAL_RESPONSE,
+    XSS_REASON,
+    k1_run,
+    large_run,
+    main_run,
+)
+
+K1_CAUTION = "a single attempt cannot demonstrate repeatability"
+
+
+@pytest.fixture(scope="module")
+def run() -> tuple:
+    return main_run()
+
+
+@pytest.fixture(scope="module")
+def summary(run: tuple) -> str:
+    return render_summary_md(*run)
+
+
+@pytest.fixture(scope="module")
+def page(run: tuple) -> str:
+    return render_report_html(*run)
+
+
+def section(md: str, title: str) -> str:
+    """The markdown between a '## title' heading and the next '## ' heading."""
+    start = md.index(f"## {title}")
+    end = md.find("\n## ", start + 3)
+    return md[start:end if end != -1 else None]
+
+
+def table_rows(md: str) -> list[list[str]]:
+    """Cells of every markdown table row (header and separator rows included)."""
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            for line in md.splitlines() if line.startswith("|")]
+
+
+def without_code_spans(md: str) -> str:
+    """Markdown with inline code spans removed (their content is inert)."""
+    return re.sub(r"(`+)(?:(?!\1).)*?\1", "", md)
+
+
+def pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+# ------------------------------------------------------------------------------- summary.md
+
+
+def test_headline_numbers_with_intervals(run: tuple, summary: str) -> None:
+    metrics = run[0]
+    rows = {r[0]: r for r in table_rows(section(summary, "Headline capability"))}
+    for key, label, unit in (("pass_at_1", "pass@1", "tasks"), ("pass_at_k", "pass@k (k=3)", "tasks"),
+                             ("pass_pow_k", "pass^k (k=3)", "tasks")):
+        m = metrics["capability"][key]
+        assert rows[label] == [label, f"**{pct(m['value'])}**", f"[{pct(m['ci95']['lower'])}, {pct(m['ci95']['upper'])}]",
+                               f"{m['successes']} / {m['eligible_tasks']} / {m['total_tasks']} {unit}",
+                               pct(metrics["coverage"][key])]
+    a = metrics["capability"]["attempt_success_rate"]
+    assert rows["Attempt success"][1:] == [f"**{pct(a['value'])}**", f"[{pct(a['ci95']['lower'])}, {pct(a['ci95']['upper'])}]",
+                                           f"{a['successes']} / {a['eligible_attempts']} / {a['total_attempts']} attempts",
+                                           pct(a["coverage"])]
+    # the literal hand-checked values of the fixture
+    assert "| pass@1 | **66.7%** | [30.0%, 90.3%] | 4 / 6 / 8 tasks | 75.0% |" in summary
+    assert "| pass^k (k=3) | **20.0%** | [3.6%, 62.4%] | 1 / 5 / 8 tasks | 62.5% |" in summary
+    assert "| Attempt success | **60.0%** | [38.7%, 78.1%] | 12 / 20 / 24 attempts | 83.3% |" in summary
+    assert "## Headline capability (k = 3)" in summary
+    assert "Oracle best score@k: 0.95 (5 of 5" in summary
+
+
+def test_cautions_follow_the_reference(summary: str) -> None:
+    headline = section(summary, "Headline capability")
+    assert "ignores within-task correlation" in headline
+    assert "Unknown is not failure" in headline
+    assert "not better first-attempt reliability" in headline
+    assert "missing planned attempts: 1" in headline
+    assert K1_CAUTION not in summary
+    failures = section(summary, "Failures by class and stage")
+    assert "different populations" in failures
+    assert "status `skipped` and class `skipped` describe the same attempt" in failures
+
+
+def test_k1_caution() -> None:
+    md = render_summary_md(*k1_run())
+    assert K1_CAUTION in md
+    assert "k = 1: pass@1, pass@k and pass^k coincide on the same eligible task set" in md
+    assert "## Headline capability (k = 1)" in md
+    html_text = render_report_html(*k1_run())
+    assert K1_CAUTION in html_text
+
+
+def test_exclusion_table_counts(summary: str) -> None:
+    rows = table_rows(section(summary, "What was excluded and why"))
+    counts = {(r[0], r[1], r[2]): int(r[3]) for r in rows[2:]}
+    assert counts == {
+        ("`passed`", "— (none)", "yes"): 12,
+        ("`failed`", "`agent`", "yes"): 5,
+        ("`failed`", "`unknown`", "yes"): 2,
+        ("`timeout`", "`agent`", "yes"): 1,
+        ("`failed`", "`environment`", "no"): 1,
+        ("`timeout`", "`unknown`", "no"): 1,
+        ("`judge_error`", "`evaluation`", "no"): 1,
+        ("`skipped`", "`skipped`", "no"): 1,
+    }
+    assert sum(counts.values()) == 24
+    denominators = {(r[0], r[1]): r[5] for r in rows[2:]}
+    assert denominators[("`timeout`", "`unknown`")] == "no"
+    assert "4 of 24 attempt rows (16.7%) are not agent-eligible" in summary
+    text = section(summary, "What was excluded and why")
+    assert "pass@1 (2 tasks without an eligible attempt 1): `recall_contact`" in text
+    assert "`read_notification` (attempt 3 missing)" in text
+    assert "bad rows (unreadable results.jsonl lines): 1; planned attempts with no result row: 1" in text
+
+
+def test_failure_class_and_stage_tables(run: tuple, summary: str) -> None:
+    text = section(summary, "Failures by class and stage")
+    class_md, stage_md = text.split("| First failure stage |")
+    classes = {r[0]: r[1] for r in table_rows(class_md)[2:]}
+    stages = {r[0]: r[1] for r in table_rows("| First failure stage |" + stage_md)[2:]}
+    assert classes == {f"`{k}`": str(v) for k, v in run[0]["failures"]["class"].items()}
+    assert stages == {f"`{k}`": str(v) for k, v in run[0]["failures"]["stage"].items()}
+    assert list(stages)[:3] == ["`setup`", "`perception`", "`planning`"]  # vocabulary order, zeros kept
+    assert "Failure-stage coverage: 50.0%" in summary
+
+
+def test_failed_tasks_list_every_attempt_with_its_evidence_folder(run: tuple, summary: str) -> None:
+    text = section(summary, "Failed tasks and their evidence")
+    rows = table_rows(text)[2:]
+    listed = {(r[0].strip("`"), int(r[1])): r[7] for r in rows}
+    attempts = run[1]
+    failed_tasks = {a["task_id"] for a in attempts if a["status"] != "passed"}
+    assert {t for t, _ in listed} == failed_tasks
+    assert "read_notification" not in failed_tasks and "open_settings" not in failed_tasks
+    latest = {(a["task_id"], a["attempt"]): a for a in sorted(attempts, key=lambda a: a["line"])}
+    for (task_id, n), rec in latest.items():
+        if task_id in failed_tasks:
+            assert listed[(task_id, n)] == f"`{rec['evidence']['dir']}`"
+    assert "| `send_sms` | 2 | `failed` | `agent` | yes | `device_execution` | 0.00 | `tasks/send_sms/attempt-2` | available |" in text
+    assert "`agent_error: tap failed: element not found (id=send_button)`" in text
+    # failing tasks first: send_sms passed nothing
+    assert rows[0][0] == "`send_sms`"
+
+
+def test_nulls_render_as_na_never_zero(summary: str) -> None:
+    assert "| Cost (USD) | 0 | n/a | n/a | n/a | n/a | n/a |" in summary
+    assert "| Agent retries | 0 | n/a | n/a | n/a | n/a | n/a |" in summary
+    failed = {(r[0], r[1]): r for r in table_rows(section(summary, "Failed tasks and their evidence"))[2:]}
+    assert failed[("`recall_contact`", "1")][6] == "n/a"      # quality null (timeout without evidence)
+    assert failed[("`recall_contact`", "1")][6] != "0.00"
+    expensive = section(summary, "Failed tasks")  # cost column of the token ranking is n/a, not $0
+    assert "$0.0000" not in summary and "$0" not in expensive
+
+
+def test_data_quality_findings(summary: str) -> None:
+    text = section(summary, "Data quality")
+    assert "line 25 (task\\_id is not a string)" in text
+    assert "`web_search` attempt 2 on lines 20, 24" in text
+    assert "`read_notification` attempt 3" in text
+    assert "line 23 `read_notification` attempt 2 `tasks/../../outside/read_notification`" in text
+    assert "`available` 19, `missing` 4, `invalid` 1" in text
+
+
+def test_manifest_facts(summary: str) -> None:
+    facts = dict((r[0], r[1]) for r in table_rows(section(summary, "Run facts"))[2:])
+    assert facts["Model"] == "example / agent-model-large"
+    assert facts["Judge"] == "judge-model (enabled)"
+    assert facts["Suite"] == "android-core (version 7)"
+    assert facts["Code"] == "4f2c9e1 (clean)"
+    assert facts["Platform"] == "device emulator-pixel, os android-15"
+    assert facts["Active skills"] == "calendar, contacts"
+    assert "metrics\\_k 3" in facts["Repeat plan"]
+
+
+def test_run_strings_are_inert_in_markdown(summary: str) -> None:
+    assert "`rubric r2: no (</script><script>window.__xss = 3</script>)`" in summary
+    outside = without_code_spans(summary)
+    assert "<script" not in outside and "<img" not in outside
+
+
+def test_judge_disabled_and_unlisted_labels() -> None:
+    metrics, attempts, manifest, run_id = main_run()
+    manifest["judge"] = {"enabled": False, "model": None}
+    metrics["failures"]["class"]["<b>odd|class</b>"] = 2
+    md = render_summary_md(metrics, attempts, manifest, run_id)
+    assert "The judge was disabled" in md
+    assert "| `<b>odd\\|class</b>` | 2 |" in md
+    page = render_report_html(metrics, attempts, manifest, run_id)
+    assert "&lt;b&gt;odd|class&lt;/b&gt;" in page and "<b>odd|class" not in page
+
+
+def test_empty_inputs_render() -> None:
+    md = render_summary_md({}, [], {}, "empty-run")
+    assert "| pass@1 | **n/a** | n/a | n/a / n/a / n/a tasks | n/a |" in md
+    assert "metrics.json has no data_quality block" in md
+    page = render_report_html({}, [], {}, "empty-run")
+    assert "n/a: no eligible denominator" in page
+
+
+# ------------------------------------------------------------------------------ report.html
+
+
+def test_html_is_self_contained(page: str) -> None:
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(?:src|href|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//""", page, re.I)
+    assert not re.search(r"<link\b", page, re.I)
+    assert "@import" not in page and "@font-face" not in page and "url(" not in page
+    assert not re.search(r"<script[^>]*\bsrc=", page, re.I)
+    assert not re.search(r"<(?:img|iframe|object|embed|video|audio)\b", page, re.I)
+    csp = html.unescape(re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"', page).group(1))
+    assert csp.startswith("default-src 'none';") and "script-src 'sha256-" in csp and "unsafe-inline' ;" not in csp
+
+
+def test_csp_hash_matches_the_inline_script(page: str) -> None:
+    script = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
+    csp = html.unescape(re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"', page).group(1))
+    assert csp == reports._csp(script)
+
+
+def test_injected_strings_are_escaped(page: str) -> None:
+    for raw in (XSS_FINAL_RESPONSE, XSS_ERROR, XSS_REASON, XSS_ARG, "<script>window.__xss", "<img src=x"):
+        assert raw not in page
+    assert len(re.findall(r"<script\b", page)) == 3  # two JSON blocks and our own script
+    assert page.count("</script>") == 3
+    data = re.search(r'<script type="application/json" id="report-details">(.*?)</script>', page, re.S).group(1)
+    assert "<" not in data and ">" not in data
+    assert "\\u003cscript\\u003ewindow.__xss = 1; alert(1)\\u003c/script\\u003eSearch done." in data
+    details = json.loads(data)
+    final = [s for d in details["details"] for s in d[1] if s[0] == "Final response" and s[1] == "pre"]
+    assert [XSS_FINAL_RESPONSE] == [s[2] for s in final if "__xss" in s[2]]
+    # server-side text (the failed-task list) is HTML-escaped
+    assert html.escape("rubric r2: no (</script><script>window.__xss = 3</script>)", quote=False) in page
+
+
+def test_html_has_headline_charts_and_tables(run: tuple, page: str) -> None:
+    assert page.count('class="card metric"') == 4
+    assert page.count('<svg class="ibar"') == 4
+    assert page.count('<svg class="hist"') == 4
+    assert page.count('<svg class="hbar"') == 2
+    assert "[30.0%, 90.3%]" in page and "66.7%" in page
+    assert page.count('<details class="a" data-i=') == 24
+    assert page.count('<tr data-i=') == 8
+    assert "2 (dup)" in page
+    keys = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+    assert len(keys["attempts"]["keys"]) == 24 and len(keys["tasks"]["keys"]) == 8
+
+
+def test_attempt_details_carry_the_evidence(page: str) -> None:
+    details = json.loads(re.search(r'id="report-details">(.*?)</script>', page, re.S).group(1))
+    labels = details["labels"]
+    by_line = {int(d[0][labels.index("results.jsonl line")]): d for d in details["details"]}
+    facts, sections = by_line[8]
+    titles = [s[0] for s in sections]
+    assert facts[labels.index("Evidence folder")] == "tasks/send_sms/attempt-2"
+    assert {"Errors", "Final response", "Tool calls (2)", "Hard assertions", "Hard-assertion failures"} <= set(titles)
+    failures = sections[titles.index("Hard-assertion failures")][2]
+    assert failures[1][0] == ["required_tools", "send_message must be called", '{"called": ["open_app", "tap", "enter_text"]}']
+    facts, sections = by_line[13]  # timeout without evidence
+    assert [s[2] for s in sections if s[0] == "Final response"] == [
+        "n/a: evidence unavailable (trace.json missing or unreadable)."]
+    assert any("timeout without evidence" in s[2] for s in sections if s[1] == "note")
+    facts, sections = by_line[23]  # unsafe artifact_dir
+    assert facts[labels.index("Evidence folder")] == "n/a (artifact_dir refused as unsafe)"
+    facts, sections = by_line[7]
+    rubric = [s for s in sections if s[0] == "Rubric verdicts"][0][2]
+    assert rubric[1][3] == ["r4", "Final answer confirms sending", "no", "The answer says the message was drafted, not sent."]
+
+
+def test_write_reports(tmp_path: Path, run: tuple) -> None:
+    paths = write_reports(tmp_path / "out", *run)
+    assert set(paths) == {"summary.md", "report.html"}
+    assert paths["summary.md"].read_text(encoding="utf-8").startswith("# Benchmark run")
+    assert paths["report.html"].read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert not list((tmp_path / "out").glob(".*.tmp"))
+    # with the run folder known, evidence folders become links relative to the output folder
+    run_dir = tmp_path / "runs" / run[3]
+    linked = write_reports(tmp_path / "out2", *run, run_dir=run_dir)
+    md = linked["summary.md"].read_text(encoding="utf-8")
+    assert f"[`tasks/send_sms/attempt-2`](<../runs/{run[3]}/tasks/send_sms/attempt-2/>)" in md
+    assert f'href="../runs/{run[3]}/tasks/send_sms/attempt-2/"' in linked["report.html"].read_text(encoding="utf-8")
+
+
+def test_markup_per_attempt_stays_lean() -> None:
+    small = render_report_html(*large_run(100))
+    big = render_report_html(*large_run(1_000))
+    per_attempt = (len(big.encode()) - len(small.encode())) / 900
+    assert per_attempt < 2_600, f"{per_attempt:.0f} bytes per attempt"
+    assert 'class="agrid lazy"' in big and 'class="agrid lazy"' not in small
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+@pytest.mark.parametrize(("value", "text"), [(None, "n/a"), (0, "0.0%"), (0.6666, "66.7%"), (float("nan"), "n/a"),
+                                             (True, "n/a")])
+def test_fmt_pct(value: object, text: str) -> None:
+    assert reports.fmt_pct(value) == text
+
+
+def test_formatters() -> None:
+    assert reports.fmt_ci(0.3, 0.9032) == "[30.0%, 90.3%]"
+    assert reports.fmt_ci(None, 0.5) == "n/a"
+    assert [reports.fmt_ms(v) for v in (None, 0, 850, 12_345, 300_000, 900_000)] == [
+        "n/a", "0 ms", "850 ms", "12.3 s", "300.0 s", "15.0 min"]
+    assert reports.fmt_int(12345) == "12,345" and reports.fmt_int(None) == "n/a" and reports.fmt_int(2.5) == "2.5"
+    assert reports.fmt_bool(None) == "n/a" and reports.fmt_bool(False) == "no"
+    assert reports.fmt_usd(0.01234) == "$0.0123" and reports.fmt_usd(None) == "n/a"
+    assert reports.fmt_compact(9_600, "total_tokens") == "9.6k" and reports.fmt_compact(45_000, "task_wall_ms") == "45 s"
+
+
+def test_md_escaping() -> None:
+    assert reports.md_code("a|b") == "`a\\|b`"
+    assert reports.md_code("x`y") == "``x`y``"
+    assert reports.md_code("`edge") == "`` `edge ``"
+    assert reports.md_code(None) == "n/a"
+    assert reports.md_code("two\nlines") == "`two lines`"
+    assert reports.md_text("<b>*x*</b>") == "\\<b\\>\\*x\\*\\</b\\>"
+
+
+def test_script_json_cannot_close_its_script_tag() -> None:
+    text = str(reports.script_json({"a": "</script><!-- & \u2028"}))
+    assert "</" not in text and "<!--" not in text and "&" not in text
+    assert json.loads(text) == {"a": "</script><!-- & \u2028"}
+
+
+def test_jsonable_handles_nan_and_odd_types() -> None:
+    assert reports.jsonable({"a": float("nan"), "b": (1, 2), 3: {1}}) == {"a": None, "b": [1, 2], "3": "{1}"}
+
+
+def test_histogram_bins() -> None:
+    bins, overflow, threshold = reports.histogram_bins([1, 2, 2, 3, 7])
+    assert [(lo, c) for lo, _, c in bins] == [(1, 1), (2, 2), (3, 1), (4, 0), (5, 0), (6, 0), (7, 1)]
+    assert overflow == 0 and threshold is None
+    values = [float(v) for v in range(1, 200)] + [10_000.0]
+    bins, overflow, threshold = reports.histogram_bins(values)
+    assert sum(c for *_, c in bins) + overflow == len(values) and overflow == 2
+    assert reports.histogram_bins([]) == ([], 0, None)
+    assert sum(c for *_, c in reports.histogram_bins([5.5] * 3)[0]) == 3
+
+
+def test_svg_builders_escape_labels() -> None:
+    bar = str(reports.svg_interval_bar(0.5, 0.2, 0.8, label="<x>"))
+    assert '<rect class="ci"' in bar and '<circle class="pt"' in bar and "&lt;x&gt;" in bar and "<x>" not in bar
+    assert "n/a" in str(reports.svg_interval_bar(None, None, None))
+    chart = str(reports.svg_hbar_chart([("a<b", 3), ("zero", 0)]))
+    assert "a&lt;b" in chart and chart.count('class="bar"') == 1
+    hist = str(reports.svg_histogram([1000.0, 2000.0, 2500.0], "task_wall_ms", markers={"p50": 2000.0}))
+    assert hist.count('class="bar"') >= 2 and "p50 2.0 s" in hist
+    assert "n/a" in str(reports.svg_histogram([], "task_wall_ms"))
+
+
+def test_does_not_mutate_inputs(run: tuple) -> None:
+    before = copy.deepcopy(run)
+    render_summary_md(*run)
+    render_report_html(*run)
+    assert run == before
