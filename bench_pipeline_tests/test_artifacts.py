@@ -1,0 +1,431 @@
+"""Safe artifact reading (run-directory.md "Layout", "Attempt artifacts"; R3, R4, R5, R43).
+
+Where an attempt's artifacts are, which folders are refused, and which files count as
+unavailable. Observed through the pipeline: a derived field (from history.json or
+episode.json) versus the row's recorded value with provenance ``recorded``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+
+from bench_pipeline.artifacts import read_json_file
+from bench_pipeline.process import process_run
+
+from .run_builder import make_run, row, write_json
+
+#: One model call, one device tool call with its result: derived llm_calls/tool_calls = 1.
+HISTORY = [
+    {"type": "user", "content": "go"},
+    {"type": "assistant", "content": "...", "usage": {"input_tokens": 10, "output_tokens": 2}, "duration_ms": 100},
+    {"type": "tool_call", "tool_name": "tap", "tool_input": {"x": 1}, "tool_call_id": "c1"},
+    {"type": "tool_result", "tool_name": "tap", "tool_call_id": "c1", "content": "{\"ok\": true}"},
+]
+#: What the row records, different from every derived value.
+RECORDED = {"llm_calls": 9, "llm_time_ms": 999, "tool_calls": 8, "device_actions": 7, "input_tokens": 555,
+            "device_execution_ms": 4321, "replan_count": 6, "time_to_first_token_ms": 77}
+EPISODE = {"episode_id": "ep", "events": [
+    {"type": "tool_result", "tool_name": "tap", "tool_input": {}, "duration_ms": 50, "needs_replan": False},
+]}
+
+
+def _attempt(processed, task_id: str = "t", attempt: int = 1) -> dict:
+    return next(a for a in processed.attempts if a["task_id"] == task_id and a["attempt"] == attempt)
+
+
+def _history_used(a: dict) -> bool:
+    if a["llm_calls"] == 1 and a["tool_calls"] == 1 and a["provenance"]["llm_calls"] == "derived":
+        return True
+    assert (a["llm_calls"], a["tool_calls"], a["device_actions"]) == (9, 8, 7)
+    assert a["provenance"]["llm_calls"] == "recorded"
+    assert a["provenance"]["tool_calls"] == "recorded"
+    return False
+
+
+def _episode_used(a: dict) -> bool:
+    if a["device_execution_ms"] == 50 and a["provenance"]["device_execution_ms"] == "derived":
+        assert a["replan_count"] == 0
+        return True
+    assert (a["device_execution_ms"], a["replan_count"], a["time_to_first_token_ms"]) == (4321, 6, 77)
+    assert a["provenance"]["device_execution_ms"] == "recorded"
+    return False
+
+
+def _unsafe(processed) -> list[dict]:
+    """R33 entry shape {"line", "task_id", "attempt", "artifact_dir"} (extra keys tolerated)."""
+    keys = ("line", "task_id", "attempt", "artifact_dir")
+    entries = processed.metrics["data_quality"]["unsafe_artifact_dirs"]
+    for e in entries:
+        assert set(keys) <= set(e), e
+    return [{k: e[k] for k in keys} for e in entries]
+
+
+# --- R4: conventional folders -------------------------------------------------------------
+
+@pytest.mark.parametrize("artifact_dir", ["absent", None])
+def test_conventional_folder_attempt_one(tmp_path, artifact_dir):
+    r = row("t", status="failed", metrics=RECORDED)
+    if artifact_dir != "absent":
+        r["artifact_dir"] = artifact_dir
+    p = process_run(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}}))
+    a = _attempt(p)
+    assert _history_used(a)
+    assert a["artifact_dir"] is None  # outputs.md: as recorded, null when absent
+    assert _unsafe(p) == []
+
+
+def test_conventional_folder_for_later_attempts(tmp_path):
+    rows = [row("t", 1, "failed", metrics=RECORDED), row("t", 2, "failed", metrics=RECORDED),
+            row("t", 3, "failed", metrics=RECORDED)]
+    artifacts = {"tasks/t": {"history.json": HISTORY}, "tasks/t/attempt-2": {"history.json": HISTORY}}
+    p = process_run(make_run(tmp_path, rows, artifacts=artifacts))
+    assert _history_used(_attempt(p, "t", 1))
+    assert _history_used(_attempt(p, "t", 2))
+    # Attempt 3 has no tasks/t/attempt-3 folder; it must not borrow attempt 1's files.
+    assert not _history_used(_attempt(p, "t", 3))
+
+
+def test_recorded_artifact_dir_is_authoritative(tmp_path):
+    other = [HISTORY[1], HISTORY[1], HISTORY[1]]  # 3 model calls, no tool calls
+    r = row("t", status="failed", artifact_dir="elsewhere/t", metrics=RECORDED)
+    artifacts = {"elsewhere/t": {"history.json": HISTORY}, "tasks/t": {"history.json": other}}
+    a = _attempt(process_run(make_run(tmp_path, [r], artifacts=artifacts)))
+    assert _history_used(a)
+    assert a["artifact_dir"] == "elsewhere/t"
+
+
+def test_recorded_artifact_dir_without_files_does_not_fall_back_to_convention(tmp_path):
+    r = row("t", status="failed", artifact_dir="elsewhere/t", metrics=RECORDED)
+    a = _attempt(process_run(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}})))
+    assert not _history_used(a)
+
+
+@pytest.mark.parametrize("artifact_dir", ["tasks/x/../t", "tasks/./t", "tasks//t", "tasks/t/", "tasks\\t", "tasks\\x\\..\\t"])
+def test_safe_relative_paths_are_followed(tmp_path, artifact_dir):
+    r = row("t", status="failed", artifact_dir=artifact_dir, metrics=RECORDED)
+    p = process_run(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}}))
+    assert _history_used(_attempt(p))
+    assert _unsafe(p) == []
+
+
+@pytest.mark.parametrize("artifact_dir", ["", "."])
+def test_empty_artifact_dir_is_the_run_folder(tmp_path, artifact_dir):
+    r = row("t", status="failed", artifact_dir=artifact_dir, metrics=RECORDED)
+    run = make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": [HISTORY[1]] * 4}})
+    write_json(run / "history.json", HISTORY)
+    p = process_run(run)
+    assert _history_used(_attempt(p))
+    assert _unsafe(p) == []
+
+
+# --- R5: refused folders ----------------------------------------------------------------
+
+def _outside_with_history(tmp_path):
+    outside = tmp_path / "outside"
+    write_json(outside / "history.json", HISTORY)
+    write_json(outside / "episode.json", EPISODE)
+    return outside
+
+
+@pytest.mark.parametrize(
+    "artifact_dir",
+    ["tasks/../../outside", "..", "../outside", "..\\outside", "tasks\\..\\..\\outside",
+     "\\outside", "C:x", "C:\\x", "c:x", "C:/x", "/tmp"],
+)
+def test_unsafe_artifact_dirs_are_refused_and_reported(tmp_path, artifact_dir):
+    _outside_with_history(tmp_path)
+    r = row("t", status="failed", artifact_dir=artifact_dir, metrics=RECORDED)
+    run = make_run(tmp_path, [r])
+    # Make each refused path resolvable if it were followed, so following it would show.
+    for name in ("C:x", "c:x", "C:\\x", "\\outside"):
+        write_json(run / name / "history.json", HISTORY)
+    write_json(run / "C:" / "x" / "history.json", HISTORY)
+    p = process_run(run)
+    a = _attempt(p)
+    assert not _history_used(a)
+    assert not _episode_used(a)
+    assert _unsafe(p) == [{"line": 1, "task_id": "t", "attempt": 1, "artifact_dir": artifact_dir}]
+
+
+def test_absolute_artifact_dir_is_refused_even_when_inside_the_run(tmp_path):
+    r = row("t", status="failed", metrics=RECORDED)
+    run = make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}})
+    r["artifact_dir"] = str(run / "tasks" / "t")
+    (run / "results.jsonl").write_text(json.dumps(r) + "\n", encoding="utf-8")
+    p = process_run(run)
+    assert not _history_used(_attempt(p))
+    assert _unsafe(p) == [{"line": 1, "task_id": "t", "attempt": 1, "artifact_dir": str(run / "tasks" / "t")}]
+
+
+def test_unsafe_dir_reported_with_its_line_and_attempt(tmp_path):
+    rows = [row("a"), row("t", 2, "failed", artifact_dir="../x", metrics=RECORDED)]
+    p = process_run(make_run(tmp_path, rows))
+    assert _unsafe(p) == [{"line": 2, "task_id": "t", "attempt": 2, "artifact_dir": "../x"}]
+
+
+@pytest.mark.parametrize("explicit", [True, False])
+def test_symlinked_folder_leaving_the_run_is_refused(tmp_path, explicit):
+    outside = _outside_with_history(tmp_path)
+    r = row("t", status="failed", metrics=RECORDED)
+    if explicit:
+        r["artifact_dir"] = "tasks/t"
+    run = make_run(tmp_path, [r])
+    (run / "tasks").mkdir()
+    os.symlink(outside, run / "tasks" / "t")
+    p = process_run(run)
+    a = _attempt(p)
+    assert not _history_used(a)
+    assert not _episode_used(a)
+    if explicit:
+        assert _unsafe(p) == [{"line": 1, "task_id": "t", "attempt": 1, "artifact_dir": "tasks/t"}]
+
+
+def test_symlinked_parent_folder_leaving_the_run_is_refused(tmp_path):
+    outside = tmp_path / "outside"
+    write_json(outside / "t" / "history.json", HISTORY)
+    run = make_run(tmp_path, [row("t", status="failed", artifact_dir="tasks/t", metrics=RECORDED)])
+    os.symlink(outside, run / "tasks")
+    assert not _history_used(_attempt(process_run(run)))
+
+
+def test_symlinked_folder_inside_the_run_is_followed(tmp_path):
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"shared/t": {"history.json": HISTORY}})
+    (run / "tasks").mkdir()
+    os.symlink(run / "shared" / "t", run / "tasks" / "t")
+    assert _history_used(_attempt(process_run(run)))
+
+
+def test_symlinked_file_leaving_the_run_is_unavailable(tmp_path):
+    outside = _outside_with_history(tmp_path)
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"episode.json": EPISODE}})
+    os.symlink(outside / "history.json", run / "tasks" / "t" / "history.json")
+    a = _attempt(process_run(run))
+    assert not _history_used(a)
+    # Availability is per file: the regular episode.json beside it is still read.
+    assert _episode_used(a)
+
+
+def test_symlinked_file_inside_the_run_is_read(tmp_path):
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"shared": {"h.json": HISTORY}})
+    (run / "tasks" / "t").mkdir(parents=True)
+    os.symlink(run / "shared" / "h.json", run / "tasks" / "t" / "history.json")
+    assert _history_used(_attempt(process_run(run)))
+
+
+def test_dangling_symlink_is_unavailable(tmp_path):
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)])
+    (run / "tasks" / "t").mkdir(parents=True)
+    os.symlink(run / "nowhere.json", run / "tasks" / "t" / "history.json")
+    assert not _history_used(_attempt(process_run(run)))
+
+
+def test_fifo_named_history_json_is_unavailable_and_does_not_hang(tmp_path):
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"episode.json": EPISODE}})
+    fifo = run / "tasks" / "t" / "history.json"
+    os.mkfifo(fifo)
+    result: dict = {}
+
+    def work():
+        try:
+            result["processed"] = process_run(run)
+        except BaseException as exc:  # pragma: no cover - reported below
+            result["error"] = exc
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(timeout=5)
+    if thread.is_alive():
+        # Release the blocked reader (open for writing, then close: the reader sees EOF).
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        thread.join(timeout=5)
+        pytest.fail("process_run blocked on a FIFO named history.json")
+    assert "error" not in result, result.get("error")
+    a = _attempt(result["processed"])
+    assert not _history_used(a)
+    assert _episode_used(a)
+
+
+def test_directory_named_history_json_is_unavailable(tmp_path):
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"episode.json": EPISODE}})
+    (run / "tasks" / "t" / "history.json").mkdir()
+    a = _attempt(process_run(run))
+    assert not _history_used(a)
+    assert _episode_used(a)
+
+
+def test_directory_named_episode_json_is_unavailable(tmp_path):
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"history.json": HISTORY}})
+    (run / "tasks" / "t" / "episode.json").mkdir()
+    a = _attempt(process_run(run))
+    assert _history_used(a)
+    assert not _episode_used(a)
+
+
+# --- R3: unavailable content ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def content_runs(tmp_path_factory):
+    """{table: {case index: attempt}}: one run folder per table, one task per file content."""
+    cache: dict[str, dict[int, dict]] = {}
+
+    def get(table: str, contents: list, make_files) -> dict[int, dict]:
+        if table not in cache:
+            rows = [row(f"c{i}", status="failed", metrics=RECORDED) for i in range(len(contents))]
+            artifacts = {f"tasks/c{i}": make_files(c) for i, c in enumerate(contents)}
+            processed = process_run(make_run(tmp_path_factory.mktemp(table), rows, artifacts=artifacts))
+            cache[table] = {int(a["task_id"][1:]): a for a in processed.attempts}
+        return cache[table]
+
+    return get
+
+
+BAD_HISTORY = [
+        b"",
+        b"   \n",
+        b"not json",
+        b'[{"type": "assistant", "usage": {}',
+        b'[{"type": "user", "content": "\xff\xfe"}]',
+        b"\xef\xbb\xbf\xff",
+        b"{}",
+        b'{"foo": []}',
+        b'{"messages": {}}',
+        b'{"messages": "x"}',
+        b'{"messages": null}',
+        b'"a string"',
+        b"42",
+        b"null",
+        b"true",
+]
+
+
+@pytest.mark.parametrize(("i", "content"), list(enumerate(BAD_HISTORY)))
+def test_unavailable_history_falls_back_to_recorded(content_runs, i, content):
+    a = content_runs("history", BAD_HISTORY, lambda c: {"history.json": c, "episode.json": EPISODE})[i]
+    assert not _history_used(a)
+    assert _episode_used(a)
+
+
+def test_history_as_messages_object_is_accepted(tmp_path):
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)],
+                   artifacts={"tasks/t": {"history.json": {"messages": HISTORY, "other": 1}}})
+    assert _history_used(_attempt(process_run(run)))
+
+
+BAD_EPISODE = [b"[]", b"[1, 2]", b'"x"', b"null", b"not json", b"", b'{"events": []']
+
+
+@pytest.mark.parametrize(("i", "content"), list(enumerate(BAD_EPISODE)))
+def test_unavailable_episode_falls_back_to_recorded(content_runs, i, content):
+    a = content_runs("episode", BAD_EPISODE, lambda c: {"history.json": HISTORY, "episode.json": c})[i]
+    assert _history_used(a)
+    assert not _episode_used(a)
+
+
+def test_history_missing_episode_present_is_judged_per_file(tmp_path):
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"episode.json": EPISODE}})
+    a = _attempt(process_run(run))
+    assert not _history_used(a)
+    assert _episode_used(a)
+
+
+# --- R43: NUL bytes ------------------------------------------------------------------------
+
+def test_nul_in_artifact_dir_means_no_artifacts(tmp_path):
+    r = row("t", status="failed", artifact_dir="tasks/t\x00", metrics=RECORDED)
+    p = process_run(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY, "episode.json": EPISODE}}))
+    a = _attempt(p)
+    assert not _history_used(a)
+    assert not _episode_used(a)
+    assert p.metrics["coverage"]["attempts"] == 1
+
+
+def test_nul_in_task_id_means_no_artifacts(tmp_path):
+    r = row("t\x00", status="failed", metrics=RECORDED)
+    p = process_run(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}}))
+    a = _attempt(p, "t\x00")
+    assert not _history_used(a)
+    assert not _episode_used(a)
+
+
+# --- file statuses (trace_artifact.status vocabulary) ----------------------------------
+
+def test_read_json_file_statuses(tmp_path):
+    run = make_run(tmp_path, [row("t")], artifacts={"tasks/t": {"trace.json": {"final_response": "", "tool_calls": []},
+                                                                "bad.json": b"{oops"}})
+    real = os.path.realpath(run)
+    ok = read_json_file(run, real, "tasks/t/trace.json")
+    assert ok.status == "available" and ok.value == {"final_response": "", "tool_calls": []}
+    assert read_json_file(run, real, "tasks/t/missing.json").status == "missing"
+    assert read_json_file(run, real, "tasks/t/bad.json").status == "invalid"
+    (run / "tasks" / "t" / "dir.json").mkdir()
+    assert read_json_file(run, real, "tasks/t/dir.json").status == "unreadable"
+    os.mkfifo(run / "tasks" / "t" / "fifo.json")
+    assert read_json_file(run, real, "tasks/t/fifo.json").status == "unreadable"
+
+
+def test_symlink_to_sibling_folder_with_run_name_prefix_is_refused(tmp_path):
+    """A sibling 'run-1x' shares the run folder's name as a string prefix but is outside."""
+    sibling = tmp_path / "run-1x"
+    write_json(sibling / "history.json", HISTORY)
+    run = make_run(tmp_path, [row("t", status="failed", artifact_dir="tasks/t", metrics=RECORDED)])
+    (run / "tasks").mkdir()
+    os.symlink(sibling, run / "tasks" / "t")
+    assert not _history_used(_attempt(process_run(run)))
+
+
+def test_symlinked_file_to_sibling_with_run_name_prefix_is_unavailable(tmp_path):
+    sibling = tmp_path / "run-1x"
+    write_json(sibling / "history.json", HISTORY)
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)])
+    (run / "tasks" / "t").mkdir(parents=True)
+    os.symlink(sibling / "history.json", run / "tasks" / "t" / "history.json")
+    assert not _history_used(_attempt(process_run(run)))
+
+
+def test_artifact_folder_path_through_a_regular_file(tmp_path):
+    run = make_run(tmp_path, [row("t", status="failed", artifact_dir="tasks/t", metrics=RECORDED)])
+    (run / "tasks").write_text("not a folder", encoding="utf-8")
+    assert not _history_used(_attempt(process_run(run)))
+
+
+def test_deeply_nested_history_is_not_fatal(tmp_path):
+    deep = ("[" * 100000 + "]" * 100000).encode()
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"history.json": deep}})
+    a = _attempt(process_run(run))
+    # Either unavailable (recorded) or an array with no message objects (derived, no calls).
+    assert (a["llm_calls"], a["tool_calls"]) in {(9, 8), (None, 0)}
+
+
+def test_socket_named_history_json_is_unavailable(tmp_path):
+    import socket
+
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"episode.json": EPISODE}})
+    path = run / "tasks" / "t" / "history.json"
+    if len(str(path)) > 100:
+        pytest.skip("path too long for a unix socket")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        a = _attempt(process_run(run))
+    finally:
+        sock.close()
+    assert not _history_used(a)
+    assert _episode_used(a)
+
+
+def test_character_device_named_history_json_is_unreadable(tmp_path):
+    import stat
+
+    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)])
+    (run / "tasks" / "t").mkdir(parents=True)
+    try:
+        os.mknod(run / "tasks" / "t" / "history.json", stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null
+    except (PermissionError, OSError):
+        pytest.skip("cannot create a device node here")
+    assert read_json_file(run, os.path.realpath(run), "tasks/t/history.json").status == "unreadable"
+    assert not _history_used(_attempt(process_run(run)))

@@ -1,0 +1,389 @@
+"""Stage 1 edge cases: reading a run folder (run-directory.md; readings R1, R2, R26, R27,
+R29, R32, R33, R42, R43).
+
+Each test builds a run folder on disk and checks what the specification says the pipeline
+must see: the run id, the suite name, which results lines are rows and which are bad rows,
+metrics_k, the planned/missing attempts and the duplicate finding.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench_pipeline.process import process_run
+from bench_pipeline.run_reader import NotARunFolderError, read_run
+
+from .run_builder import make_run, row
+
+
+def _attempt(processed, task_id: str, attempt: int = 1) -> dict:
+    found = [a for a in processed.attempts if a["task_id"] == task_id and a["attempt"] == attempt]
+    assert found, f"no attempt row {task_id}#{attempt}"
+    return found[-1]
+
+
+def _bad_lines(metrics: dict) -> list[int]:
+    return [b["line"] for b in metrics["data_quality"]["bad_rows"]]
+
+
+# --- not a run folder ------------------------------------------------------------------
+
+def test_folder_without_results_raises_naming_the_path(tmp_path):
+    folder = tmp_path / "not-a-run"
+    folder.mkdir()
+    (folder / "manifest.json").write_text('{"status": "completed"}', encoding="utf-8")
+    with pytest.raises(NotARunFolderError) as info:
+        process_run(folder)
+    assert str(folder) in str(info.value)
+    with pytest.raises(NotARunFolderError):
+        read_run(folder)
+
+
+def test_missing_manifest_and_suite_are_not_fatal(tmp_path):
+    run = make_run(tmp_path, [row("t")])
+    (run / "manifest.json").unlink()
+    (run / "suite.json").unlink()
+    m = process_run(run).metrics
+    assert m["coverage"]["attempts"] == 1
+    assert m["suite"] is None
+    assert m["coverage"]["metrics_k"] == 1  # observed: highest attempt of the only task
+
+
+def test_malformed_manifest_and_suite_are_not_fatal(tmp_path):
+    run = make_run(tmp_path, [row("t", 1), row("t", 2)])
+    (run / "manifest.json").write_text('{"status": "completed", "metrics_k": ', encoding="utf-8")
+    (run / "suite.json").write_bytes(b"\xff\xfe not json")
+    m = process_run(run).metrics
+    assert m["coverage"]["attempts"] == 2
+    assert m["coverage"]["metrics_k"] == 2
+    assert m["coverage"]["planned_attempts"] is None
+    assert m["suite"] is None
+
+
+# --- R1, R2 --------------------------------------------------------------------------------
+
+def test_run_id_is_folder_name_not_manifest_run_id(tmp_path):
+    run = make_run(tmp_path, [row("t")], run_id="folder-id", manifest={"status": "completed", "run_id": "manifest-id"})
+    p = process_run(run)
+    assert p.metrics["run_id"] == "folder-id"
+    assert _attempt(p, "t")["run_id"] == "folder-id"
+
+
+@pytest.mark.parametrize(
+    ("suite", "manifest_suite", "expected"),
+    [
+        ({"name": "from-suite", "tasks": []}, {"name": "from-manifest"}, "from-suite"),
+        ({"tasks": []}, {"name": "from-manifest", "version": "7"}, "from-manifest"),
+        ({"tasks": []}, "plain-string", "plain-string"),
+        ({"tasks": []}, None, None),
+        ({"name": 5, "tasks": []}, {"name": "from-manifest"}, "from-manifest"),
+    ],
+)
+def test_suite_name_precedence(tmp_path, suite, manifest_suite, expected):
+    manifest = {"status": "completed"}
+    if manifest_suite is not None:
+        manifest["suite"] = manifest_suite
+    m = process_run(make_run(tmp_path, [row("t")], suite=suite, manifest=manifest)).metrics
+    assert m["suite"] == expected
+
+
+# --- blank lines and bad rows (R27, R33) -------------------------------------------------
+
+def test_blank_and_whitespace_lines_are_ignored_and_line_numbers_kept(tmp_path):
+    rows = [row("a"), "", "   \t ", row("b"), "not json"]
+    p = process_run(make_run(tmp_path, rows))
+    assert p.metrics["coverage"]["attempts"] == 2
+    assert _attempt(p, "a")["line"] == 1
+    assert _attempt(p, "b")["line"] == 4
+    assert _bad_lines(p.metrics) == [5]
+
+
+BAD_LINES = [
+    "not json",
+    "[1, 2]",
+    "42",
+    '"task"',
+    "null",
+    '{"attempt": 1, "status": "passed"}',                 # no task_id
+    '{"task_id": 7, "attempt": 1, "status": "passed"}',   # non-string task_id
+    '{"task_id": null, "attempt": 1}',
+    '{"task_id": ["t"], "attempt": 1}',
+    '{"task_id": "t", "attempt": 0, "status": "passed"}',
+    '{"task_id": "t", "attempt": -1, "status": "passed"}',
+    '{"task_id": "t", "attempt": "2", "status": "passed"}',
+    '{"task_id": "t", "attempt": 2.0, "status": "passed"}',
+    '{"task_id": "t", "attempt": 1.5, "status": "passed"}',
+    '{"task_id": "t", "attempt": true, "status": "passed"}',
+    '{"task_id": "t", "attempt": NaN, "status": "passed"}',
+    '{"task_id": "t", "attempt": [1], "status": "passed"}',
+    '{"task_id": "t", "attempt": 1, "status": ',          # truncated
+    '{"task_id": "t", "attempt": 1} {"task_id": "u"}',     # two values on one line
+    '{"task_id": "t", "attempt": 1} trailing',
+]
+
+
+@pytest.mark.parametrize("line", BAD_LINES)
+def test_each_bad_row_is_reported_and_excluded(tmp_path, line):
+    p = process_run(make_run(tmp_path, [row("good"), line]))
+    assert p.metrics["coverage"]["attempts"] == 1
+    assert p.metrics["coverage"]["unique_tasks"] == 1
+    bad = p.metrics["data_quality"]["bad_rows"]
+    assert len(bad) == 1
+    assert bad[0]["line"] == 2
+    assert isinstance(bad[0]["reason"], str) and bad[0]["reason"]
+
+
+def test_bad_rows_together_keep_their_line_numbers(tmp_path):
+    rows = [row("g1")] + BAD_LINES + [row("g2")]
+    p = process_run(make_run(tmp_path, rows))
+    assert _bad_lines(p.metrics) == list(range(2, 2 + len(BAD_LINES)))
+    assert _attempt(p, "g2")["line"] == 2 + len(BAD_LINES)
+    assert p.metrics["aggregate"]["tasks"] == 2
+
+
+def test_non_utf8_line_is_a_bad_row(tmp_path):
+    run = make_run(tmp_path, [row("x")])
+    good = json.dumps(row("a")).encode()
+    (run / "results.jsonl").write_bytes(
+        good + b"\n" + b'{"task_id": "t\xff", "attempt": 1, "status": "passed"}\n' + b"\xfe\xff\n" + json.dumps(row("b")).encode() + b"\n"
+    )
+    p = process_run(run)
+    assert _bad_lines(p.metrics) == [2, 3]
+    assert sorted(a["task_id"] for a in p.attempts) == ["a", "b"]
+    assert _attempt(p, "b")["line"] == 4
+
+
+def test_crlf_line_endings_are_rows(tmp_path):
+    run = make_run(tmp_path, [row("x")])
+    (run / "results.jsonl").write_bytes(
+        json.dumps(row("a")).encode() + b"\r\n" + json.dumps(row("b", status="failed")).encode() + b"\r\n\r\n"
+    )
+    p = process_run(run)
+    assert p.metrics["data_quality"]["bad_rows"] == []
+    assert p.metrics["coverage"]["attempts"] == 2
+
+
+def test_last_line_without_newline_is_a_row(tmp_path):
+    run = make_run(tmp_path, [row("x")])
+    (run / "results.jsonl").write_text(json.dumps(row("a")) + "\n" + json.dumps(row("b")), encoding="utf-8")
+    assert process_run(run).metrics["coverage"]["attempts"] == 2
+
+
+@pytest.mark.parametrize("attempt_field", [{"attempt": None}, {}])
+def test_null_or_absent_attempt_means_one(tmp_path, attempt_field):
+    r = {"task_id": "t", "status": "passed", "success": True, "agent_eligible": True, **attempt_field}
+    p = process_run(make_run(tmp_path, [r]))
+    assert p.metrics["data_quality"]["bad_rows"] == []
+    assert _attempt(p, "t", 1)["attempt"] == 1
+    assert p.metrics["capability"]["pass_at_1"]["successes"] == 1
+
+
+def test_row_with_unknown_keys_is_kept(tmp_path):
+    p = process_run(make_run(tmp_path, [row("t", some_future_key={"x": 1}, metrics={"new_metric": 3})]))
+    assert p.metrics["data_quality"]["bad_rows"] == []
+    assert p.metrics["coverage"]["attempts"] == 1
+
+
+# --- R42: NaN, Infinity, huge integers -------------------------------------------------
+
+def test_line_with_nan_infinity_and_huge_ints_is_still_a_row(tmp_path):
+    big = "1" + "0" * 400
+    line = (
+        '{"task_id": "n", "attempt": 1, "status": "passed", "success": true, "agent_eligible": true,'
+        ' "quality_score": NaN, "rubric_pass_count": ' + big + ', "rubric_total": Infinity,'
+        ' "metrics": {"task_wall_ms": NaN, "setup_ms": -Infinity, "llm_calls": ' + big + ','
+        ' "tool_calls": 1e400, "input_tokens": -' + big + ', "cost_usd": Infinity}}'
+    )
+    p = process_run(make_run(tmp_path, [line, row("ok", metrics={"task_wall_ms": 10})]))
+    m = p.metrics
+    assert m["data_quality"]["bad_rows"] == []
+    assert m["coverage"]["attempts"] == 2
+    a = _attempt(p, "n")
+    for key in ("quality_score", "rubric_pass_count", "rubric_total", "task_wall_ms", "setup_ms",
+                "llm_calls", "tool_calls", "input_tokens", "cost_usd"):
+        assert a[key] is None, key
+    assert a["success"] is True
+    assert m["capability"]["pass_at_1"]["successes"] == 2
+    assert m["efficiency"]["task_wall_ms"]["count"] == 1
+    assert m["efficiency"]["setup_ms"]["count"] == 0
+    assert m["aggregate"]["per_task"]["n"]["best_quality"] is None
+    # metrics.json stays strict JSON.
+    json.dumps(m, allow_nan=False)
+    json.dumps(p.attempts, allow_nan=False, default=str)
+
+
+# --- duplicates (R29, R33) --------------------------------------------------------------
+
+def test_duplicates_reported_once_per_task_attempt_with_all_lines(tmp_path):
+    legacy = {"task_id": "t", "status": "passed", "success": True, "agent_eligible": True}
+    rows = [row("t", 1), row("t", 2), row("t", 1, "failed"), legacy, row("u"), row("u"), row("v")]
+    m = process_run(make_run(tmp_path, rows)).metrics
+    dups = sorted(m["data_quality"]["duplicate_rows"], key=lambda d: d["task_id"])
+    assert dups == [
+        {"task_id": "t", "attempt": 1, "lines": [1, 3, 4]},
+        {"task_id": "u", "attempt": 1, "lines": [5, 6]},
+    ]
+    assert m["coverage"]["attempts"] == 7
+    assert m["coverage"]["unique_tasks"] == 3
+
+
+def test_no_duplicates_gives_empty_list(tmp_path):
+    m = process_run(make_run(tmp_path, [row("t", 1), row("t", 2)])).metrics
+    assert m["data_quality"]["duplicate_rows"] == []
+
+
+# --- metrics_k (R26) ---------------------------------------------------------------------
+
+PLANNED = [{"task_id": "a", "attempts": 3}, {"task_id": "b", "attempts": 2}]
+
+
+@pytest.mark.parametrize(
+    ("manifest", "expected"),
+    [
+        ({"metrics_k": 4, "planned": PLANNED}, 4),
+        ({"metrics_k": 1, "planned": PLANNED}, 1),
+        ({"metrics_k": 0, "planned": PLANNED}, 2),
+        ({"metrics_k": -1, "planned": PLANNED}, 2),
+        ({"metrics_k": "3", "planned": PLANNED}, 2),
+        ({"metrics_k": 3.0, "planned": PLANNED}, 2),
+        ({"metrics_k": True, "planned": PLANNED}, 2),
+        ({"metrics_k": None, "planned": PLANNED}, 2),
+        ({"planned": PLANNED}, 2),
+        # Only valid planned entries count: string task_id and positive integer attempts.
+        ({"planned": [{"task_id": "a", "attempts": 3}, {"task_id": 5, "attempts": 1},
+                      {"task_id": "c", "attempts": 0}, {"task_id": "d", "attempts": "1"},
+                      {"task_id": "e", "attempts": True}, {"task_id": "f", "attempts": 1.0},
+                      {"task_id": "g"}, "junk", 7]}, 3),
+        # No valid planned entry: min over observed tasks of their highest attempt (a: 3, b: 2).
+        ({"planned": [{"task_id": 5, "attempts": 1}]}, 2),
+        ({"planned": []}, 2),
+        ({"planned": "x"}, 2),
+        ({}, 2),
+    ],
+)
+def test_metrics_k_chain(tmp_path, manifest, expected):
+    rows = [row("a", 1), row("a", 2), row("a", 3), row("b", 1), row("b", 2)]
+    m = process_run(make_run(tmp_path, rows, manifest={"status": "completed", **manifest})).metrics
+    assert m["coverage"]["metrics_k"] == expected
+
+
+def test_metrics_k_observed_uses_highest_attempt_not_count(tmp_path):
+    rows = [row("a", 3), row("b", 1), row("b", 4)]
+    m = process_run(make_run(tmp_path, rows)).metrics
+    assert m["coverage"]["metrics_k"] == 3
+
+
+def test_metrics_k_null_when_nothing_known(tmp_path):
+    m = process_run(make_run(tmp_path, [])).metrics
+    assert m["coverage"]["metrics_k"] is None
+
+
+def test_metrics_k_ignores_bad_rows(tmp_path):
+    rows = [row("a", 1), row("a", 2), '{"task_id": "b", "attempt": "9"}']
+    m = process_run(make_run(tmp_path, rows)).metrics
+    assert m["coverage"]["metrics_k"] == 2
+    assert m["coverage"]["unique_tasks"] == 1
+
+
+# --- planned / missing (R32, R33) ---------------------------------------------------------
+
+def test_no_planned_list_gives_nulls(tmp_path):
+    m = process_run(make_run(tmp_path, [row("a")])).metrics
+    assert m["coverage"]["planned_attempts"] is None
+    assert m["coverage"]["missing_attempts"] is None
+
+
+def test_empty_planned_list_gives_zeros(tmp_path):
+    m = process_run(make_run(tmp_path, [row("a")], manifest={"status": "completed", "planned": []})).metrics
+    assert m["coverage"]["planned_attempts"] == 0
+    assert m["coverage"]["missing_attempts"] == 0
+    assert m["data_quality"]["missing_attempts"] == []
+
+
+def test_missing_attempts_in_plan_order_and_extras_not_missing(tmp_path):
+    manifest = {"status": "completed", "planned": [
+        {"task_id": "b", "attempts": 2},
+        {"task_id": "a", "attempts": 3},
+        {"task_id": "z", "attempts": 0},      # invalid entry: not planned
+        {"task_id": 9, "attempts": 2},        # invalid entry: not planned
+    ]}
+    rows = [row("a", 1), row("a", 3), row("b", 2), row("extra", 1), row("a", 5)]
+    m = process_run(make_run(tmp_path, rows, manifest=manifest)).metrics
+    assert m["coverage"]["planned_attempts"] == 5
+    assert m["coverage"]["missing_attempts"] == 2
+    assert m["data_quality"]["missing_attempts"] == [
+        {"task_id": "b", "attempt": 1},
+        {"task_id": "a", "attempt": 2},
+    ]
+
+
+def test_missing_attempts_all_present(tmp_path):
+    manifest = {"status": "completed", "planned": [{"task_id": "a", "attempts": 2}]}
+    m = process_run(make_run(tmp_path, [row("a", 1), row("a", 2)], manifest=manifest)).metrics
+    assert (m["coverage"]["planned_attempts"], m["coverage"]["missing_attempts"]) == (2, 0)
+    assert m["data_quality"]["missing_attempts"] == []
+
+
+def test_legacy_row_without_attempt_satisfies_planned_attempt_one(tmp_path):
+    manifest = {"status": "completed", "planned": [{"task_id": "a", "attempts": 1}]}
+    legacy = {"task_id": "a", "status": "passed"}
+    m = process_run(make_run(tmp_path, [legacy], manifest=manifest)).metrics
+    assert m["coverage"]["missing_attempts"] == 0
+
+
+# --- R43: NUL bytes in identity ---------------------------------------------------------
+
+def test_nul_byte_in_task_id_is_a_row(tmp_path):
+    p = process_run(make_run(tmp_path, [row("t\x00x", metrics={"tool_calls": 3})]))
+    assert p.metrics["data_quality"]["bad_rows"] == []
+    a = _attempt(p, "t\x00x")
+    assert a["tool_calls"] == 3
+    assert a["provenance"]["tool_calls"] == "recorded"
+
+
+# --- R27: lines split on "\n" only --------------------------------------------------------
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085", "\x1c", "\x1e"])
+def test_unicode_line_separators_inside_a_row_do_not_split_it(tmp_path, separator):
+    run = make_run(tmp_path, [row("x")])
+    line = json.dumps(row("a", category=f"nav{separator}x"), ensure_ascii=False)
+    (run / "results.jsonl").write_bytes((line + "\n" + json.dumps(row("b")) + "\n").encode("utf-8"))
+    p = process_run(run)
+    assert p.metrics["data_quality"]["bad_rows"] == []
+    assert _attempt(p, "a")["category"] == f"nav{separator}x"
+    assert _attempt(p, "b")["line"] == 2
+
+
+def test_lone_carriage_return_is_not_a_line_break(tmp_path):
+    run = make_run(tmp_path, [row("x")])
+    (run / "results.jsonl").write_bytes(
+        json.dumps(row("a")).encode() + b"\r" + json.dumps(row("b")).encode() + b"\n" + json.dumps(row("c")).encode() + b"\n"
+    )
+    p = process_run(run)
+    assert _bad_lines(p.metrics) == [1]
+    assert [a["task_id"] for a in p.attempts] == ["c"]
+    assert _attempt(p, "c")["line"] == 2
+
+
+def test_deeply_nested_line_is_not_fatal(tmp_path):
+    deep = '{"task_id": "d", "attempt": 1, "status": "passed", "x": ' + "[" * 100000 + "]" * 100000 + "}"
+    p = process_run(make_run(tmp_path, [row("a"), deep, row("b")]))
+    assert {"a", "b"} <= {a["task_id"] for a in p.attempts}
+    assert p.metrics["coverage"]["attempts"] + len(p.metrics["data_quality"]["bad_rows"]) == 3
+
+
+@pytest.mark.parametrize("content", ['[{"metrics_k": 2}]', '"completed"', "null", "42"])
+def test_manifest_that_is_not_an_object(tmp_path, content):
+    run = make_run(tmp_path, [row("a", 1), row("a", 2)])
+    (run / "manifest.json").write_text(content, encoding="utf-8")
+    m = process_run(run).metrics
+    assert m["coverage"]["metrics_k"] == 2
+    assert m["coverage"]["planned_attempts"] is None
+
+
+def test_suite_with_odd_task_entries(tmp_path):
+    suite = {"name": "s", "tasks": [5, None, {"category": "no-id"}, {"id": "t", "category": "c"}]}
+    p = process_run(make_run(tmp_path, [row("t", category=None)], suite=suite))
+    assert _attempt(p, "t")["category"] == "c"

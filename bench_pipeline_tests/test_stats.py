@@ -1,0 +1,147 @@
+"""Edge cases of the small statistics (metrics-reference.txt 3.8, run-directory.md, R42).
+
+Written from the specification: percentiles by linear interpolation, count/sum/mean with
+nulls for no values, Wilson 95% bounds clipped to [0, 1] and null for n = 0, and what
+counts as a number (never a Boolean, never NaN/Infinity or an integer beyond float range).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench_pipeline.process import process_run
+from bench_pipeline.stats import WILSON_Z, distribution, is_number, percentile, wilson_interval
+
+from .run_builder import make_run, row
+
+
+def _reference_wilson(s: int, n: int) -> tuple[float, float]:
+    z = 1.959963984540054
+    p = s / n
+    d = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / d
+    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0, center - margin), min(1, center + margin)
+
+
+# --- percentiles (3.8) -----------------------------------------------------------------
+
+def test_percentile_reference_example():
+    xs = [100, 200, 900]
+    assert percentile(xs, 50) == 200
+    assert percentile(xs, 90) == pytest.approx(760)
+    assert percentile(xs, 95) == pytest.approx(830)
+
+
+@pytest.mark.parametrize(
+    ("values", "p", "expected"),
+    [
+        ([1, 2, 3, 4], 50, 2.5),          # h = 1.5
+        ([0, 10], 95, 9.5),               # h = 0.95
+        ([0, 10], 0, 0),
+        ([0, 10], 100, 10),               # c = min(f + 1, n - 1)
+        ([5, 5, 5], 90, 5),
+        ([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 90, 9.1),
+        ([-4, 0, 4], 50, 0),
+    ],
+)
+def test_percentile_linear_interpolation(values, p, expected):
+    assert percentile(values, p) == pytest.approx(expected)
+
+
+def test_percentile_single_sample_equals_it():
+    assert percentile([42], 50) == percentile([42], 90) == percentile([42], 95) == 42
+
+
+def test_percentile_no_values_is_null():
+    assert percentile([], 50) is None
+
+
+# --- distributions (3.8) ---------------------------------------------------------------
+
+def test_distribution_unsorted_input():
+    d = distribution([900, 100, 200])
+    assert d["count"] == 3
+    assert d["sum"] == 1200
+    assert d["mean"] == 400
+    assert d["p50"] == 200
+    assert d["p90"] == pytest.approx(760)
+    assert d["p95"] == pytest.approx(830)
+
+
+def test_distribution_empty_is_count_zero_and_nulls():
+    assert distribution([]) == {"count": 0, "sum": None, "mean": None, "p50": None, "p90": None, "p95": None}
+
+
+def test_distribution_includes_zero_values():
+    d = distribution([0, 0, 6])
+    assert (d["count"], d["sum"], d["mean"], d["p50"]) == (3, 6, 2, 0)
+
+
+# --- Wilson bounds (3.8) ---------------------------------------------------------------
+
+def test_wilson_null_with_no_trials():
+    assert wilson_interval(0, 0) == (None, None)
+
+
+@pytest.mark.parametrize(("s", "n"), [(1, 1), (0, 1), (1, 10), (5, 7), (3, 4), (50, 100), (99, 100)])
+def test_wilson_matches_reference_formula(s, n):
+    lower, upper = wilson_interval(s, n)
+    ref_lower, ref_upper = _reference_wilson(s, n)
+    assert lower == pytest.approx(ref_lower, abs=1e-12)
+    assert upper == pytest.approx(ref_upper, abs=1e-12)
+    assert 0 <= lower <= s / n <= upper <= 1
+
+
+def test_wilson_clipped_at_zero_and_one():
+    lower, upper = wilson_interval(0, 5)
+    assert lower == 0
+    assert upper == pytest.approx(_reference_wilson(0, 5)[1])
+    lower, upper = wilson_interval(5, 5)
+    assert upper <= 1 and upper == pytest.approx(1)
+    assert lower == pytest.approx(_reference_wilson(5, 5)[0])
+
+
+def test_wilson_z_is_the_reference_constant():
+    assert WILSON_Z == 1.959963984540054
+
+
+# --- what is a number (run-directory.md, R42) ------------------------------------------
+
+@pytest.mark.parametrize("value", [0, 1, -3, 2.5, 0.0, 10**300, 1e308])
+def test_numbers(value):
+    assert is_number(value) is True
+
+
+@pytest.mark.parametrize(
+    "value",
+    [True, False, None, "1", "NaN", [1], {"a": 1}, float("nan"), float("inf"), float("-inf"), 10**400, -(10**400)],
+)
+def test_not_numbers(value):
+    assert is_number(value) is False
+
+
+# --- the same rules through a whole run ------------------------------------------------
+
+def test_distribution_through_pipeline_skips_unavailable_values(tmp_path):
+    """Booleans, NaN, Infinity and huge integers are unavailable, so not in the sample."""
+    rows = [
+        row("a", metrics={"task_wall_ms": 100}),
+        row("b", metrics={"task_wall_ms": True}),
+        row("c", metrics={"task_wall_ms": float("nan")}),
+        row("d", metrics={"task_wall_ms": float("inf")}),
+        row("e", metrics={"task_wall_ms": 10**400}),
+        row("f", metrics={"task_wall_ms": 300}),
+    ]
+    dist = process_run(make_run(tmp_path, rows)).metrics["efficiency"]["task_wall_ms"]
+    assert dist == {"count": 2, "sum": 400, "mean": 200, "p50": 200, "p90": pytest.approx(280), "p95": pytest.approx(290)}
+
+
+def test_attempt_success_interval_through_pipeline(tmp_path):
+    rows = [row("a"), row("b", status="failed"), row("c", status="failed"), row("d", status="skipped")]
+    asr = process_run(make_run(tmp_path, rows)).metrics["capability"]["attempt_success_rate"]
+    lower, upper = _reference_wilson(1, 3)
+    assert asr["ci95"]["lower"] == pytest.approx(lower)
+    assert asr["ci95"]["upper"] == pytest.approx(upper)

@@ -1,0 +1,270 @@
+"""Stage 3 edge cases: grouping attempt rows into tasks (metrics-reference.txt 3.7,
+"aggregate.per_task" in 2; readings R19, R26, R29, R30, R31).
+
+Grouping is by task_id and *actual* attempt number; a duplicated task/attempt keeps the
+later line. Task-level metrics (pass metrics, oracle, first success, cost to first success,
+per_task) are read from metrics.json.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench_pipeline.process import process_run
+
+from .run_builder import make_run, row
+
+
+def _metrics(tmp_path, rows, k=None, **kw) -> dict:
+    manifest = {"status": "completed"}
+    if k is not None:
+        manifest["metrics_k"] = k
+    p = process_run(make_run(tmp_path, rows, manifest=manifest, **kw))
+    return p.metrics
+
+
+def unknown(task_id: str, attempt: int = 1, **fields) -> dict:
+    """An eligible attempt whose success is unknown (R19)."""
+    return row(task_id, attempt, "judge_error", agent_eligible=True, failure_class="unknown", **fields)
+
+
+def _pm(m: dict, name: str) -> tuple:
+    x = m["capability"][name]
+    return x["successes"], x["eligible_tasks"], x["total_tasks"], x["value"]
+
+
+# --- pass_at_1 (3.7) ------------------------------------------------------------------
+
+def test_pass_at_1_uses_actual_attempt_1(tmp_path):
+    rows = [row("A", 2, "passed"), row("A", 3, "passed"), row("B", 1, "passed"), row("C", 1, "failed")]
+    m = _metrics(tmp_path, rows, k=1)
+    assert _pm(m, "pass_at_1") == (1, 2, 3, 0.5)
+    assert m["coverage"]["pass_at_1"] == pytest.approx(2 / 3)
+    assert m["coverage"]["unique_tasks"] == 3
+
+
+def test_pass_at_1_ineligible_attempt_1_leaves_e1(tmp_path):
+    rows = [row("A", 1, "skipped"), row("A", 2, "passed"), row("B", 1, "passed")]
+    m = _metrics(tmp_path, rows, k=1)
+    assert _pm(m, "pass_at_1") == (1, 1, 2, 1.0)
+    assert m["coverage"]["pass_at_1"] == 0.5
+
+
+def test_eligible_unknown_success_is_in_denominator_not_a_success(tmp_path):
+    rows = [unknown("A"), row("B", 1, "passed")]
+    m = _metrics(tmp_path, rows, k=1)
+    assert _pm(m, "pass_at_1") == (1, 2, 2, 0.5)
+    assert _pm(m, "pass_at_k") == (1, 2, 2, 0.5)
+    assert _pm(m, "pass_pow_k") == (1, 2, 2, 0.5)
+
+
+def test_at_k_1_the_three_pass_metrics_coincide(tmp_path):
+    rows = [row("A", 1, "passed"), row("B", 1, "failed"), row("C", 1, "skipped"), row("C", 2, "passed"),
+            row("D", 1, "passed"), row("D", 2, "failed")]
+    m = _metrics(tmp_path, rows, k=1)
+    assert _pm(m, "pass_at_1") == _pm(m, "pass_at_k") == _pm(m, "pass_pow_k") == (2, 3, 4, 2 / 3)
+    assert m["coverage"]["pass_at_1"] == m["coverage"]["pass_at_k"] == m["coverage"]["pass_pow_k"] == 0.75
+
+
+# --- pass_at_k / pass_pow_k (3.7) ----------------------------------------------------
+
+def test_ek_requires_every_attempt_1_to_k_present_and_eligible(tmp_path):
+    rows = [
+        # A: in Ek; success only beyond k (attempt 4) does not count for pass_at_k.
+        row("A", 1, "failed"), row("A", 2, "failed"), row("A", 3, "passed"), row("A", 4, "passed"),
+        row("B", 1, "passed"), row("B", 2, "passed"), row("B", 3, "passed"),
+        row("C", 1, "passed"), row("C", 2, "passed"),                                  # attempt 3 missing
+        row("D", 1, "passed"), row("D", 2, "skipped"), row("D", 3, "passed"),          # ineligible inside k
+        row("E", 1, "passed"), row("E", 2, "passed"), unknown("E", 3),                 # unknown is not success
+        row("F", 1, "failed"), row("F", 2, "failed"), row("F", 3, "failed"), row("F", 4, "passed"),
+        row("G", 2, "passed"), row("G", 3, "passed"), row("G", 4, "passed"),           # attempt 1 missing
+    ]
+    m = _metrics(tmp_path, rows, k=3)
+    assert _pm(m, "pass_at_k") == (3, 4, 7, 0.75)        # Ek = A, B, E, F; any success: A, B, E
+    assert _pm(m, "pass_pow_k") == (1, 4, 7, 0.25)       # all k successes: B
+    assert m["coverage"]["pass_at_k"] == m["coverage"]["pass_pow_k"] == pytest.approx(4 / 7)
+    assert _pm(m, "pass_at_1") == (4, 6, 7, pytest.approx(4 / 6))  # E1 = A..F
+
+
+def test_k_larger_than_any_task_gives_null_pass_at_k(tmp_path):
+    m = _metrics(tmp_path, [row("A", 1, "passed"), row("A", 2, "passed")], k=3)
+    pk = m["capability"]["pass_at_k"]
+    assert (pk["value"], pk["successes"], pk["eligible_tasks"], pk["total_tasks"]) == (None, 0, 0, 1)
+    assert pk["ci95"] == {"lower": None, "upper": None}
+    assert m["capability"]["pass_pow_k"]["value"] is None
+    assert m["coverage"]["pass_at_k"] == 0
+    assert m["capability"]["oracle_best_score_at_k"] == {"value": None, "count": 0, "eligible_tasks": 0}
+
+
+def test_k_from_observed_when_manifest_silent(tmp_path):
+    rows = [row("A", 1, "failed"), row("A", 2, "passed"), row("B", 1, "failed"), row("B", 2, "failed"), row("B", 3, "passed")]
+    m = _metrics(tmp_path, rows)
+    assert m["coverage"]["metrics_k"] == 2
+    assert _pm(m, "pass_at_k") == (1, 2, 2, 0.5)
+
+
+# --- duplicates in task grouping (3.7, R29) -------------------------------------------
+
+def test_later_duplicate_line_wins_in_task_grouping(tmp_path):
+    rows = [row("A", 1, "failed", metrics={"task_wall_ms": 100}), row("A", 1, "passed", metrics={"task_wall_ms": 300})]
+    m = _metrics(tmp_path, rows, k=1)
+    assert _pm(m, "pass_at_1") == (1, 1, 1, 1.0)
+    assert m["coverage"]["unique_tasks"] == 1
+    assert m["aggregate"]["per_task"]["A"]["attempts"] == 1
+    assert m["aggregate"]["per_task"]["A"]["avg_wall_ms"] == 300
+    assert m["capability"]["first_success_attempt"] == {"mean": 1, "p50": 1, "count": 1}
+    assert m["cost_to_first_success"]["task_wall_ms"] == {"count": 1, "mean": 300, "p50": 300}
+
+
+def test_later_ineligible_duplicate_removes_task_from_e1(tmp_path):
+    rows = [row("A", 1, "passed"), row("A", 1, "skipped")]
+    m = _metrics(tmp_path, rows, k=1)
+    assert _pm(m, "pass_at_1") == (0, 0, 1, None)
+    assert m["coverage"]["pass_at_1"] == 0
+    assert m["capability"]["first_success_attempt"]["count"] == 0
+
+
+def test_later_duplicate_wins_regardless_of_attempt_order(tmp_path):
+    rows = [row("A", 2, "passed"), row("A", 1, "passed"), row("A", 2, "failed")]
+    m = _metrics(tmp_path, rows, k=2)
+    assert _pm(m, "pass_pow_k") == (0, 1, 1, 0.0)
+    assert _pm(m, "pass_at_k") == (1, 1, 1, 1.0)
+
+
+# --- oracle_best_score_at_k (3.7) --------------------------------------------------------
+
+def test_oracle_best_score_at_k(tmp_path):
+    rows = [
+        row("A", 1, "failed", quality_score=0.2), row("A", 2, "failed", quality_score=0.6),
+        row("A", 3, "passed", quality_score=1.0),                      # beyond k: not used
+        row("B", 1, "failed", quality_score=None), row("B", 2, "failed", quality_score=0.4),
+        row("C", 1, "failed"), row("C", 2, "failed"),                  # no numeric quality: omitted
+        row("D", 1, "passed", quality_score=0.8), row("D", 2, "skipped", quality_score=0.9),  # not in Ek
+        row("E", 1, "failed", quality_score=True), row("E", 2, "failed", quality_score=0.5),
+    ]
+    o = _metrics(tmp_path, rows, k=2)["capability"]["oracle_best_score_at_k"]
+    assert o["eligible_tasks"] == 4
+    assert o["count"] == 3
+    assert o["value"] == pytest.approx((0.6 + 0.4 + 0.5) / 3)
+
+
+def test_oracle_zero_quality_is_a_value(tmp_path):
+    o = _metrics(tmp_path, [row("A", 1, "failed", quality_score=0)], k=1)["capability"]["oracle_best_score_at_k"]
+    assert (o["value"], o["count"], o["eligible_tasks"]) == (0, 1, 1)
+
+
+# --- first success and cost to first success (3.7) --------------------------------------
+
+def test_first_success_prefix_rules(tmp_path):
+    rows = [
+        row("A", 1, "failed", metrics={"task_wall_ms": 100, "total_tokens": 10, "cost_usd": 0.1}),
+        row("A", 2, "passed", metrics={"task_wall_ms": 200, "total_tokens": 20, "cost_usd": 0.2}),  # beyond k=1
+        row("B", 1, "failed"), row("B", 2, "skipped"), row("B", 3, "passed"),      # prefix ends at 2
+        row("C", 1, "failed"), row("C", 3, "passed"),                              # attempt 2 missing
+        row("D", 1, "passed", metrics={"task_wall_ms": 50, "total_tokens": 5, "cost_usd": 0.05}),
+        unknown("E", 1, metrics={"total_tokens": 1}), row("E", 2, "passed", metrics={"task_wall_ms": 70, "total_tokens": 2}),
+        row("F", 2, "passed"),                                                     # no attempt 1
+        row("G", 1, "failed"), row("G", 2, "failed"),                              # never succeeds
+    ]
+    m = _metrics(tmp_path, rows, k=1)
+    fs = m["capability"]["first_success_attempt"]
+    assert fs["count"] == 3                        # A (2), D (1), E (2)
+    assert fs["mean"] == pytest.approx(5 / 3)
+    assert fs["p50"] == 2
+    cfs = m["cost_to_first_success"]
+    assert cfs["task_wall_ms"] == {"count": 2, "mean": 175, "p50": 175}      # E lacks attempt 1's time
+    assert cfs["total_tokens"]["count"] == 3
+    assert cfs["total_tokens"]["mean"] == pytest.approx((30 + 5 + 3) / 3)
+    assert cfs["total_tokens"]["p50"] == 5
+    assert cfs["cost_usd"]["count"] == 2
+    assert cfs["cost_usd"]["mean"] == pytest.approx((0.3 + 0.05) / 2)
+
+
+def test_cost_to_first_success_requires_numeric_values(tmp_path):
+    rows = [row("A", 1, "failed", metrics={"task_wall_ms": True, "cost_usd": 0}),
+            row("A", 2, "passed", metrics={"task_wall_ms": 10, "cost_usd": 0})]
+    cfs = _metrics(tmp_path, rows, k=1)["cost_to_first_success"]
+    assert cfs["task_wall_ms"] == {"count": 0, "mean": None, "p50": None}
+    assert cfs["cost_usd"] == {"count": 1, "mean": 0, "p50": 0}
+
+
+def test_first_success_beyond_k(tmp_path):
+    rows = [row("A", n, "failed") for n in (1, 2, 3, 4)] + [row("A", 5, "passed")]
+    fs = _metrics(tmp_path, rows, k=2)["capability"]["first_success_attempt"]
+    assert fs == {"mean": 5, "p50": 5, "count": 1}
+
+
+# --- aggregate.per_task (2, R29, R30, R31) ----------------------------------------------
+
+PER_TASK_KEYS = {"attempts", "eligible_attempts", "passed", "failed", "pass_rate", "best_quality",
+                 "avg_quality", "avg_wall_ms", "first_attempt_passed"}
+
+
+def test_per_task_counts_and_known_values(tmp_path):
+    rows = [
+        row("T", 3, "skipped", quality_score=0.9, metrics={"task_wall_ms": 1000}),
+        row("T", 2, "passed", quality_score=0.5, metrics={"task_wall_ms": 200}),
+        row("T", 1, "failed", quality_score=0.0, metrics={"task_wall_ms": 100}),
+        unknown("T", 4),
+    ]
+    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["T"]
+    assert set(pt) == PER_TASK_KEYS
+    assert pt["attempts"] == 4
+    assert pt["eligible_attempts"] == 3
+    assert (pt["passed"], pt["failed"]) == (1, 1)
+    assert pt["pass_rate"] == pytest.approx(1 / 3)
+    assert pt["best_quality"] == 0.9                       # ineligible attempts included (R30)
+    assert pt["avg_quality"] == pytest.approx((0.9 + 0.5 + 0.0) / 3)
+    assert pt["avg_wall_ms"] == pytest.approx(1300 / 3)
+    assert pt["first_attempt_passed"] is False             # attempt 1 by number, not line order
+
+
+def test_per_task_first_attempt_passed_is_first_eligible(tmp_path):
+    rows = [row("U", 1, "skipped"), row("U", 2, "passed"), row("U", 3, "failed")]
+    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["U"]
+    assert pt["first_attempt_passed"] is True
+    assert pt["pass_rate"] == 0.5
+
+
+def test_per_task_first_eligible_unknown_is_null(tmp_path):
+    rows = [row("U", 1, "skipped"), unknown("U", 2), row("U", 3, "passed")]
+    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["U"]
+    assert pt["first_attempt_passed"] is None
+    assert (pt["eligible_attempts"], pt["passed"], pt["failed"]) == (2, 1, 0)
+    assert pt["pass_rate"] == 0.5
+
+
+def test_per_task_all_ineligible(tmp_path):
+    rows = [row("V", 1, "skipped", quality_score=0.3, metrics={"task_wall_ms": 40}), row("V", 2, "judge_error")]
+    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["V"]
+    assert pt == {"attempts": 2, "eligible_attempts": 0, "passed": 0, "failed": 0, "pass_rate": None,
+                  "best_quality": 0.3, "avg_quality": 0.3, "avg_wall_ms": 40, "first_attempt_passed": None}
+
+
+def test_per_task_without_numbers(tmp_path):
+    pt = _metrics(tmp_path, [row("W", 1, "failed", quality_score=None, metrics={"task_wall_ms": None})])["aggregate"]["per_task"]["W"]
+    assert (pt["best_quality"], pt["avg_quality"], pt["avg_wall_ms"]) == (None, None, None)
+    assert (pt["pass_rate"], pt["first_attempt_passed"]) == (0.0, False)
+
+
+def test_per_task_uses_deduplicated_attempts(tmp_path):
+    rows = [row("X", 1, "failed", quality_score=0.1), row("X", 1, "passed", quality_score=0.7), row("X", 2, "failed")]
+    m = _metrics(tmp_path, rows)
+    pt = m["aggregate"]["per_task"]["X"]
+    assert (pt["attempts"], pt["eligible_attempts"], pt["passed"], pt["failed"]) == (2, 2, 1, 1)
+    assert (pt["best_quality"], pt["avg_quality"]) == (0.7, 0.7)
+    assert pt["first_attempt_passed"] is True
+    assert m["aggregate"]["tasks"] == 3                    # legacy meaning: attempt rows
+
+
+def test_per_task_has_every_observed_task(tmp_path):
+    rows = [row("a"), row("b", 2, "failed"), row("c", 1, "skipped")]
+    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]
+    assert set(pt) == {"a", "b", "c"}
+
+
+def test_per_task_avg_wall_uses_legacy_wall_ms(tmp_path):
+    rows = [row("L", 1, "failed", metrics={"wall_ms": 100}), row("L", 2, "passed", wall_ms=300, metrics={})]
+    m = _metrics(tmp_path, rows, k=1)
+    assert m["aggregate"]["per_task"]["L"]["avg_wall_ms"] == 200
+    assert m["cost_to_first_success"]["task_wall_ms"] == {"count": 1, "mean": 400, "p50": 400}
