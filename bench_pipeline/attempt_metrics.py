@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -505,14 +504,6 @@ class RunContext:
         return cls(raw.run_id, raw.run_dir, os.path.realpath(raw.run_dir), raw.suite_tasks)
 
 
-@dataclass
-class AttemptFindings:
-    """Data-quality findings produced while deriving one attempt."""
-
-    unsafe_dir: dict | None = None
-    artifacts: list[dict] = field(default_factory=list)
-
-
 def _read_artifact(ctx: RunContext, folder: ArtifactDir, name: str) -> JsonFile:
     relative = artifact_file(folder, name)
     if relative is None:
@@ -549,13 +540,18 @@ def trace_evidence(file: JsonFile) -> tuple[str, str | None, list | None]:
     return AVAILABLE, final, tool_calls
 
 
-def derive_attempt(raw: RawRow, ctx: RunContext, findings: AttemptFindings | None = None) -> dict:
-    """One attempt-metrics row (outputs.md) from a results row and its artifacts (3.1-3.6)."""
+def derive_attempt(raw: RawRow, ctx: RunContext) -> dict:
+    """One attempt-metrics row (outputs.md) from a results row and its artifacts (3.1-3.6).
+
+    Data-quality findings made on the way (a refused folder, a broken artifact) are kept
+    in ``evidence.findings`` so that stage 4 can list them with their location.
+    """
     row = raw.data
-    findings = findings if findings is not None else AttemptFindings()
+    unsafe_dir: dict | None = None
+    artifact_problems: list[dict] = []
     folder = resolve_artifact_dir(ctx.run_dir, ctx.real_run_dir, row.get("artifact_dir"), raw.task_id, raw.attempt)
     if folder.refused:
-        findings.unsafe_dir = {
+        unsafe_dir = {
             "line": raw.line,
             "task_id": raw.task_id,
             "attempt": raw.attempt,
@@ -581,7 +577,7 @@ def derive_attempt(raw: RawRow, ctx: RunContext, findings: AttemptFindings | Non
         ("trace.json", trace_file, trace_status),
     ):
         if status not in (AVAILABLE, MISSING):
-            findings.artifacts.append({
+            artifact_problems.append({
                 "line": raw.line, "task_id": raw.task_id, "attempt": raw.attempt,
                 "file": f.path or name, "status": status,
                 "reason": f.reason or "unexpected structure",
@@ -667,6 +663,7 @@ def derive_attempt(raw: RawRow, ctx: RunContext, findings: AttemptFindings | Non
         "observations": _observations(row.get("trace_observations")),
         "evidence": _evidence(row, folder, trace_file, trace_status, final_response, trace_calls, epi),
     })
+    result["evidence"]["findings"] = {"unsafe_dir": unsafe_dir, "artifacts": artifact_problems}
     return result
 
 

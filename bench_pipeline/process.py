@@ -14,7 +14,7 @@ from typing import Callable
 
 import orjson
 
-from .attempt_metrics import AttemptFindings, RunContext, derive_attempt
+from .attempt_metrics import RunContext, derive_attempt
 from .capability import run_metrics
 from .formula import FORMULA_VERSION
 from .run_reader import RawRun, read_run
@@ -36,15 +36,6 @@ ATTEMPT_KEYS = (
 
 
 @dataclass
-class DerivedAttempts:
-    """Stage 2 output: attempt rows plus the findings made while reading artifacts."""
-
-    rows: list[dict]
-    unsafe_artifact_dirs: list[dict]
-    invalid_artifacts: list[dict]
-
-
-@dataclass
 class ProcessedRun:
     """Every stage's output for one run."""
 
@@ -54,32 +45,32 @@ class ProcessedRun:
     metrics: dict
 
 
-def derive_attempts(raw: RawRun, progress: Callable[[int, int], None] | None = None) -> DerivedAttempts:
+def derive_attempts(raw: RawRun, progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """Stage 2: one attempt row per usable results row, in file order (3.1-3.6)."""
     ctx = RunContext.of(raw)
     rows: list[dict] = []
-    unsafe: list[dict] = []
-    invalid: list[dict] = []
     total = len(raw.rows)
     for i, row in enumerate(raw.rows, start=1):
-        findings = AttemptFindings()
-        rows.append(derive_attempt(row, ctx, findings))
-        if findings.unsafe_dir is not None:
-            unsafe.append(findings.unsafe_dir)
-        invalid.extend(findings.artifacts)
+        rows.append(derive_attempt(row, ctx))
         if progress is not None and (i % 1000 == 0 or i == total):
             progress(i, total)
-    return DerivedAttempts(rows, unsafe, invalid)
+    return rows
 
 
-def data_quality(raw: RawRun, derived: DerivedAttempts) -> dict:
-    """metrics.json data_quality (outputs.md, R33), plus artifact and run-file findings."""
+def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
+    """metrics.json data_quality (outputs.md, R33), plus artifact and run-file findings.
+
+    ``invalid_artifacts`` (a located entry per unreadable/invalid history, episode or trace
+    file) and ``run_files`` (a broken manifest.json or suite.json) extend outputs.md's four
+    lists; see docs/metric-choices.md.
+    """
+    findings = [a["evidence"]["findings"] for a in attempts]
     return {
         "bad_rows": raw.bad_rows,
         "duplicate_rows": raw.duplicate_rows,
         "missing_attempts": raw.missing_attempts or [],
-        "unsafe_artifact_dirs": derived.unsafe_artifact_dirs,
-        "invalid_artifacts": derived.invalid_artifacts,
+        "unsafe_artifact_dirs": [f["unsafe_dir"] for f in findings if f["unsafe_dir"] is not None],
+        "invalid_artifacts": [p for f in findings for p in f["artifacts"]],
         "run_files": raw.run_files,
     }
 
@@ -108,10 +99,10 @@ def build_metrics(raw: RawRun, attempts: list[dict], tasks: list[dict], quality:
 def process_run(run_dir: Path | str, progress: Callable[[int, int], None] | None = None) -> ProcessedRun:
     """Run every metric stage on one run folder; raises NotARunFolderError for a non-run."""
     raw = read_run(run_dir)
-    derived = derive_attempts(raw, progress)
-    tasks = group_tasks(derived.rows, raw.metrics_k)
-    metrics = build_metrics(raw, derived.rows, tasks, data_quality(raw, derived))
-    return ProcessedRun(raw, derived.rows, tasks, metrics)
+    attempts = derive_attempts(raw, progress)
+    tasks = group_tasks(attempts, raw.metrics_k)
+    metrics = build_metrics(raw, attempts, tasks, data_quality(raw, attempts))
+    return ProcessedRun(raw, attempts, tasks, metrics)
 
 
 def attempt_record(row: dict) -> dict:

@@ -1,0 +1,54 @@
+"""Cross-run assets: the run catalog and per-suite trends, refreshed by a daily schedule.
+
+They depend on every run partition. Dagster computes no dependency-based staleness for an
+asset with 100 or more upstream partitions, so freshness comes from the schedule (and an
+on-demand materialization from the UI), not from staleness.
+"""
+
+
+import json
+
+import dagster as dg
+import pandas as pd
+
+from ..catalog import catalog_frame, catalog_row, suite_trends as build_trends
+from ..resources import PipelineSettings
+
+GROUP = "cross_run"
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"python", "pandas"},
+    io_manager_key="parquet_io_manager",
+    ins={"capability_aggregates": dg.AssetIn(metadata={"allow_missing_partitions": True})},
+)
+def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings, capability_aggregates: dict[str, dict]) -> pd.DataFrame:
+    """One row per processed run: suite, model, formula version, headline capability with
+    intervals, coverage and cost."""
+    rows = []
+    for run_id, metrics in sorted((capability_aggregates or {}).items()):
+        try:
+            manifest = json.loads((settings.run_dir(run_id) / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = {}
+        rows.append(catalog_row(run_id, metrics, manifest if isinstance(manifest, dict) else {}))
+    frame = catalog_frame(rows)
+    context.add_output_metadata({
+        "dagster/row_count": len(frame),
+        "suites": frame["suite"].nunique(),
+        "preview": dg.MetadataValue.md(frame[["run_id", "suite", "model", "pass_at_1", "pass_at_k", "attempts"]].head(20).to_markdown(index=False)),
+    })
+    return frame
+
+
+@dg.asset(group_name=GROUP, kinds={"python", "pandas"}, io_manager_key="parquet_io_manager")
+def suite_trends(context: dg.AssetExecutionContext, run_catalog: pd.DataFrame) -> pd.DataFrame:
+    """Per suite, runs in start order with the change in pass_at_1 and whether the two
+    runs' intervals overlap."""
+    frame = build_trends(run_catalog)
+    context.add_output_metadata({
+        "dagster/row_count": len(frame),
+        "preview": dg.MetadataValue.md(frame.head(20).to_markdown(index=False)) if len(frame) else "no runs yet",
+    })
+    return frame

@@ -1,0 +1,95 @@
+"""The `bench-pipeline` command line: process one run folder, or generate sample runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .run_reader import NotARunFolderError
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cmd_process(args: argparse.Namespace) -> int:
+    """Process RUN_DIR into OUTPUT_DIR: metrics.json, attempts.jsonl, summary.md, report.html."""
+    from .process import process_run
+    from .outputs import write_run_outputs
+
+    started = time.monotonic()
+    run_dir = Path(args.run_dir)
+    try:
+        processed = process_run(run_dir, progress=lambda i, n: _say(f"  attempts {i}/{n}") if n >= 2000 else None)
+    except NotARunFolderError as exc:
+        _say(f"error: {exc}")
+        return 2
+    out_dir = Path(args.output_dir)
+    written = write_run_outputs(out_dir, processed)
+    quality = processed.metrics["data_quality"]
+    findings = sum(len(v) for v in quality.values())
+    _say(
+        f"{processed.raw.run_id}: {len(processed.attempts)} attempts, {len(processed.tasks)} tasks, "
+        f"{findings} data-quality finding(s), {time.monotonic() - started:.2f}s"
+    )
+    for name, path in written.items():
+        print(f"{name}: {path}")
+    if args.publish:
+        from .publication.cli import publish_processed
+
+        return publish_processed(processed, out_dir)
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Write synthetic run folders under OUT_ROOT."""
+    from .generate import generate_runs
+
+    started = time.monotonic()
+    folders = generate_runs(
+        Path(args.out_root),
+        runs=args.runs,
+        seed=args.seed,
+        tasks=args.tasks,
+        repeats=args.repeats,
+        history_messages=args.history_messages,
+        edge_cases=not args.no_edge_cases,
+        progress=_say,
+    )
+    _say(f"generated {len(folders)} run folder(s) in {time.monotonic() - started:.1f}s")
+    for folder in folders:
+        print(folder)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench-pipeline", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("process", help="compute metrics and reports for one run folder")
+    p.add_argument("run_dir", help="a run folder (manifest.json, suite.json, results.jsonl, tasks/)")
+    p.add_argument("--output-dir", required=True, help="where metrics.json, attempts.jsonl and reports go")
+    p.add_argument("--publish", action="store_true", help="also publish the run to Langfuse (LANGFUSE_* environment)")
+    p.set_defaults(func=cmd_process)
+
+    g = sub.add_parser("generate", help="write realistic synthetic run folders")
+    g.add_argument("out_root")
+    g.add_argument("--runs", type=int, default=3)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--tasks", type=int, default=12)
+    g.add_argument("--repeats", type=int, default=3)
+    g.add_argument("--history-messages", type=int, default=30)
+    g.add_argument("--no-edge-cases", action="store_true", help="clean runs only (for benchmarks)")
+    g.set_defaults(func=cmd_generate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""The Dagster code location: assets, checks, jobs, the sensor and the schedule.
+
+Load it with `dagster dev -w workspace.yaml`; every resource has a default under
+./.bench_data (see resources/settings.py), so no configuration is needed.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from .assets import cross_run_assets, per_run_assets, run_checks
+from .partitions import runs_partitions
+from .resources import JsonIOManagerFactory, ParquetIOManagerFactory, default_settings
+from .resources.settings import default_storage_base
+from .sensors import run_folder_sensor
+
+process_run_job = dg.define_asset_job(
+    "process_run",
+    selection=dg.AssetSelection.assets(*per_run_assets),
+    partitions_def=runs_partitions,
+    description="Every per-run stage for one run partition. Backfill it over all partitions after a formula change.",
+    tags={"bench/kind": "per_run"},
+)
+
+refresh_catalog_job = dg.define_asset_job(
+    "refresh_catalog",
+    selection=dg.AssetSelection.assets(*cross_run_assets),
+    description="Rebuild the run catalog and per-suite trends from every processed run.",
+    tags={"bench/kind": "cross_run"},
+)
+
+daily_catalog_schedule = dg.ScheduleDefinition(
+    name="daily_catalog_refresh",
+    job=refresh_catalog_job,
+    cron_schedule="0 6 * * *",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Refreshes the cross-run catalog and trends every day at 06:00.",
+)
+
+
+def build_resources(storage_base: str | None = None) -> dict:
+    """Resources from the environment (or an explicit storage base for tests)."""
+    base = storage_base or default_storage_base()
+    return {
+        "settings": default_settings(),
+        "parquet_io_manager": ParquetIOManagerFactory(base_path=base),
+        "json_io_manager": JsonIOManagerFactory(base_path=base),
+    }
+
+
+defs = dg.Definitions(
+    assets=[*per_run_assets, *cross_run_assets],
+    asset_checks=run_checks,
+    jobs=[process_run_job, refresh_catalog_job],
+    sensors=[run_folder_sensor],
+    schedules=[daily_catalog_schedule],
+    resources=build_resources(),
+)

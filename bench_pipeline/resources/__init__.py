@@ -1,0 +1,12 @@
+"""Dagster resources: settings from the environment, and the frame/JSON IO managers."""
+
+from .io_managers import JsonIOManagerFactory, ParquetIOManagerFactory, safe_partition_key
+from .settings import PipelineSettings, default_settings
+
+__all__ = [
+    "JsonIOManagerFactory",
+    "ParquetIOManagerFactory",
+    "PipelineSettings",
+    "default_settings",
+    "safe_partition_key",
+]

@@ -1,0 +1,88 @@
+"""IO managers for the per-run frames (Parquet) and documents (JSON).
+
+Both are ``UPathIOManager`` subclasses, so the base path may be a local folder (default)
+or an ``s3://`` / ``gs://`` URL (with the matching fsspec package installed). A partition
+key can never leave the base folder: keys are plain run-folder names, checked here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import dagster as dg
+import pandas as pd
+from dagster import InputContext, OutputContext, UPathIOManager
+from dagster._core.storage.upath_io_manager import is_dict_type
+from upath import UPath
+
+
+def safe_partition_key(key: str) -> str:
+    """A partition key usable as one path segment, else ValueError (run ids are folder names)."""
+    if not key or key in (".", "..") or "/" in key or "\\" in key or "\x00" in key:
+        raise ValueError(f"partition key {key!r} is not a plain run-folder name")
+    return key
+
+
+class _SafeUPathIOManager(UPathIOManager):
+    def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
+        return base_path / safe_partition_key(partition)
+
+    def load_partitions(self, context: InputContext):
+        """Always {partition: value} for a non-partitioned consumer of partitioned data.
+
+        The base class returns the bare value when exactly one partition exists, which a
+        cross-run asset cannot tell apart from a mapping of runs.
+        """
+        loaded = super().load_partitions(context)
+        keys = context.asset_partition_keys
+        wants_mapping = is_dict_type(context.dagster_type.typing_type) and not context.has_partition_key
+        if len(keys) == 1 and wants_mapping:
+            return {keys[0]: loaded} if loaded is not None else {}
+        return loaded
+
+
+class ParquetIOManager(_SafeUPathIOManager):
+    """Stores a pandas DataFrame as ``<base>/<asset>/<partition>.parquet``."""
+
+    extension = ".parquet"
+
+    def dump_to_path(self, context: OutputContext, obj: pd.DataFrame, path: UPath) -> None:
+        buffer = io.BytesIO()
+        obj.to_parquet(buffer, index=False)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(buffer.getvalue())
+
+    def load_from_path(self, context: InputContext, path: UPath) -> pd.DataFrame:
+        return pd.read_parquet(io.BytesIO(path.read_bytes()))
+
+
+class JsonIOManager(_SafeUPathIOManager):
+    """Stores a JSON-serializable dict as ``<base>/<asset>/<partition>.json``."""
+
+    extension = ".json"
+
+    def dump_to_path(self, context: OutputContext, obj: dict, path: UPath) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(obj, indent=1))
+
+    def load_from_path(self, context: InputContext, path: UPath) -> dict:
+        return json.loads(path.read_text())
+
+
+class ParquetIOManagerFactory(dg.ConfigurableIOManagerFactory):
+    """Parquet frames under ``base_path`` (local folder or object-store URL)."""
+
+    base_path: str
+
+    def create_io_manager(self, context) -> ParquetIOManager:
+        return ParquetIOManager(UPath(self.base_path))
+
+
+class JsonIOManagerFactory(dg.ConfigurableIOManagerFactory):
+    """JSON documents under ``base_path`` (local folder or object-store URL)."""
+
+    base_path: str
+
+    def create_io_manager(self, context) -> JsonIOManager:
+        return JsonIOManager(UPath(self.base_path))

@@ -1,0 +1,76 @@
+"""The sensor that turns ready run folders into partitions and runs.
+
+Cursor: JSON ``{run_id: fingerprint}`` of every run it has requested. Each tick it scans the
+runs root (a few ``stat`` calls per folder; only new or changed folders have their manifest
+read), adds a partition and requests a run for each new ready folder, requests a run again
+for a folder whose fingerprint changed (re-judged), leaves folders still being written for
+a later tick, and deletes the partition of a folder that disappeared.
+"""
+
+
+import json
+
+import dagster as dg
+
+from ..partitions import runs_partitions
+from ..resources import PipelineSettings, safe_partition_key
+from ..run_folders import is_ready, scan
+
+
+def evaluate_run_folders(settings: PipelineSettings, cursor: str | None, existing: set[str]) -> dg.SensorResult:
+    """One tick's decisions; pure apart from reading the runs root."""
+    seen: dict[str, str] = json.loads(cursor) if cursor else {}
+    requests: list[dg.RunRequest] = []
+    new_keys: list[str] = []
+    skipped: list[str] = []
+    current: dict[str, str] = {}
+    for folder in scan(settings.runs_root):
+        try:
+            safe_partition_key(folder.run_id)
+        except ValueError:
+            continue
+        if seen.get(folder.run_id) == folder.fingerprint:
+            current[folder.run_id] = folder.fingerprint
+            continue
+        if not is_ready(folder, settings.quiet_seconds):
+            skipped.append(folder.run_id)
+            if folder.run_id in seen:  # changed and being rewritten: keep the old state for now
+                current[folder.run_id] = seen[folder.run_id]
+            continue
+        current[folder.run_id] = folder.fingerprint
+        if folder.run_id not in existing:
+            new_keys.append(folder.run_id)
+        requests.append(
+            dg.RunRequest(
+                partition_key=folder.run_id,
+                run_key=f"{folder.run_id}:{folder.fingerprint}",
+                tags={"bench/trigger": "changed" if folder.run_id in seen else "new"},
+            )
+        )
+    gone = sorted(k for k in existing if k not in current and k not in skipped and k in seen)
+    partition_requests = []
+    if new_keys:
+        partition_requests.append(runs_partitions.build_add_request(new_keys))
+    if gone:
+        partition_requests.append(runs_partitions.build_delete_request(gone))
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=partition_requests,
+        cursor=json.dumps(current, sort_keys=True),
+        skip_reason=None if requests or gone else f"no new or changed ready runs ({len(skipped)} not ready)",
+    )
+
+
+@dg.sensor(
+    name="run_folder_sensor",
+    job_name="process_run",
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Adds a partition and processes every new or changed ready run folder under the runs root.",
+)
+def run_folder_sensor(context: dg.SensorEvaluationContext, settings: PipelineSettings) -> dg.SensorResult:
+    existing = set(context.instance.get_dynamic_partitions(runs_partitions.name))
+    result = evaluate_run_folders(settings, context.cursor, existing)
+    if result.run_requests:
+        context.log.info(f"requesting {len(result.run_requests)} run(s)")
+    return result

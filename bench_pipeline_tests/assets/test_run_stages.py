@@ -1,0 +1,101 @@
+"""Each per-run asset materializes for a partition on a temporary Dagster instance."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from bench_pipeline.assets import per_run_assets, run_checks
+from bench_pipeline.assets.run_stages import attempt_metrics, raw_results
+from bench_pipeline.formula import FORMULA_VERSION
+from bench_pipeline.partitions import runs_partitions
+from bench_pipeline.process import process_run
+
+from ..dagster_helpers import make_resources
+from ..run_builder import make_run, row
+
+
+@pytest.fixture()
+def run_env(tmp_path):
+    resources = make_resources(tmp_path)
+    rows = [
+        row("a", 1), row("a", 2, "failed"),
+        row("b", 1, "failed"), row("b", 2),
+        row("c", 1, artifact_dir="../../etc"),
+        "{not json",
+        row("a", 2, "failed"),  # duplicate of line 2
+    ]
+    manifest = {"status": "completed", "metrics_k": 2, "planned": [{"task_id": t, "attempts": 2} for t in "abc"]}
+    run = make_run(tmp_path / "runs", rows, run_id="run-x", manifest=manifest)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["run-x"])
+    return tmp_path, run, instance, resources
+
+
+def test_every_stage_materializes_and_matches_the_engine(run_env):
+    root, run, instance, resources = run_env
+    result = dg.materialize([*per_run_assets, *run_checks], partition_key="run-x", instance=instance, resources=resources)
+    assert result.success
+    written = json.loads((root / "reports" / "run-x" / "metrics.json").read_text())
+    direct = process_run(run).metrics
+    for section in ("capability", "coverage", "failures", "efficiency", "aggregate", "data_quality"):
+        assert written[section] == direct[section], section
+    assert written["formula_version"] == FORMULA_VERSION
+    assert written["capability"]["pass_at_1"]["successes"] == 2  # a#1 and c#1
+    assert written["coverage"]["missing_attempts"] == 1  # c#2
+    assert (root / "reports" / "run-x" / "report.html").stat().st_size > 1000
+    assert "run-x" in (root / "reports" / "run-x" / "summary.md").read_text()
+    lines = (root / "reports" / "run-x" / "attempts.jsonl").read_text().splitlines()
+    assert len(lines) == 6
+
+    frame = pd.read_parquet(root / "storage" / "attempt_metrics" / "run-x.parquet")
+    assert str(frame["success"].dtype) == "boolean" and str(frame["llm_calls"].dtype) == "Int64"
+
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert checks["no_bad_rows"].passed is False and checks["no_bad_rows"].severity == dg.AssetCheckSeverity.WARN
+    assert checks["no_duplicate_rows"].passed is False and checks["no_duplicate_rows"].severity == dg.AssetCheckSeverity.ERROR
+    assert checks["no_missing_attempts"].passed is False
+    assert checks["no_unsafe_artifact_dirs"].passed is False
+    assert checks["no_unsafe_artifact_dirs"].severity == dg.AssetCheckSeverity.ERROR
+    assert checks["no_invalid_artifacts"].passed is True
+    assert checks["recorded_matches_derived"].passed is True
+
+    mat = {e.asset_key.path[-1]: e for e in result.get_asset_materialization_events()}
+    meta = mat["capability_aggregates"].materialization.metadata
+    assert meta["formula_version"].value == FORMULA_VERSION
+    assert meta["pass_at_1"].value.startswith("0.667")
+    assert mat["raw_results"].materialization.metadata["bad_rows"].value == 1
+
+
+def test_not_a_run_folder_fails_with_its_path(tmp_path):
+    resources = make_resources(tmp_path)
+    (tmp_path / "runs" / "empty-run").mkdir()
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["empty-run"])
+    result = dg.materialize([raw_results], partition_key="empty-run", instance=instance, resources=resources, raise_on_error=False)
+    assert not result.success
+    failure = result.get_step_failure_events()[0].step_failure_data.error
+    text = failure.message + (failure.cause.message if failure.cause else "")
+    assert "no results.jsonl" in text and "empty-run" in text
+
+
+def test_schema_violation_fails_the_step_with_a_readable_message(run_env):
+    """A frame that breaks the attempt schema (here: a negative attempt) fails the type check."""
+    root, run, instance, resources = run_env
+
+    @dg.asset(name="attempt_metrics", partitions_def=runs_partitions, io_manager_key="parquet_io_manager",
+              dagster_type=attempt_metrics.op.outs["result"].dagster_type)
+    def broken_attempt_metrics() -> pd.DataFrame:
+        frame = pd.read_parquet(root / "storage" / "attempt_metrics" / "run-x.parquet")
+        frame["attempt"] = -frame["attempt"]
+        return frame
+
+    dg.materialize([raw_results, attempt_metrics], partition_key="run-x", instance=instance, resources=resources)
+    result = dg.materialize([broken_attempt_metrics], partition_key="run-x", instance=instance, resources=resources, raise_on_error=False)
+    assert not result.success
+    failure = result.get_step_failure_events()[0].step_failure_data.error
+    assert "AttemptMetricsSchema" in failure.message
+    assert "attempt" in failure.message

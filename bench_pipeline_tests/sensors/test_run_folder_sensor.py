@@ -1,0 +1,95 @@
+"""The run-folder sensor on a persistent test instance: new, not ready, changed, deleted."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import dagster as dg
+import pytest
+
+from bench_pipeline.partitions import runs_partitions
+from bench_pipeline.sensors import run_folder_sensor
+
+from ..dagster_helpers import make_resources
+from ..run_builder import make_run, row
+
+
+@pytest.fixture()
+def instance():
+    with dg.instance_for_test() as inst:
+        yield inst
+
+
+def tick(instance, resources, cursor=None):
+    """Evaluate one sensor tick and apply its partition requests, as the daemon does."""
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"settings": resources["settings"]}) as ctx:
+        result = run_folder_sensor(ctx)
+    for req in result.dynamic_partitions_requests or []:
+        if isinstance(req, dg.AddDynamicPartitionsRequest):
+            instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+        else:
+            for key in req.partition_keys:
+                instance.delete_dynamic_partition(req.partitions_def_name, key)
+    return result
+
+
+def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
+    resources = make_resources(tmp_path, quiet_seconds=3600)
+    runs = tmp_path / "runs"
+    make_run(runs, [row("t")], run_id="run-a")
+    make_run(runs, [row("t")], run_id="run-b", manifest={"status": "running"})
+    make_run(runs, [row("t")], run_id="run-legacy", manifest={})  # no status, just written
+    (runs / "not-a-run").mkdir()
+
+    first = tick(instance, resources)
+    assert [r.partition_key for r in first.run_requests] == ["run-a"]
+    assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
+    cursor = json.loads(first.cursor)
+    assert set(cursor) == {"run-a"}
+
+    # Nothing changed: no request, same cursor.
+    second = tick(instance, resources, first.cursor)
+    assert second.run_requests == []
+    assert json.loads(second.cursor) == cursor
+
+    # run-b completes; run-a is re-judged (results rewritten).
+    (runs / "run-b" / "manifest.json").write_text(json.dumps({"status": "completed"}))
+    results = runs / "run-a" / "results.jsonl"
+    results.write_text(results.read_text() + json.dumps(row("u")) + "\n")
+    third = tick(instance, resources, second.cursor)
+    requested = {r.partition_key: r for r in third.run_requests}
+    assert set(requested) == {"run-a", "run-b"}
+    assert requested["run-a"].tags["bench/trigger"] == "changed"
+    assert requested["run-b"].tags["bench/trigger"] == "new"
+    assert requested["run-a"].run_key != first.run_requests[0].run_key
+    assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["run-a", "run-b"]
+
+    # run-b is deleted: its partition goes, the cursor forgets it.
+    for dirpath, dirnames, filenames in os.walk(runs / "run-b", topdown=False):
+        for name in filenames:
+            os.remove(os.path.join(dirpath, name))
+        os.rmdir(dirpath)
+    fourth = tick(instance, resources, third.cursor)
+    assert fourth.run_requests == []
+    assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
+    assert set(json.loads(fourth.cursor)) == {"run-a"}
+
+
+def test_legacy_run_is_ready_after_the_quiet_period(tmp_path, instance):
+    resources = make_resources(tmp_path, quiet_seconds=60)
+    run = make_run(tmp_path / "runs", [row("t")], run_id="legacy", manifest={"schema_version": 1})
+    assert tick(instance, resources).run_requests == []
+    old = time.time() - 120
+    os.utime(run / "results.jsonl", (old, old))
+    result = tick(instance, resources)
+    assert [r.partition_key for r in result.run_requests] == ["legacy"]
+
+
+def test_aborted_runs_are_ready_and_unsafe_names_are_ignored(tmp_path, instance):
+    resources = make_resources(tmp_path)
+    make_run(tmp_path / "runs", [row("t")], run_id="aborted", manifest={"status": "aborted"})
+    make_run(tmp_path / "runs", [row("t")], run_id=".hidden", manifest={"status": "completed"})
+    result = tick(instance, resources)
+    assert [r.partition_key for r in result.run_requests] == ["aborted"]

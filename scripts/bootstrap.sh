@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Creates .venv and installs the project into it (skipped when pyproject.toml is unchanged).
+# Usage: scripts/bootstrap.sh [test]   -- "test" also installs test extras and system packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+want="${1:-run}"
+
+if [ ! -x .venv/bin/python ]; then
+  echo "creating .venv with $("$PYTHON" --version)"
+  "$PYTHON" -m venv .venv
+fi
+
+extras="."
+[ "$want" = "test" ] && extras=".[test]"
+stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)-$want"
+if [ ! -f "$stamp" ]; then
+  echo "installing bench_pipeline ($extras) into .venv ..."
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e "$extras"
+  touch "$stamp"
+fi
+
+if [ "$want" = "test" ]; then
+  # System packages the slow tests use: Chromium (report.html in a real browser) and
+  # PostgreSQL (Dagster storage as deployed).
+  need=()
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  [ -x /usr/lib/postgresql/15/bin/postgres ] || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+  if [ "${#need[@]}" -gt 0 ]; then
+    echo "installing system packages: ${need[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+fi

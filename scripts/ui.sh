@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Starts the Dagster UI (webserver and daemon) on the same local instance as scripts/run.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh run
+export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"
+mkdir -p "$DAGSTER_HOME"
+[ -f "$DAGSTER_HOME/dagster.yaml" ] || cp deploy/dagster.local.yaml "$DAGSTER_HOME/dagster.yaml"
+exec .venv/bin/dagster dev -w workspace.yaml "$@"
