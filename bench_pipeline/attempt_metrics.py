@@ -24,7 +24,7 @@ from .artifacts import (
     resolve_artifact_dir,
 )
 from .run_reader import RawRow, RawRun
-from .stats import is_number
+from .stats import is_number, number_or_none
 
 # --- Vocabulary (reference 2, 3.4) -------------------------------------------------------
 
@@ -115,12 +115,25 @@ def is_device_action(tool_name: object, tool_input: dict | None) -> bool:
 
 
 def _json_object(content: object) -> dict | None:
-    """The JSON object a string tool result holds, else None (only strings are parsed, R15)."""
-    if not isinstance(content, str):
+    """The JSON object a string tool result holds, when a formula could use it (R11-R15).
+
+    Only strings are parsed. The formulas read only ``is_error``, ``ok`` (exactly false),
+    ``data``, ``width`` and ``height``; an object whose text names none of the first three
+    keys, or has no ``false`` for ``ok`` to hold, cannot change any of them, so it is not
+    parsed (a ``\\u`` escape, which could spell a key, always is). Returns None otherwise.
+    """
+    if type(content) is not str:
         return None
     stripped = content.lstrip()
     if not stripped.startswith("{"):
         return None
+    if not (
+        '"is_error"' in stripped
+        or '"data"' in stripped
+        or ('"ok"' in stripped and "false" in stripped)
+        or "\\u" in stripped
+    ):
+        return {}
     try:
         parsed = orjson.loads(stripped)
     except orjson.JSONDecodeError:
@@ -130,7 +143,7 @@ def _json_object(content: object) -> dict | None:
 
 def _has_image(message: dict) -> bool:
     attachments = message.get("attachments")
-    if not isinstance(attachments, list):
+    if type(attachments) is not list:
         return False
     return any(isinstance(a, dict) and a.get("type") == "image" for a in attachments)
 
@@ -213,13 +226,25 @@ def _is_error_result(message: dict, parsed: dict | None) -> bool:
     return parsed is not None and (bool(parsed.get("is_error")) or parsed.get("ok") is False)
 
 
-def _usage_value(usage: dict, keys: tuple[str, ...]) -> float | None:
-    """The first of ``keys`` holding a number (R36: fallback when absent or not a number)."""
-    for key in keys:
-        value = usage.get(key)
-        if is_number(value):
-            return value
-    return None
+def usage_tokens(usage: dict) -> tuple:
+    """(input, output, total, cached, reasoning) tokens of one model call (3.5, R9, R36).
+
+    Each falls back to its older key when the primary is absent or not a number; total
+    falls back to input + output of the same message when both are known.
+    """
+    inp = number_or_none(usage.get("input_tokens"))
+    if inp is None:
+        inp = number_or_none(usage.get("prompt_tokens"))
+    out = number_or_none(usage.get("output_tokens"))
+    if out is None:
+        out = number_or_none(usage.get("completion_tokens"))
+    total = number_or_none(usage.get("total_tokens"))
+    if total is None and inp is not None and out is not None:
+        total = inp + out
+    cached = number_or_none(usage.get("cached_input_tokens"))
+    if cached is None:
+        cached = number_or_none(usage.get("cached_tokens"))
+    return inp, out, total, cached, number_or_none(usage.get("reasoning_tokens"))
 
 
 def derive_history(messages: list) -> HistoryMetrics:
@@ -235,24 +260,29 @@ def derive_history(messages: list) -> HistoryMetrics:
     n_model = 0
     time_sum: float = 0
     time_complete = True
-    token_sums: dict[str, float | None] = {f: 0 for f in TOKEN_FIELDS}
+    # Running token sums; a field missing on any call becomes None for good (3.5).
+    sums: list[float | None] = [0, 0, 0, 0, 0]
 
     for i, msg in enumerate(messages):
-        if not isinstance(msg, dict):
+        if type(msg) is not dict:
             continue
         kind = msg.get("type")
         if kind == "assistant" or kind == "tool_call":
             usage = msg.get("usage")
-            if isinstance(usage, dict):
+            if type(usage) is dict:
                 n_model += 1
-                duration = msg.get("duration_ms")
-                valid = is_number(duration) and duration >= 0
-                if valid:
+                duration = number_or_none(msg.get("duration_ms"))
+                if duration is not None and duration >= 0:
                     time_sum += duration
                 else:
+                    duration = None
                     time_complete = False
-                vision_events.append((i, "model", duration if valid else None))
-                _add_tokens(token_sums, usage)
+                vision_events.append((i, "model", duration))
+                for j, value in enumerate(usage_tokens(usage)):
+                    if value is None or sums[j] is None:
+                        sums[j] = None
+                    else:
+                        sums[j] += value
             if kind == "tool_call":
                 calls.append(i)
         elif kind == "tool_result":
@@ -315,23 +345,10 @@ def derive_history(messages: list) -> HistoryMetrics:
         out.llm_time_ms = time_sum if time_complete else None
         out.vision_llm_calls = vision_calls
         out.vision_llm_time_ms = vision_time if vision_calls and vision_complete else None
-        out.tokens = token_sums
+        out.tokens = dict(zip(TOKEN_FIELDS, sums))
     else:
         out.tokens = {f: None for f in TOKEN_FIELDS}
     return out
-
-
-def _add_tokens(sums: dict[str, float | None], usage: dict) -> None:
-    """Add one model call's usage to the running token sums (3.5, R9, R36).
-
-    A field missing on any call makes that field's sum null for good.
-    """
-    values = {f: _usage_value(usage, TOKEN_SOURCES[f][0]) for f in TOKEN_FIELDS}
-    if values["total_tokens"] is None and values["input_tokens"] is not None and values["output_tokens"] is not None:
-        values["total_tokens"] = values["input_tokens"] + values["output_tokens"]
-    for f, value in values.items():
-        current = sums[f]
-        sums[f] = None if current is None or value is None else current + value
 
 
 # --- Episode (3.2, 3.4, 3.5) ------------------------------------------------------------

@@ -16,13 +16,17 @@ def _say(message: str) -> None:
 
 def cmd_process(args: argparse.Namespace) -> int:
     """Process RUN_DIR into OUTPUT_DIR: metrics.json, attempts.jsonl, summary.md, report.html."""
-    from .process import process_run
     from .outputs import write_run_outputs
+    from .process import default_workers, process_run
 
     started = time.monotonic()
     run_dir = Path(args.run_dir)
     try:
-        processed = process_run(run_dir, progress=lambda i, n: _say(f"  attempts {i}/{n}") if n >= 2000 else None)
+        processed = process_run(
+            run_dir,
+            progress=lambda i, n: _say(f"  attempts {i}/{n}") if n >= 2000 and (i % 2000 == 0 or i == n) else None,
+            workers=args.workers or default_workers(),
+        )
     except NotARunFolderError as exc:
         _say(f"error: {exc}")
         return 2
@@ -72,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run folder (manifest.json, suite.json, results.jsonl, tasks/)")
     p.add_argument("--output-dir", required=True, help="where metrics.json, attempts.jsonl and reports go")
     p.add_argument("--publish", action="store_true", help="also publish the run to Langfuse (LANGFUSE_* environment)")
+    p.add_argument("--workers", type=int, default=0, help="processes deriving attempts of large runs (default: one per core)")
     p.set_defaults(func=cmd_process)
 
     g = sub.add_parser("generate", help="write realistic synthetic run folders")

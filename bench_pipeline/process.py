@@ -7,6 +7,7 @@ build_metrics (stage 4) -> write_outputs (metrics.json, attempts.jsonl, reports)
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,16 +46,57 @@ class ProcessedRun:
     metrics: dict
 
 
-def derive_attempts(raw: RawRun, progress: Callable[[int, int], None] | None = None) -> list[dict]:
-    """Stage 2: one attempt row per usable results row, in file order (3.1-3.6)."""
+#: Below this many rows a run is derived in one process (forking costs more than it saves).
+PARALLEL_MIN_ROWS = 2000
+_CHUNK_ROWS = 500
+_fork_state: tuple[list, RunContext] | None = None
+
+
+def _derive_chunk(bounds: tuple[int, int]) -> list[dict]:
+    rows, ctx = _fork_state
+    return [derive_attempt(row, ctx) for row in rows[bounds[0]:bounds[1]]]
+
+
+def default_workers() -> int:
+    """Worker processes for `bench-pipeline process`: the machine's cores, at most 8."""
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def derive_attempts(
+    raw: RawRun, progress: Callable[[int, int], None] | None = None, workers: int = 1
+) -> list[dict]:
+    """Stage 2: one attempt row per usable results row, in file order (3.1-3.6).
+
+    With ``workers`` > 1 and a large run, chunks of rows are derived in forked worker
+    processes (parsing artifacts is the dominant cost and is independent per attempt);
+    the result is identical to the sequential one.
+    """
     ctx = RunContext.of(raw)
-    rows: list[dict] = []
     total = len(raw.rows)
+    if workers > 1 and total >= PARALLEL_MIN_ROWS and "fork" in multiprocessing.get_all_start_methods():
+        return _derive_parallel(raw.rows, ctx, workers, progress)
+    rows: list[dict] = []
     for i, row in enumerate(raw.rows, start=1):
         rows.append(derive_attempt(row, ctx))
         if progress is not None and (i % 1000 == 0 or i == total):
             progress(i, total)
     return rows
+
+
+def _derive_parallel(rows: list, ctx: RunContext, workers: int, progress: Callable[[int, int], None] | None) -> list[dict]:
+    global _fork_state
+    _fork_state = (rows, ctx)  # inherited by the forked workers, never pickled
+    chunks = [(start, min(start + _CHUNK_ROWS, len(rows))) for start in range(0, len(rows), _CHUNK_ROWS)]
+    derived: list[dict] = []
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for part in pool.imap(_derive_chunk, chunks):
+                derived.extend(part)
+                if progress is not None:
+                    progress(len(derived), len(rows))
+    finally:
+        _fork_state = None
+    return derived
 
 
 def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
@@ -96,10 +138,12 @@ def build_metrics(raw: RawRun, attempts: list[dict], tasks: list[dict], quality:
     }
 
 
-def process_run(run_dir: Path | str, progress: Callable[[int, int], None] | None = None) -> ProcessedRun:
+def process_run(
+    run_dir: Path | str, progress: Callable[[int, int], None] | None = None, workers: int = 1
+) -> ProcessedRun:
     """Run every metric stage on one run folder; raises NotARunFolderError for a non-run."""
     raw = read_run(run_dir)
-    attempts = derive_attempts(raw, progress)
+    attempts = derive_attempts(raw, progress, workers)
     tasks = group_tasks(attempts, raw.metrics_k)
     metrics = build_metrics(raw, attempts, tasks, data_quality(raw, attempts))
     return ProcessedRun(raw, attempts, tasks, metrics)

@@ -6,6 +6,7 @@ Pure functions on plain Python numbers; ``None`` is "unavailable".
 from __future__ import annotations
 
 import math
+import sys
 from typing import Iterable, Sequence
 
 #: z for a two-sided 95% interval, exactly as the reference writes it (3.8).
@@ -29,6 +30,21 @@ def is_number(value: object) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     return False
+
+
+_FLOAT_MAX_INT = int(sys.float_info.max)
+
+
+def number_or_none(value: object) -> int | float | None:
+    """``value`` when ``is_number(value)``, else None: the fast form used on hot paths."""
+    kind = type(value)
+    if kind is int:
+        return value if -_FLOAT_MAX_INT <= value <= _FLOAT_MAX_INT else None
+    if kind is float:
+        return value if value - value == 0 else None  # NaN and infinities give NaN
+    if kind is bool or value is None:
+        return None
+    return value if is_number(value) else None  # int/float subclasses: the careful path
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float | None:
@@ -87,7 +103,14 @@ def wilson_interval(successes: int, n: int, z: float = WILSON_Z) -> tuple[float 
     d = 1 + zz / n
     center = (p + zz / (2 * n)) / d
     margin = z * math.sqrt(p * (1 - p) / n + zz / (4 * n * n)) / d
-    return max(0.0, center - margin), min(1.0, center + margin)
+    lower, upper = max(0.0, center - margin), min(1.0, center + margin)
+    # At p = 0 (p = 1) center and margin are equal in exact arithmetic, so the formula's
+    # lower (upper) bound is exactly 0 (1); floating point alone would leave ~1e-17.
+    if successes == 0:
+        lower = 0.0
+    if successes == n:
+        upper = 1.0
+    return lower, upper
 
 
 def ratio(numerator: int | float, denominator: int | float) -> float | None:

@@ -1,0 +1,165 @@
+"""The whole engine on generated runs: outputs.md's structure, invariants, determinism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench_pipeline.attempt_metrics import FAILURE_CLASSES, STAGES
+from bench_pipeline.capability import EFFICIENCY_FIELDS, RELIABILITY_FIELDS
+from bench_pipeline.generate import generate_runs
+from bench_pipeline.outputs import write_run_outputs
+from bench_pipeline.process import ATTEMPT_KEYS, derive_attempts, process_run
+from bench_pipeline.run_reader import read_run
+
+# outputs.md "metrics.json", key by key.
+PASS_KEYS = {"value", "successes", "eligible_tasks", "total_tasks", "ci95"}
+METRICS_SHAPE = {
+    "capability": {
+        "pass_at_1": PASS_KEYS, "pass_at_k": PASS_KEYS, "pass_pow_k": PASS_KEYS,
+        "attempt_success_rate": {"value", "successes", "eligible_attempts", "total_attempts", "ci95", "coverage"},
+        "oracle_best_score_at_k": {"value", "count", "eligible_tasks"},
+        "first_success_attempt": {"mean", "p50", "count"},
+    },
+    "coverage": {"pass_at_1", "pass_at_k", "pass_pow_k", "unique_tasks", "attempts", "metrics_k",
+                 "agent_eligible_attempts", "invalid_attempts", "planned_attempts", "missing_attempts"},
+    "diagnostics": {"failure_stage_coverage"},
+}
+DIST_KEYS = {"count", "sum", "mean", "p50", "p90", "p95"}
+PER_TASK_KEYS = {"attempts", "eligible_attempts", "passed", "failed", "pass_rate", "best_quality",
+                 "avg_quality", "avg_wall_ms", "first_attempt_passed"}
+OUTPUTS_MD_ATTEMPT_FIELDS = {
+    "run_id", "task_id", "attempt", "line", "category", "artifact_dir", "status", "success_raw", "success",
+    "agent_eligible_raw", "agent_eligible", "failure_class", "first_failure_stage", "failure_event_ref",
+    "quality_score", "rubric_pass_count", "rubric_total", "task_wall_ms", "setup_ms", "screenshot_capture_ms",
+    "time_to_first_token_ms", "llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
+    "device_actions", "device_execution_ms", "tool_calls", "screenshots_taken", "tool_errors", "replan_count",
+    "retry_count", "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens",
+    "cost_usd", "recovery_attempted", "recovery_succeeded",
+}
+
+
+def assert_outputs_md_shape(m: dict) -> None:
+    assert {"schema_version", "formula_version", "run_id", "suite", "generated_at"} <= set(m)
+    for section, shape in METRICS_SHAPE.items():
+        if isinstance(shape, set):
+            assert shape <= set(m[section]), section
+        else:
+            for name, keys in shape.items():
+                assert keys <= set(m[section][name]), (section, name)
+    for name in ("pass_at_1", "pass_at_k", "pass_pow_k", "attempt_success_rate"):
+        assert set(m["capability"][name]["ci95"]) == {"lower", "upper"}
+    assert set(m["failures"]["class"]) >= set(FAILURE_CLASSES)
+    assert set(m["failures"]["stage"]) >= set(STAGES)
+    assert set(m["efficiency"]) == set(EFFICIENCY_FIELDS)
+    assert set(m["reliability"]) == set(RELIABILITY_FIELDS)
+    for dist in [*m["efficiency"].values(), *m["reliability"].values()]:
+        assert set(dist) == DIST_KEYS
+    assert set(m["cost_to_first_success"]) == {"task_wall_ms", "total_tokens", "cost_usd"}
+    for dist in m["cost_to_first_success"].values():
+        assert set(dist) == {"count", "mean", "p50"}
+    for entry in m["category"].values():
+        assert set(entry) == {"pass_rate", "rubric_pass_rate", "attempts"}
+    for entry in m["observations"].values():
+        assert set(entry) == {"pass_rate", "passed_tasks", "observed_tasks"}
+    assert set(m["aggregate"]) == {"tasks", "per_task"}
+    for entry in m["aggregate"]["per_task"].values():
+        assert set(entry) == PER_TASK_KEYS
+    assert {"bad_rows", "duplicate_rows", "missing_attempts", "unsafe_artifact_dirs"} <= set(m["data_quality"])
+
+
+def assert_invariants(m: dict, attempts: list[dict]) -> None:
+    """Relations that hold for every run, whatever its content."""
+    cap, cov = m["capability"], m["coverage"]
+    for name in ("pass_at_1", "pass_at_k", "pass_pow_k", "attempt_success_rate"):
+        metric = cap[name]
+        lo, hi = metric["ci95"]["lower"], metric["ci95"]["upper"]
+        if metric["value"] is None:
+            assert lo is None and hi is None
+        else:
+            assert 0 <= lo <= metric["value"] <= hi <= 1
+    assert cap["pass_pow_k"]["successes"] <= cap["pass_at_k"]["successes"] <= cap["pass_at_k"]["eligible_tasks"]
+    assert cap["pass_pow_k"]["eligible_tasks"] == cap["pass_at_k"]["eligible_tasks"]
+    assert cap["pass_at_1"]["successes"] <= cap["pass_at_1"]["eligible_tasks"] <= cov["unique_tasks"]
+    assert cov["agent_eligible_attempts"] + cov["invalid_attempts"] == cov["attempts"] == len(attempts)
+    assert m["aggregate"]["tasks"] == cov["attempts"]
+    eligible_failed = sum(1 for a in attempts if a["agent_eligible"] and a["success"] is False)
+    assert sum(m["failures"]["stage"].values()) == eligible_failed
+    assert sum(m["failures"]["class"].values()) == sum(1 for a in attempts if a["failure_class"] is not None)
+    assert sum(t["attempts"] for t in m["aggregate"]["per_task"].values()) == len({(a["task_id"], a["attempt"]) for a in attempts})
+    assert cap["oracle_best_score_at_k"]["count"] <= cap["oracle_best_score_at_k"]["eligible_tasks"]
+    assert cap["first_success_attempt"]["count"] <= cov["unique_tasks"]
+    for dist in [*m["efficiency"].values(), *m["reliability"].values()]:
+        if dist["count"]:
+            assert dist["p50"] <= dist["p90"] <= dist["p95"]
+        else:
+            assert dist["sum"] is None and dist["mean"] is None
+    assert sum(c["attempts"] for c in m["category"].values()) <= cov["attempts"]
+
+
+@pytest.fixture(scope="module")
+def fifty_runs(tmp_path_factory) -> list[Path]:
+    return generate_runs(tmp_path_factory.mktemp("runs"), runs=50, seed=11, tasks=12, repeats=3, history_messages=20)
+
+
+def test_every_generated_run_processes_with_the_outputs_md_structure(fifty_runs, tmp_path):
+    """Done-when of the engine: every folder of `generate --runs 50` processes, and every
+    metrics.json has every key of outputs.md."""
+    found = {"bad_rows": 0, "duplicate_rows": 0, "unsafe_artifact_dirs": 0, "invalid_artifacts": 0, "missing_attempts": 0}
+    for run in fifty_runs:
+        processed = process_run(run)
+        written = write_run_outputs(tmp_path / run.name, processed)
+        metrics = json.loads(written["metrics.json"].read_text())
+        assert_outputs_md_shape(metrics)
+        assert_invariants(metrics, processed.attempts)
+        lines = written["attempts.jsonl"].read_text().splitlines()
+        assert len(lines) == len(processed.raw.rows)
+        assert set(json.loads(lines[0])) == set(ATTEMPT_KEYS) and OUTPUTS_MD_ATTEMPT_FIELDS < set(ATTEMPT_KEYS)
+        for key in found:
+            found[key] += len(metrics["data_quality"][key])
+    assert all(found.values()), found  # the generator's edge cases reach the report
+
+
+def test_cli_process_writes_every_output(fifty_runs, tmp_path):
+    run = fifty_runs[0]
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(run), "--output-dir", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in out.iterdir()} >= {"metrics.json", "attempts.jsonl", "summary.md", "report.html"}
+    assert run.name in done.stderr and "attempts" in done.stderr
+
+
+def test_cli_process_on_a_non_run_names_the_path(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(tmp_path), "--output-dir", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert str(tmp_path) in done.stderr and "no results.jsonl" in done.stderr
+
+
+def test_parallel_derivation_equals_sequential(tmp_path, monkeypatch):
+    run = generate_runs(tmp_path, runs=1, seed=5, tasks=40, repeats=3, history_messages=12)[0]
+    raw = read_run(run)
+    monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 10)
+    monkeypatch.setattr("bench_pipeline.process._CHUNK_ROWS", 17)
+    assert derive_attempts(raw, workers=2) == derive_attempts(raw, workers=1)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), tasks=st.integers(1, 9), repeats=st.integers(1, 4), edge=st.booleans())
+def test_invariants_hold_on_generated_runs(tmp_path_factory, seed, tasks, repeats, edge):
+    root = tmp_path_factory.mktemp("prop")
+    run = generate_runs(root, runs=1, seed=seed, tasks=tasks, repeats=repeats, history_messages=8, edge_cases=edge)[0]
+    first = process_run(run)
+    assert_outputs_md_shape(first.metrics)
+    assert_invariants(first.metrics, first.attempts)
+    again = process_run(run)
+    first.metrics.pop("generated_at")
+    again.metrics.pop("generated_at")
+    assert again.metrics == first.metrics  # deterministic
