@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
@@ -138,7 +139,7 @@ def num(value: Any) -> float | None:
 def dig(data: Any, *path: str) -> Any:
     """Nested ``.get`` that tolerates missing keys and non-dict levels."""
     for key in path:
-        if not isinstance(data, Mapping):
+        if not isinstance(data, dict):
             return None
         data = data.get(key)
     return data
@@ -321,9 +322,19 @@ def md_text(value: Any) -> str:
     return "".join(out)
 
 
+def _json_text(data: Any, separators: tuple[str, str] = (",", ":")) -> str:
+    """JSON text of run values: orjson (NaN/Infinity become null), else ``jsonable`` first."""
+    if separators == (",", ":"):
+        try:
+            return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:
+            pass
+    return json.dumps(jsonable(data), ensure_ascii=False, separators=separators, allow_nan=False)
+
+
 def script_json(data: Any) -> Markup:
     """JSON safe inside ``<script type="application/json">`` (no ``</script>``, ``<!--``)."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _json_text(data)
     for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)
@@ -336,7 +347,7 @@ def jsonable(value: Any) -> Any:
         return None
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
@@ -574,7 +585,7 @@ def _manifest_facts(manifest: Mapping[str, Any], metrics: Mapping[str, Any], run
     def named(value: Any, *keys: str) -> str | None:
         if isinstance(value, str):
             return value
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             bits = [str(value[k]) for k in keys if value.get(k) not in (None, "")]
             return " / ".join(bits) if bits else None
         return None
@@ -587,7 +598,7 @@ def _manifest_facts(manifest: Mapping[str, Any], metrics: Mapping[str, Any], run
         suite_text += f" (version {suite_version})"
 
     judge = manifest.get("judge")
-    if isinstance(judge, Mapping):
+    if isinstance(judge, dict):
         enabled = judge.get("enabled")
         model = judge.get("model")
         if enabled is False:
@@ -598,7 +609,7 @@ def _manifest_facts(manifest: Mapping[str, Any], metrics: Mapping[str, Any], run
         judge_text = fmt_text(judge)
 
     code = manifest.get("code")
-    if isinstance(code, Mapping):
+    if isinstance(code, dict):
         code_text = fmt_text(code.get("git_sha"))
         if code.get("dirty") is True:
             code_text += " (dirty working tree)"
@@ -608,7 +619,7 @@ def _manifest_facts(manifest: Mapping[str, Any], metrics: Mapping[str, Any], run
         code_text = fmt_text(code)
 
     platform = manifest.get("platform")
-    if isinstance(platform, Mapping) and platform:
+    if isinstance(platform, dict) and platform:
         platform_text = ", ".join(f"{k} {fmt_text(v)}" for k, v in platform.items())
     else:
         platform_text = fmt_text(platform)
@@ -787,17 +798,17 @@ def _attempt_note(rec: Mapping[str, Any]) -> str:
     checks, answer/memory mismatches, rubric "no" verdicts, judge error, artifact-acquisition
     errors (which may not fail a task), then the failure event reference.
     """
-    ev = rec.get("evidence") if isinstance(rec.get("evidence"), Mapping) else {}
-    errors = ev.get("errors") if isinstance(ev.get("errors"), Mapping) else {}
+    ev = rec.get("evidence") if isinstance(rec.get("evidence"), dict) else {}
+    errors = ev.get("errors") if isinstance(ev.get("errors"), dict) else {}
     for key in ERROR_KEYS[:4]:
         if errors.get(key):
             return one_line(f"{key}: {errors[key]}")
     for item in ev.get("hard_assertion_failures") or []:
-        if isinstance(item, Mapping):
+        if isinstance(item, dict):
             return one_line(f"hard assertion {item.get('id')}: {item.get('requirement')} "
                             f"(actual: {_compact_json(item.get('actual'))})")
     for item in ev.get("environment_state_assertions") or []:
-        if isinstance(item, Mapping) and item.get("passed") is False:
+        if isinstance(item, dict) and item.get("passed") is False:
             return one_line(f"state check {item.get('id')} failed (expected {_compact_json(item.get('expected'))}, "
                             f"actual {_compact_json(item.get('actual'))})")
     if ev.get("expected_answer_match") is False:
@@ -805,10 +816,10 @@ def _attempt_note(rec: Mapping[str, Any]) -> str:
     if ev.get("expected_recalled_memory_match") is False:
         return one_line(f"expected memory not recalled (source: {fmt_text(ev.get('memory_recall_evidence_source'))})")
     for item in ev.get("rubric") or []:
-        if isinstance(item, Mapping) and item.get("verdict") == "no":
+        if isinstance(item, dict) and item.get("verdict") == "no":
             return one_line(f"rubric {item.get('id')}: no ({item.get('reason')})")
     judge = ev.get("judge")
-    if isinstance(judge, Mapping) and judge.get("error"):
+    if isinstance(judge, dict) and judge.get("error"):
         return one_line(f"judge: {judge['error']}")
     for key, text in errors.items():
         if text:
@@ -823,16 +834,29 @@ def _compact_json(value: Any, limit: int = ARGS_CAP) -> str:
     if isinstance(value, str):
         return clip(value, limit)
     try:
-        text = json.dumps(jsonable(value), ensure_ascii=False, separators=(", ", ": "))
+        text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
     except (TypeError, ValueError):
-        text = str(value)
+        try:
+            text = json.dumps(jsonable(value), ensure_ascii=False, separators=(", ", ": "))
+        except (TypeError, ValueError):
+            text = str(value)
     return clip(text, limit)
+
+
+def _args_json(value: Any, limit: int = ARGS_CAP) -> str:
+    """Tool-call arguments as compact JSON text (the hot path of large reports: orjson)."""
+    if isinstance(value, str):
+        return clip(value, limit)
+    try:
+        return clip(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode(), limit)
+    except TypeError:
+        return _compact_json(value, limit)
 
 
 def _evidence_dir(rec: Mapping[str, Any], unsafe_lines: set[int]) -> tuple[str | None, str]:
     """(folder or None, display text) for an attempt's evidence folder."""
     ev = rec.get("evidence")
-    folder = ev.get("dir") if isinstance(ev, Mapping) else None
+    folder = ev.get("dir") if isinstance(ev, dict) else None
     if isinstance(folder, str):
         return folder, folder or "."
     if line_no(rec) in unsafe_lines:
@@ -859,8 +883,8 @@ def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: M
     for task_id in sorted(tasks):
         by_attempt = tasks[task_id]
         recs = [by_attempt[n] for n in sorted(by_attempt)]
-        agg = per_task.get(task_id) if isinstance(per_task, Mapping) else None
-        agg = agg if isinstance(agg, Mapping) else {}
+        agg = per_task.get(task_id) if isinstance(per_task, dict) else None
+        agg = agg if isinstance(agg, dict) else {}
         walls = [v for r in recs if (v := num(r.get("task_wall_ms"))) is not None]
         tokens = [v for r in recs if (v := num(r.get("total_tokens"))) is not None]
         costs = [v for r in recs if (v := num(r.get("cost_usd"))) is not None]
@@ -905,8 +929,8 @@ def _distribution_rows(block: Any, fields: Sequence[tuple[str, str]], stats: Seq
     """Formatted rows of an efficiency/reliability/cost_to_first_success block."""
     rows = []
     for field, label in fields:
-        entry = block.get(field) if isinstance(block, Mapping) else None
-        entry = entry if isinstance(entry, Mapping) else {}
+        entry = block.get(field) if isinstance(block, dict) else None
+        entry = entry if isinstance(entry, dict) else {}
         fmt = formatter_for(field)
         cells = {"count": fmt_int(entry.get("count"))}
         for stat in stats:
@@ -918,11 +942,11 @@ def _distribution_rows(block: Any, fields: Sequence[tuple[str, str]], stats: Seq
 
 def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Data-quality findings (from metrics) plus evidence availability counts (from attempts)."""
-    dq = metrics.get("data_quality") if isinstance(metrics.get("data_quality"), Mapping) else {}
+    dq = metrics.get("data_quality") if isinstance(metrics.get("data_quality"), dict) else {}
 
     def listed(key: str) -> list[Mapping[str, Any]]:
         value = dq.get(key)
-        return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+        return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
     bad = listed("bad_rows")
     dups = listed("duplicate_rows")
@@ -933,7 +957,7 @@ def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, An
     recorded_fields: Counter = Counter()
     for rec in attempts:
         prov = rec.get("provenance")
-        if isinstance(prov, Mapping):
+        if isinstance(prov, dict):
             fields = [f for f, v in prov.items() if v == "recorded"]
             recorded += bool(fields)
             recorded_fields.update(fields)
@@ -955,10 +979,10 @@ def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, An
 def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any],
                run_id: str, evidence_base: str | None = None) -> dict[str, Any]:
     """Everything both reports show, pre-formatted (strings from the run left raw for escaping)."""
-    metrics = metrics if isinstance(metrics, Mapping) else {}
-    manifest = manifest if isinstance(manifest, Mapping) else {}
-    attempts = [a for a in attempts if isinstance(a, Mapping)]
-    coverage = metrics.get("coverage") if isinstance(metrics.get("coverage"), Mapping) else {}
+    metrics = metrics if isinstance(metrics, dict) else {}
+    manifest = manifest if isinstance(manifest, dict) else {}
+    attempts = [a for a in attempts if isinstance(a, dict)]
+    coverage = metrics.get("coverage") if isinstance(metrics.get("coverage"), dict) else {}
     k = coverage.get("metrics_k", manifest.get("metrics_k"))
     judge_disabled = dig(manifest, "judge", "enabled") is False
 
@@ -968,9 +992,9 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
     dq = _data_quality(metrics, attempts)
     unsafe_lines = {u.get("line") for u in dq["unsafe_artifact_dirs"] if isinstance(u.get("line"), int)}
 
-    cap = metrics.get("capability") if isinstance(metrics.get("capability"), Mapping) else {}
-    oracle = cap.get("oracle_best_score_at_k") if isinstance(cap.get("oracle_best_score_at_k"), Mapping) else {}
-    first = cap.get("first_success_attempt") if isinstance(cap.get("first_success_attempt"), Mapping) else {}
+    cap = metrics.get("capability") if isinstance(metrics.get("capability"), dict) else {}
+    oracle = cap.get("oracle_best_score_at_k") if isinstance(cap.get("oracle_best_score_at_k"), dict) else {}
+    first = cap.get("first_success_attempt") if isinstance(cap.get("first_success_attempt"), dict) else {}
 
     # exclusions
     ineligible = sum(1 for a in attempts if a.get("agent_eligible") is not True)
@@ -982,8 +1006,8 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
     stage_counts = dig(metrics, "failures", "stage") or {}
     class_items = [(c, int(class_counts.get(c) or 0)) for c in _ordered_keys(class_counts, CLASS_ORDER)]
     stage_items = [(s, int(stage_counts.get(s) or 0)) for s in _ordered_keys(stage_counts, STAGE_ORDER)]
-    class_counts_ok = isinstance(class_counts, Mapping) and bool(class_counts)
-    stage_counts_ok = isinstance(stage_counts, Mapping) and bool(stage_counts)
+    class_counts_ok = isinstance(class_counts, dict) and bool(class_counts)
+    stage_counts_ok = isinstance(stage_counts, dict) and bool(stage_counts)
 
     # status mix
     status_counts = Counter(str(a.get("status")) for a in attempts)
@@ -1035,13 +1059,13 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
 
     categories = []
     for name, entry in sorted((metrics.get("category") or {}).items()):
-        entry = entry if isinstance(entry, Mapping) else {}
+        entry = entry if isinstance(entry, dict) else {}
         categories.append({"name": name, "pass_rate": fmt_pct(entry.get("pass_rate")),
                            "rubric_pass_rate": fmt_pct(entry.get("rubric_pass_rate")),
                            "attempts": fmt_int(entry.get("attempts"))})
     observations = []
     for name, entry in sorted((metrics.get("observations") or {}).items()):
-        entry = entry if isinstance(entry, Mapping) else {}
+        entry = entry if isinstance(entry, dict) else {}
         observations.append({"name": name, "pass_rate": fmt_pct(entry.get("pass_rate")),
                              "passed": fmt_int(entry.get("passed_tasks")),
                              "observed": fmt_int(entry.get("observed_tasks"))})
@@ -1131,9 +1155,9 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
     A section is [title, kind, content]; kinds: "pre" -> text, "note" -> text,
     "table" -> [columns, rows], "kv" -> [[label, text]].
     """
-    ev = rec.get("evidence") if isinstance(rec.get("evidence"), Mapping) else {}
-    trace = ev.get("trace_artifact") if isinstance(ev.get("trace_artifact"), Mapping) else {}
-    prov = rec.get("provenance") if isinstance(rec.get("provenance"), Mapping) else {}
+    ev = rec.get("evidence") if isinstance(rec.get("evidence"), dict) else {}
+    trace = ev.get("trace_artifact") if isinstance(ev.get("trace_artifact"), dict) else {}
+    prov = rec.get("provenance") if isinstance(rec.get("provenance"), dict) else {}
     recorded = sorted(f for f, v in prov.items() if v == "recorded")
     facts = [
         folder_text,
@@ -1159,7 +1183,7 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
     ]
     sections: list[list[Any]] = [["Note", "note", note] for note in notes]
 
-    errors = ev.get("errors") if isinstance(ev.get("errors"), Mapping) else {}
+    errors = ev.get("errors") if isinstance(ev.get("errors"), dict) else {}
     err_rows = [[str(k), clip(str(v), TEXT_CAP)] for k, v in errors.items() if v not in (None, "")]
     if err_rows:
         sections.append(["Errors", "table", [["source", "text"], err_rows]])
@@ -1176,8 +1200,8 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
     if isinstance(calls, list):
         rows = []
         for i, call in enumerate(calls[:TOOL_CALLS_CAP], start=1):
-            call = call if isinstance(call, Mapping) else {"name": None, "arguments": call}
-            rows.append([str(i), fmt_text(call.get("name")), _compact_json(call.get("arguments"))])
+            call = call if isinstance(call, dict) else {"name": None, "arguments": call}
+            rows.append([str(i), fmt_text(call.get("name")), _args_json(call.get("arguments"))])
         if len(calls) > TOOL_CALLS_CAP:
             rows.append(["…", f"{len(calls) - TOOL_CALLS_CAP:,} more", ""])
         title = f"Tool calls ({len(calls):,})"
@@ -1186,22 +1210,22 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
         sections.append(["Tool calls", "note", "n/a: evidence unavailable."])
 
     hard = ev.get("hard_assertions")
-    if isinstance(hard, Mapping) and hard:
+    if isinstance(hard, dict) and hard:
         rows = [[str(k), "passed" if v is True else "failed" if v is False else NA] for k, v in hard.items()]
         sections.append(["Hard assertions", "table", [["check", "result"], rows]])
     hard_fail = ev.get("hard_assertion_failures")
     if isinstance(hard_fail, list) and hard_fail:
         rows = [[fmt_text(f.get("id")), fmt_text(f.get("requirement")), _compact_json(f.get("actual"))]
-                for f in hard_fail if isinstance(f, Mapping)]
+                for f in hard_fail if isinstance(f, dict)]
         sections.append(["Hard-assertion failures", "table", [["id", "requirement", "actual"], rows]])
 
-    spec = {s.get("id"): s.get("requirement") for s in ev.get("rubric_spec") or [] if isinstance(s, Mapping)}
+    spec = {s.get("id"): s.get("requirement") for s in ev.get("rubric_spec") or [] if isinstance(s, dict)}
     rubric = ev.get("rubric")
-    judge = ev.get("judge") if isinstance(ev.get("judge"), Mapping) else {}
+    judge = ev.get("judge") if isinstance(ev.get("judge"), dict) else {}
     verdicts = rubric if isinstance(rubric, list) and rubric else judge.get("verdicts")
     if isinstance(verdicts, list) and verdicts:
         rows = [[fmt_text(v.get("id")), fmt_text(spec.get(v.get("id"))), fmt_text(v.get("verdict")),
-                 clip(fmt_text(v.get("reason")), TEXT_CAP)] for v in verdicts if isinstance(v, Mapping)]
+                 clip(fmt_text(v.get("reason")), TEXT_CAP)] for v in verdicts if isinstance(v, dict)]
         sections.append(["Rubric verdicts", "table", [["id", "requirement", "verdict", "reason"], rows]])
     elif spec:
         rows = [[fmt_text(i), fmt_text(r), NA, "not evaluated"] for i, r in spec.items()]
@@ -1214,12 +1238,12 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
     env = ev.get("environment_state_assertions")
     if isinstance(env, list) and env:
         rows = [[fmt_text(e.get("id")), "passed" if e.get("passed") is True else "failed" if e.get("passed") is False else NA,
-                 _compact_json(e.get("expected")), _compact_json(e.get("actual"))] for e in env if isinstance(e, Mapping)]
+                 _compact_json(e.get("expected")), _compact_json(e.get("actual"))] for e in env if isinstance(e, dict)]
         sections.append(["Environment-state checks", "table", [["id", "result", "expected", "actual"], rows]])
     obs = ev.get("trace_observations")
     if isinstance(obs, list) and obs:
         rows = [[fmt_text(o.get("id")), "passed" if o.get("passed") is True else "failed" if o.get("passed") is False else NA]
-                for o in obs if isinstance(o, Mapping)]
+                for o in obs if isinstance(o, dict)]
         sections.append(["Trace observations (behavior; not a pass/fail gate)", "table",
                          [["id", "result"], rows]])
     return [facts, sections]
@@ -1256,10 +1280,10 @@ def _attempt_rows(attempts: Sequence[Mapping[str, Any]], view: Mapping[str, Any]
             "—" if stage is None else str(stage), fmt_quality(rec.get("quality_score")),
             fmt_ms(rec.get("task_wall_ms")), fmt_int(rec.get("total_tokens")), fmt_int(rec.get("tool_calls")),
         ])
-        keys.append(jsonable([task_id, n, status, cls, rec.get("agent_eligible"), rec.get("success"), stage,
-                              num(rec.get("quality_score")), num(rec.get("task_wall_ms")),
-                              num(rec.get("total_tokens")), num(rec.get("tool_calls")), rec.get("category")]))
-        details.append(jsonable(_details_payload(rec, notes, folder_text)))
+        keys.append([task_id, n, status, cls, rec.get("agent_eligible"), rec.get("success"), stage,
+                     num(rec.get("quality_score")), num(rec.get("task_wall_ms")),
+                     num(rec.get("total_tokens")), num(rec.get("tool_calls")), rec.get("category")])
+        details.append(_details_payload(rec, notes, folder_text))  # script_json makes it JSON-safe
     return cells, keys, details
 
 
@@ -1335,11 +1359,11 @@ def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_
                        evidence_base: str | None = None) -> str:
     """report.html: one self-contained, escaped, interactive page."""
     view = build_view(metrics, attempts, manifest, run_id, evidence_base)
-    records = [a for a in attempts if isinstance(a, Mapping)]
+    records = [a for a in attempts if isinstance(a, dict)]
     cells, keys, details = _attempt_rows(records, view)
-    task_keys = [jsonable([t["task_id"], t["category"], t["attempts"], t["eligible"], t["passed"], t["failed"],
-                           num(t["pass_rate"]), num(t["best_quality"]), num(t["avg_quality"]),
-                           num(t["avg_wall_ms"]), t["mean_tokens"], t["has_nonpass"]])
+    task_keys = [[t["task_id"], t["category"], t["attempts"], t["eligible"], t["passed"], t["failed"],
+                  num(t["pass_rate"]), num(t["best_quality"]), num(t["avg_quality"]),
+                  num(t["avg_wall_ms"]), t["mean_tokens"], t["has_nonpass"]]
                  for t in view["task_rows"]]
     script = _asset("report.js")
     payload = {"tasks": {"keys": task_keys}, "attempts": {"keys": keys}}
@@ -1347,7 +1371,7 @@ def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_
     classes = sorted({k[3] for k in keys if isinstance(k[3], str)}, key=_sort_key_class)
     return _env(True).get_template("report.html.j2").render(
         v=view,
-        histograms=_histograms(metrics if isinstance(metrics, Mapping) else {}, records),
+        histograms=_histograms(metrics if isinstance(metrics, dict) else {}, records),
         class_svg=svg_hbar_chart(view["class_items"], css="bar cls"),
         stage_svg=svg_hbar_chart(view["stage_items"], css="bar stg", label_width=150),
         status_svg=svg_stacked_bar([(s, c, f"st-{s}" if s in STATUS_ORDER else "st-other")
