@@ -1,0 +1,62 @@
+"""``bench-pipeline process --publish``: publish a processed run and print a summary."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .client import LangfuseSettings
+from .publisher import PublicationError, publish_run
+
+
+def _progress_printer(stream=None):
+    """A progress callback that prints each tenth of the way once (to stderr)."""
+    stream = stream or sys.stderr
+    shown: set[int] = set()
+
+    def progress(done: int, total: int) -> None:
+        tenth = done * 10 // total if total else 10
+        if tenth not in shown:
+            shown.add(tenth)
+            print(f"  langfuse: {done}/{total} attempts published", file=stream, flush=True)
+
+    return progress
+
+
+def publish_processed(processed, out_dir: Path) -> int:
+    """Publish ``processed`` (a ``bench_pipeline.process.ProcessedRun``); 0 on success, 1 on failure.
+
+    Settings come from the environment (LANGFUSE_BASE_URL / LANGFUSE_HOST, LANGFUSE_PUBLIC_KEY,
+    LANGFUSE_SECRET_KEY); without keys the payloads go to the outbox and 0 is returned.
+    """
+    from bench_pipeline.process import attempt_record
+
+    raw = processed.raw
+    settings = LangfuseSettings.from_env()
+    try:
+        result = publish_run(
+            run_id=raw.run_id,
+            metrics=processed.metrics,
+            attempts=[attempt_record(a) for a in processed.attempts],
+            manifest=raw.manifest or {},
+            suite_def=raw.suite_def or {},
+            out_dir=Path(out_dir),
+            settings=settings,
+            progress=_progress_printer(),
+        )
+    except PublicationError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
+    if result.status == "not_configured":
+        print(
+            f"langfuse: not configured (set LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY); "
+            f"{result.items} item(s), {result.spans} span(s), {result.scores} score(s) written to {result.outbox_path}"
+        )
+        return 0
+    print(
+        f"langfuse: published run {raw.run_id} to dataset {result.dataset!r} (experiment {result.experiment_id}): "
+        f"{result.items} item(s) written, {result.spans} span(s), {result.scores} score(s) sent, "
+        f"{result.skipped_existing} attempt(s) already published; {result.http_requests} HTTP request(s); "
+        f"record {result.record_path}"
+    )
+    return 0

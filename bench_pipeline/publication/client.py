@@ -1,0 +1,339 @@
+"""HTTP access to Langfuse: settings, the SDK's API client, retries and request counting.
+
+Reads and the per-item dataset calls go through the SDK's generated client
+(``langfuse.api.client.LangfuseAPI``, with its own retries switched off so that one retry
+policy applies). The two bulk writes go to the raw endpoints, because the SDK paths either
+hide failures (span exporter, score queue) or are slow for large batches:
+
+* scores: ``POST /api/public/scores`` with a JSON array; 202 = all stored, 207 = some rejected;
+* spans: ``POST /api/public/otel/v1/traces`` with OTLP/JSON (gzip), header
+  ``x-langfuse-ingestion-version: 4``; 2xx without ``partialSuccess.rejectedSpans`` = stored.
+
+No credential is ever logged or put in an exception message.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+import orjson
+from langfuse import __version__ as _SDK_VERSION
+from langfuse.api.client import LangfuseAPI
+from langfuse.api.core.api_error import ApiError
+
+log = logging.getLogger("bench_pipeline.publication")
+
+DEFAULT_BASE_URL = "https://cloud.langfuse.com"  # the SDK's default when no URL is configured
+RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+T = TypeVar("T")
+
+
+@dataclass
+class LangfuseSettings:
+    """Where to publish. ``from_env`` reads LANGFUSE_BASE_URL (wins over LANGFUSE_HOST),
+    LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY. The repr never shows the secret."""
+
+    base_url: str | None
+    public_key: str | None
+    secret_key: str | None
+
+    @classmethod
+    def from_env(cls) -> LangfuseSettings:
+        def env(name: str) -> str | None:
+            value = os.environ.get(name)
+            return value.strip() if value and value.strip() else None
+
+        return cls(
+            base_url=env("LANGFUSE_BASE_URL") or env("LANGFUSE_HOST"),
+            public_key=env("LANGFUSE_PUBLIC_KEY"),
+            secret_key=env("LANGFUSE_SECRET_KEY"),
+        )
+
+    @property
+    def configured(self) -> bool:
+        """Both keys are set (the URL defaults to Langfuse Cloud, like the SDK)."""
+        return bool(self.public_key) and bool(self.secret_key)
+
+    @property
+    def url(self) -> str:
+        return (self.base_url or DEFAULT_BASE_URL).rstrip("/")
+
+    def __repr__(self) -> str:
+        pk = self.public_key
+        shown_pk = None if pk is None else (pk[:8] + "..." if len(pk) > 8 else "***")
+        return (
+            f"LangfuseSettings(base_url={'set' if self.base_url else None!r}, public_key={shown_pk!r}, "
+            f"secret_key={'***' if self.secret_key else None!r})"
+        )
+
+    __str__ = __repr__
+
+
+@dataclass
+class PublishOptions:
+    """Tuning of delivery (defaults suit a real server; tests shorten the waits)."""
+
+    timeout: float = 30.0  # seconds per HTTP request (LANGFUSE_TIMEOUT overrides)
+    retries: int = 3  # extra tries per request after a retryable failure
+    backoff: float = 0.5  # first wait between tries, doubled each time
+    max_retry_after: float = 30.0  # cap on a server's Retry-After
+    workers: int = 8  # concurrent per-item calls (dataset items, trace look-ups)
+    chunk_attempts: int = 250  # attempts per span+score round (progress granularity)
+    max_score_bytes: int = 900_000  # /api/public/scores body limit is 1 MiB
+    max_span_bytes: int = 2_000_000  # uncompressed OTLP/JSON per request
+    max_spans_per_request: int = 1000
+    max_scores_per_request: int = 10_000
+    page_size: int = 100  # dataset-items and experiment-items pages
+    in_doubt_lookup_limit: int = 25  # up to this many in-doubt items: look up per trace, else page
+    give_up_after: int = 20  # after this many requests in a row failed for good, stop trying
+
+    @classmethod
+    def from_env(cls) -> PublishOptions:
+        options = cls()
+        raw = os.environ.get("LANGFUSE_TIMEOUT")
+        if raw:
+            try:
+                options.timeout = float(raw)
+            except ValueError:
+                log.warning("LANGFUSE_TIMEOUT is not a number; using %.0f s", options.timeout)
+        return options
+
+
+class DeliveryFailure(Exception):
+    """One request failed for good. ``in_doubt``: it may have been stored (no answer)."""
+
+    def __init__(self, what: str, detail: str, *, in_doubt: bool = False, status: int | None = None):
+        super().__init__(f"{what}: {detail}")
+        self.what = what
+        self.detail = detail
+        self.in_doubt = in_doubt
+        self.status = status
+
+
+def _retry_after(headers: Any) -> float | None:
+    if not headers:
+        return None
+    raw = None
+    for key in ("retry-after", "Retry-After"):
+        if key in headers:
+            raw = headers[key]
+            break
+    try:
+        return max(0.0, float(raw)) if raw is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+class _RedactUrl(logging.Filter):
+    """Replaces the Langfuse URL in httpx's request log lines ("HTTP Request: POST <url> ...")."""
+
+    def __init__(self, url: str):
+        super().__init__()
+        self.url = url
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and any(self.url in str(a) for a in record.args):
+            record.args = tuple(str(a).replace(self.url, "<langfuse>") if self.url in str(a) else a
+                                for a in record.args)
+        return True
+
+
+def _short(text: Any, limit: int = 300) -> str:
+    s = text if isinstance(text, str) else repr(text)
+    return s if len(s) <= limit else s[:limit] + "..."
+
+
+class LangfuseHttp:
+    """The SDK's API client plus raw bulk endpoints, one retry policy and a request counter."""
+
+    def __init__(self, settings: LangfuseSettings, options: PublishOptions):
+        self.settings = settings
+        self.options = options
+        self.base_url = settings.url
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.by_route: dict[str, int] = {}
+        self._failing = 0  # requests in a row that failed for good with a transient error
+        self._last_failure = ""
+        self._secrets = [s.encode("utf-8") for s in (settings.secret_key,) if s]
+        self.http = httpx.Client(
+            timeout=options.timeout,
+            limits=httpx.Limits(max_connections=options.workers + 4, max_keepalive_connections=options.workers + 4),
+            event_hooks={"request": [self._count]},
+        )
+        self.api = LangfuseAPI(
+            base_url=self.base_url,
+            username=settings.public_key,
+            password=settings.secret_key,
+            x_langfuse_sdk_name="python",
+            x_langfuse_sdk_version=_SDK_VERSION,
+            x_langfuse_public_key=settings.public_key,
+            httpx_client=self.http,
+            timeout=options.timeout,
+        )
+        self._auth = httpx.BasicAuth(settings.public_key or "", settings.secret_key or "")
+        self._log_filter = _RedactUrl(self.base_url)
+        logging.getLogger("httpx").addFilter(self._log_filter)
+        self._headers = {
+            "x-langfuse-sdk-name": "python",
+            "x-langfuse-sdk-version": _SDK_VERSION,
+            "x-langfuse-public-key": settings.public_key or "",
+        }
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _count(self, request: httpx.Request) -> None:
+        route = f"{request.method} {request.url.path}"
+        with self._lock:
+            self.requests += 1
+            self.by_route[route] = self.by_route.get(route, 0) + 1
+
+    def close(self) -> None:
+        self.http.close()
+        logging.getLogger("httpx").removeFilter(self._log_filter)
+
+    def guard(self, body: bytes, what: str) -> None:
+        """Refuse to send a payload that contains the secret key (it never should)."""
+        for secret in self._secrets:
+            if secret and secret in body:
+                raise DeliveryFailure(what, "refused: the payload contains the Langfuse secret key")
+
+    def _check_breaker(self, what: str) -> None:
+        """Once Langfuse failed ``give_up_after`` requests in a row, the rest are not tried."""
+        if self._failing >= self.options.give_up_after:
+            raise DeliveryFailure(
+                what, f"not attempted: {self._failing} requests in a row failed (last: {self._last_failure})")
+
+    def _outcome(self, failure: DeliveryFailure | None) -> None:
+        with self._lock:
+            if failure is None:
+                self._failing = 0
+            else:
+                self._failing += 1
+                self._last_failure = failure.detail
+
+    def wait(self, attempt: int, retry_after: float | None) -> None:
+        """Sleep before try ``attempt + 1``: Retry-After (capped) or exponential backoff."""
+        delay = self.options.backoff * (2 ** attempt)
+        if retry_after is not None:
+            delay = min(retry_after, self.options.max_retry_after)
+        if delay > 0:
+            time.sleep(delay)
+
+    # ------------------------------------------------------------------ SDK calls
+    def call(self, what: str, fn: Callable[[dict], T]) -> T:
+        """Run ``fn(request_options)`` (an SDK API call) with the retry policy.
+
+        Retries transport errors and 408/425/429/5xx answers; raises DeliveryFailure.
+        Only idempotent calls (reads, upserts by id) are passed here.
+        """
+        self._check_breaker(what)
+        request_options = {"max_retries": 0}
+        last: DeliveryFailure | None = None
+        for attempt in range(self.options.retries + 1):
+            retry_after = None
+            try:
+                result = fn(request_options)
+            except httpx.TransportError as exc:
+                last = DeliveryFailure(what, f"no answer ({type(exc).__name__})", in_doubt=True)
+            except ApiError as exc:
+                status = exc.status_code
+                detail = f"HTTP {status}: {_short(exc.body)}"
+                if status not in RETRYABLE_STATUS:
+                    self._outcome(None)  # the service answered: it is up
+                    raise DeliveryFailure(what, detail, status=status) from None
+                last = DeliveryFailure(what, detail, status=status)
+                retry_after = _retry_after(exc.headers)
+            else:
+                self._outcome(None)
+                return result
+            if attempt < self.options.retries:
+                log.info("%s failed (%s); retrying", what, last.detail)
+                self.wait(attempt, retry_after)
+        assert last is not None
+        self._outcome(last)
+        raise last
+
+    # ------------------------------------------------------------------ raw bulk writes
+    def post(self, what: str, path: str, body: bytes, headers: dict[str, str], *,
+             retry_unanswered: bool = True) -> httpx.Response:
+        """POST raw bytes with the retry policy; returns the 2xx response or raises DeliveryFailure.
+
+        Callers only send idempotent bodies (fixed ids, fixed score timestamps). With
+        ``retry_unanswered=False`` a request without an answer is not repeated: the caller
+        reads back first (DeliveryFailure with ``in_doubt``).
+        """
+        self.guard(body, what)
+        self._check_breaker(what)
+        url = f"{self.base_url}{path}"
+        last: DeliveryFailure | None = None
+        for attempt in range(self.options.retries + 1):
+            retry_after = None
+            try:
+                response = self.http.post(url, content=body, headers={**self._headers, **headers}, auth=self._auth)
+            except httpx.TransportError as exc:
+                last = DeliveryFailure(what, f"no answer ({type(exc).__name__})", in_doubt=True)
+                if not retry_unanswered:
+                    self._outcome(last)
+                    raise last from None
+            else:
+                if 200 <= response.status_code < 300:
+                    self._outcome(None)
+                    return response
+                detail = f"HTTP {response.status_code}: {_short(response.text)}"
+                if response.status_code not in RETRYABLE_STATUS:
+                    self._outcome(None)
+                    raise DeliveryFailure(what, detail, status=response.status_code)
+                last = DeliveryFailure(what, detail, status=response.status_code)
+                retry_after = _retry_after(response.headers)
+            if attempt < self.options.retries:
+                log.info("%s failed (%s); retrying", what, last.detail)
+                self.wait(attempt, retry_after)
+        assert last is not None
+        self._outcome(last)
+        raise last
+
+    def send_scores(self, what: str, scores: list[dict]) -> None:
+        """POST /api/public/scores; success only when every score was accepted."""
+        response = self.post(what, "/api/public/scores", orjson.dumps(scores), {"content-type": "application/json"})
+        if response.status_code == 207:
+            try:
+                body = response.json()
+            except ValueError:
+                body = {}
+            rejected = body.get("rejected")
+            errors = body.get("errors") or []
+            raise DeliveryFailure(
+                what, f"HTTP 207: {rejected} of {len(scores)} score(s) rejected: {_short(errors)}", status=207
+            )
+
+    def send_spans(self, what: str, otlp: dict) -> None:
+        """POST /api/public/otel/v1/traces (OTLP/JSON, gzip); success only without rejected spans."""
+        raw = orjson.dumps(otlp)
+        self.guard(raw, what)
+        response = self.post(
+            what,
+            "/api/public/otel/v1/traces",
+            gzip.compress(raw, compresslevel=5),
+            {
+                "content-type": "application/json",
+                "content-encoding": "gzip",
+                "x-langfuse-ingestion-version": "4",
+            },
+            retry_unanswered=False,  # spans are checked by reading back before a resend
+        )
+        try:
+            body = response.json() if response.content else {}
+        except ValueError:
+            body = {}
+        partial = (body or {}).get("partialSuccess") or (body or {}).get("partial_success") or {}
+        rejected = partial.get("rejectedSpans") or partial.get("rejected_spans") or 0
+        if int(rejected or 0) > 0:
+            raise DeliveryFailure(what, f"{rejected} span(s) rejected: {_short(partial.get('errorMessage'))}")

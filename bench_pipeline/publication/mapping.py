@@ -1,0 +1,671 @@
+"""Pure mapping from a processed run to the Langfuse objects that represent it.
+
+Nothing here does I/O. Every id is a function of stable inputs (suite name, run id, task id,
+attempt number, score name), so publishing the same run twice addresses the same objects:
+
+==========================  =================================================================
+object                      id
+==========================  =================================================================
+Dataset                     the suite name (``dataset_name``)
+Dataset Item                ``dataset_item_id(suite, task_id, attempt)``: ``suite:task:attempt``
+                            when readable and unambiguous, else ``bench-item-<sha256>``
+Experiment (dataset run)    the SDK formula (``experiment_id``) over project, dataset id and
+                            run name (= run id)
+replay trace / root span    ``replay_trace_id`` / ``replay_root_span_id`` (suite, run, item)
+evaluation observation      ``evaluation_span_id`` (suite, run, item): the experiment item
+attempt score               ``attempt_score_id`` (suite, run, item, score name)
+run score                   ``run_score_id`` (suite, run, score name)
+==========================  =================================================================
+
+Span payloads are OTLP/JSON (hex ids, ``stringValue`` attributes named by
+``LangfuseOtelSpanAttributes``), the form ``POST /api/public/otel/v1/traces`` accepts.
+Score payloads are the wire form of ``CreateScoreRequest`` (camelCase keys).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import numbers
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from langfuse import LangfuseOtelSpanAttributes as A
+
+MAX_ITEM_ID_LENGTH = 255
+UNKNOWN_SUITE = "unknown-suite"
+SCOPE_NAME = "bench_pipeline.publication"
+SCOPE_VERSION = "1"
+
+# Execution-trace status of an experiment item (metrics-reference "Experiment output ...").
+AVAILABLE = "available"
+PENDING_OR_MISSING = "pending_or_missing"
+NO_EPISODE = "no_episode"
+
+# Binding modes: under the Agent's execution trace, or under a deterministic replay trace.
+EXECUTION_TRACE = "execution_trace"
+REPLAY = "replay"
+
+# --- score fields (outputs.md "attempt metrics", metrics-reference section 2) ----------------
+
+#: Attempt fields exported as CATEGORICAL ``benchmark.<field>`` scores.
+CATEGORICAL_FIELDS = ("status", "failure_class", "first_failure_stage")
+#: Attempt fields exported as BOOLEAN scores (raw and derived outcome, recovery).
+BOOLEAN_FIELDS = (
+    "success_raw", "success", "agent_eligible_raw", "agent_eligible",
+    "recovery_attempted", "recovery_succeeded",
+)
+#: Deterministic checks kept in the attempt record's ``evidence`` (reference: exported scores).
+EVIDENCE_BOOLEAN_FIELDS = ("expected_answer_match", "expected_recalled_memory_match")
+#: Attempt fields exported as NUMERIC scores, in outputs.md order.
+NUMERIC_FIELDS = (
+    "quality_score", "rubric_pass_count", "rubric_total",
+    "task_wall_ms", "setup_ms", "screenshot_capture_ms", "time_to_first_token_ms", "llm_calls",
+    "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms", "device_actions", "device_execution_ms",
+    "tool_calls", "screenshots_taken", "tool_errors", "replan_count", "retry_count",
+    "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens",
+    "cost_usd",
+)
+#: metrics.json sections exported as run-level scores (outputs.md "Langfuse publication").
+RUN_SCORE_SECTIONS = (
+    "capability", "coverage", "failures", "diagnostics", "category", "observations",
+    "efficiency", "reliability", "cost_to_first_success",
+)
+#: Manifest keys copied into the experiment metadata (never credentials: see ``manifest_facts``).
+MANIFEST_FACT_KEYS = (
+    "schema_version", "run_id", "status", "started_at", "finished_at", "code", "suite", "model",
+    "judge", "platform", "active_skills", "repeats", "metrics_k",
+)
+_SECRET_KEY_RE = re.compile(
+    r"(secret|passw(or)?d|credential|cookie|authorization|private[_-]?key|api[_-]?key|access[_-]?key"
+    r"|(^|[_-])token$|^auth$|^auth[_-]|[_-]auth([_-]|$))",
+    re.IGNORECASE,
+)
+_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+
+# =============================================================================== helpers
+
+
+def canonical_json(value: Any) -> bytes:
+    """Deterministic JSON bytes (sorted keys) used for hashes."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+                        default=str)
+
+
+def content_hash(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value)).hexdigest()[:24]
+
+
+def _digest(*parts: Any) -> str:
+    payload = json.dumps(list(parts), separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _span_id(*parts: Any) -> str:
+    sid = _digest(*parts)[:16]
+    return sid if sid != "0" * 16 else "0" * 15 + "1"  # an all-zero id is invalid in OTLP
+
+
+def _trace_id(*parts: Any) -> str:
+    tid = _digest(*parts)[:32]
+    return tid if tid != "0" * 32 else "0" * 31 + "1"
+
+
+def is_bool(value: Any) -> bool:
+    """A Boolean (numpy's ``bool_`` included)."""
+    return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool")  # numpy 1 and 2
+
+
+def is_number(value: Any) -> bool:
+    """A finite real number that is not a Boolean (run-directory.md: a Boolean is never a number)."""
+    return isinstance(value, numbers.Real) and not is_bool(value) and math.isfinite(value)
+
+
+def iso_ms(value: dt.datetime) -> str:
+    """UTC ISO 8601 with millisecond precision (what the score store keeps)."""
+    value = value.astimezone(dt.UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(value: Any) -> dt.datetime | None:
+    """An ISO 8601 text as an aware UTC datetime (naive = UTC), else None."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.astimezone(dt.UTC)
+
+
+def normalize_timestamp(value: Any) -> str | None:
+    parsed = parse_timestamp(value)
+    return iso_ms(parsed) if parsed is not None else None
+
+
+def to_nanos(value: str) -> int:
+    parsed = parse_timestamp(value)
+    if parsed is None:
+        raise ValueError(f"not a timestamp: {value!r}")
+    return int(parsed.timestamp()) * 1_000_000_000 + parsed.microsecond * 1000
+
+
+def _json_text(value: Any) -> str:
+    """How the SDK serializes input/output/metadata attribute values: JSON text."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# =============================================================================== ids
+
+
+def dataset_name(metrics: Mapping | None, manifest: Mapping | None, suite_def: Mapping | None = None) -> str:
+    """The stable suite name: metrics.json ``suite``, else the manifest's, else suite.json's."""
+    candidates: list[Any] = [(metrics or {}).get("suite")]
+    suite = (manifest or {}).get("suite")
+    candidates.append(suite.get("name") if isinstance(suite, Mapping) else suite)
+    candidates.append((suite_def or {}).get("name"))
+    for value in candidates:
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return UNKNOWN_SUITE
+
+
+def dataset_item_id(suite: str, task_id: str, attempt: int) -> str:
+    """Deterministic Dataset Item id for (suite, task, attempt); unique per project, <= 255 chars.
+
+    ``suite:task:attempt`` when neither part contains ``:`` or control characters and the id
+    fits; otherwise ``bench-item-`` + sha256 of the three parts (the two forms cannot collide:
+    a hashed id has no ``:``).
+    """
+    readable = f"{suite}:{task_id}:{attempt}"
+    if (
+        ":" not in suite
+        and ":" not in task_id
+        and readable.isprintable()
+        and len(readable) <= MAX_ITEM_ID_LENGTH
+    ):
+        return readable
+    return "bench-item-" + _digest("bench-pipeline/dataset-item/v1", suite, task_id, attempt)[:48]
+
+
+def experiment_id(project_id: str, dataset_id: str, run_name: str) -> str:
+    """The SDK's deterministic experiment (dataset run) id (``Langfuse._create_experiment_id``)."""
+    payload = json.dumps(
+        ["langfuse-experiment-v1", project_id, dataset_id, run_name],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def replay_trace_id(suite: str, run_id: str, item_id: str) -> str:
+    return _trace_id("bench-pipeline/replay-trace/v1", suite, run_id, item_id)
+
+
+def replay_root_span_id(suite: str, run_id: str, item_id: str) -> str:
+    return _span_id("bench-pipeline/replay-root/v1", suite, run_id, item_id)
+
+
+def evaluation_span_id(suite: str, run_id: str, item_id: str) -> str:
+    return _span_id("bench-pipeline/evaluation-span/v1", suite, run_id, item_id)
+
+
+def attempt_score_id(suite: str, run_id: str, item_id: str, name: str) -> str:
+    return "bench-" + _digest("bench-pipeline/attempt-score/v1", suite, run_id, item_id, name)[:32]
+
+
+def run_score_id(suite: str, run_id: str, name: str) -> str:
+    return "bench-" + _digest("bench-pipeline/run-score/v1", suite, run_id, name)[:32]
+
+
+def evaluation_name(task_id: str, attempt: int) -> str:
+    return f"benchmark/{task_id}#attempt-{attempt}"
+
+
+def normalize_trace_id(value: Any) -> str | None:
+    """A 32-hex OTLP trace id (lower-cased), else None."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip().lower()
+    return text if _HEX32.match(text) and text != "0" * 32 else None
+
+
+def trace_url(base_url: str | None, project_id: str | None, trace_id: str | None) -> str | None:
+    """``<base>/project/<project>/traces/<trace>`` (the SDK's ``get_trace_url``), credentials stripped."""
+    if not base_url or not project_id or not trace_id:
+        return None
+    base = re.sub(r"^(https?://)[^/@]*@", r"\1", base_url.rstrip("/"))
+    return f"{base}/project/{project_id}/traces/{trace_id}"
+
+
+# =============================================================================== attempts
+
+
+def _suite_tasks(suite_def: Mapping | None) -> dict[str, Mapping]:
+    tasks = (suite_def or {}).get("tasks")
+    out: dict[str, Mapping] = {}
+    if isinstance(tasks, list):
+        for task in tasks:
+            if isinstance(task, Mapping) and isinstance(task.get("id"), str):
+                out.setdefault(task["id"], task)
+    return out
+
+
+def item_body(suite: str, suite_version: Any, task: Mapping | None, attempt: Mapping) -> dict:
+    """input / expectedOutput / metadata of the Dataset Item for one task attempt."""
+    task = task or {}
+    evidence = attempt.get("evidence") or {}
+    rubric_spec = task.get("rubric_spec") if "rubric_spec" in task else evidence.get("rubric_spec")
+    category = task.get("category") if task.get("category") is not None else attempt.get("category")
+    return {
+        "input": {"prompt": task.get("prompt"), "task_id": attempt["task_id"], "attempt": attempt["attempt"]},
+        "expectedOutput": {"expected_answer": task.get("expected_answer"), "rubric_spec": rubric_spec},
+        "metadata": {
+            "suite": suite,
+            "suite_version": suite_version,
+            "task_id": attempt["task_id"],
+            "attempt": attempt["attempt"],
+            "category": category,
+            "rubric_spec": rubric_spec,
+            "expected_memory_ids": task.get("expected_memory_ids"),
+            "in_suite_definition": bool(task),
+            "source": "bench_pipeline",
+        },
+    }
+
+
+def attempt_score_values(attempt: Mapping) -> list[tuple[str, Any, str]]:
+    """(name, value, data type) of every available ``benchmark.<field>`` score of an attempt.
+
+    Null, non-finite and wrongly-typed values are unavailable and omitted, never sent as 0.
+    """
+    out: list[tuple[str, Any, str]] = []
+    for name in CATEGORICAL_FIELDS:
+        value = attempt.get(name)
+        if isinstance(value, str) and value:
+            out.append((f"benchmark.{name}", value, "CATEGORICAL"))
+    evidence = attempt.get("evidence") or {}
+    for name in BOOLEAN_FIELDS + EVIDENCE_BOOLEAN_FIELDS:
+        value = attempt.get(name) if name in BOOLEAN_FIELDS else evidence.get(name)
+        if is_bool(value):
+            out.append((f"benchmark.{name}", 1 if value else 0, "BOOLEAN"))
+    for name in NUMERIC_FIELDS:
+        value = attempt.get(name)
+        if is_number(value):
+            out.append((f"benchmark.{name}", value, "NUMERIC"))
+    passed, total = attempt.get("rubric_pass_count"), attempt.get("rubric_total")
+    if is_number(passed) and is_number(total) and total != 0:
+        out.append(("benchmark.rubric_pass_rate", float(passed) / float(total), "NUMERIC"))
+    return out
+
+
+def run_score_values(metrics: Mapping) -> list[tuple[str, float]]:
+    """(name, value) for every number under the run-score sections of metrics.json.
+
+    ``.value`` is dropped from the primary name and ``ci95.lower/upper`` become
+    ``ci95_lower/ci95_upper``; nulls (and Booleans) are omitted.
+    """
+    out: list[tuple[str, float]] = []
+
+    def walk(value: Any, path: list[str]) -> None:
+        if isinstance(value, Mapping):
+            for key, child in value.items():
+                walk(child, path + [str(key)])
+        elif is_number(value):
+            parts = list(path)
+            if len(parts) >= 2 and parts[-2] == "ci95" and parts[-1] in ("lower", "upper"):
+                parts[-2:] = [f"ci95_{parts[-1]}"]
+            elif len(parts) >= 2 and parts[-1] == "value":
+                parts = parts[:-1]
+            out.append((".".join(parts), value))
+
+    for section in RUN_SCORE_SECTIONS:
+        if section in metrics:
+            walk(metrics[section], [section])
+    return out
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _scrub(v) for k, v in value.items() if not _SECRET_KEY_RE.search(str(k))}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def manifest_facts(manifest: Mapping | None, metrics: Mapping | None = None) -> dict:
+    """Experiment metadata: the manifest's descriptive facts, never keys or secrets.
+
+    Only known descriptive keys are copied, and any nested key that looks like a credential
+    (secret, token, password, api key, auth, ...) is dropped.
+    """
+    manifest = manifest or {}
+    facts = {k: _scrub(manifest[k]) for k in MANIFEST_FACT_KEYS if k in manifest}
+    planned = manifest.get("planned")
+    if isinstance(planned, list):
+        facts["planned_tasks"] = len(planned)
+        facts["planned_attempts"] = sum(
+            p["attempts"] for p in planned if isinstance(p, Mapping) and is_number(p.get("attempts"))
+        )
+    if metrics:
+        facts["formula_version"] = metrics.get("formula_version")
+        facts["metrics_schema_version"] = metrics.get("schema_version")
+    facts["publisher"] = "bench_pipeline.publication"
+    return facts
+
+
+@dataclass
+class AttemptPlan:
+    """Everything about one attempt that does not depend on the Langfuse server."""
+
+    item_id: str
+    task_id: str
+    attempt: int
+    line: Any
+    item: dict  # the Dataset Item wire body (datasetName, id, input, expectedOutput, metadata, status)
+    item_hash: str
+    episode_id: str | None
+    execution_trace_id: str | None  # valid 32-hex id from the episode, when the episode is known
+    replay_trace_id: str
+    replay_root_span_id: str
+    evaluation_span_id: str
+    name: str  # benchmark/<task>#attempt-<n>
+    scores: list[tuple[str, Any, str]]
+    score_timestamp: str | None  # the attempt's own finished_at, when known
+    evidence: dict = field(default_factory=dict)
+
+
+@dataclass
+class RunPlan:
+    suite: str
+    run_id: str
+    attempts: list[AttemptPlan]
+    duplicates: list[dict]  # attempt records dropped because a later line has the same task/attempt
+    run_scores: list[tuple[str, float]]
+    experiment_metadata: dict
+    experiment_description: str
+    run_timestamp: str | None  # manifest finished_at, else latest attempt finished_at, else started_at
+
+
+def plan_run(*, run_id: str, metrics: Mapping, attempts: Iterable[Mapping], manifest: Mapping | None,
+             suite_def: Mapping | None) -> RunPlan:
+    """The server-independent part of a publication (pure)."""
+    suite = dataset_name(metrics, manifest, suite_def)
+    suite_version = (suite_def or {}).get("version")
+    if suite_version is None and isinstance((manifest or {}).get("suite"), Mapping):
+        suite_version = manifest["suite"].get("version")
+    tasks = _suite_tasks(suite_def)
+
+    by_key: dict[tuple[str, int], Mapping] = {}
+    duplicates: list[dict] = []
+    for record in attempts:
+        key = (str(record["task_id"]), int(record.get("attempt") or 1))
+        if key in by_key:  # run-directory.md: the later line overwrites the earlier one
+            earlier = by_key.pop(key)
+            duplicates.append({"task_id": key[0], "attempt": key[1], "line": earlier.get("line")})
+        by_key[key] = record
+
+    plans: list[AttemptPlan] = []
+    for (task_id, attempt_no), record in by_key.items():
+        record = {**record, "task_id": task_id, "attempt": attempt_no}
+        item_id = dataset_item_id(suite, task_id, attempt_no)
+        body = item_body(suite, suite_version, tasks.get(task_id), record)
+        item = {"datasetName": suite, "id": item_id, **body, "status": "ACTIVE"}
+        evidence = dict(record.get("evidence") or {})
+        episode = evidence.get("episode_id") if isinstance(evidence.get("episode_id"), str) else None
+        plans.append(AttemptPlan(
+            item_id=item_id,
+            task_id=task_id,
+            attempt=attempt_no,
+            line=record.get("line"),
+            item=item,
+            item_hash=content_hash(item),
+            episode_id=episode,
+            execution_trace_id=normalize_trace_id(evidence.get("trace_id")) if episode else None,
+            replay_trace_id=replay_trace_id(suite, run_id, item_id),
+            replay_root_span_id=replay_root_span_id(suite, run_id, item_id),
+            evaluation_span_id=evaluation_span_id(suite, run_id, item_id),
+            name=evaluation_name(task_id, attempt_no),
+            scores=attempt_score_values(record),
+            score_timestamp=normalize_timestamp(evidence.get("finished_at")),
+            evidence=evidence,
+        ))
+
+    run_ts = normalize_timestamp((manifest or {}).get("finished_at"))
+    if run_ts is None:
+        finished = [p.score_timestamp for p in plans if p.score_timestamp]
+        run_ts = max(finished) if finished else normalize_timestamp((manifest or {}).get("started_at"))
+    facts = manifest_facts(manifest, metrics)
+    facts.setdefault("run_id", run_id)
+    return RunPlan(
+        suite=suite,
+        run_id=run_id,
+        attempts=plans,
+        duplicates=duplicates,
+        run_scores=run_score_values(metrics or {}),
+        experiment_metadata=facts,
+        experiment_description=f"bench_pipeline benchmark run {run_id} of suite {suite}",
+        run_timestamp=run_ts,
+    )
+
+
+# =============================================================================== bindings
+
+
+@dataclass
+class Binding:
+    """Where an attempt's experiment item lives (kept for good once published)."""
+
+    mode: str  # EXECUTION_TRACE | REPLAY
+    trace_id: str
+    parent_span_id: str | None  # execution root (EXECUTION_TRACE) or replay root span (REPLAY)
+    observation_id: str  # the evaluation span = experiment item root observation
+    status: str  # AVAILABLE | PENDING_OR_MISSING | NO_EPISODE
+
+    def to_json(self) -> dict:
+        return {
+            "mode": self.mode, "trace_id": self.trace_id, "parent_span_id": self.parent_span_id,
+            "observation_id": self.observation_id, "execution_trace_status": self.status,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Binding:
+        return cls(data["mode"], data["trace_id"], data.get("parent_span_id"), data["observation_id"],
+                   data["execution_trace_status"])
+
+
+def decide_binding(plan: AttemptPlan, execution_root: str | None) -> Binding:
+    """Binding for a new experiment item.
+
+    ``execution_root`` is the root span id found in Langfuse for the attempt's execution
+    trace (None: not found, or nothing to look up). Only a found root makes it ``available``.
+    """
+    if plan.episode_id is None:
+        status = NO_EPISODE
+    elif plan.execution_trace_id is not None and execution_root is not None:
+        return Binding(EXECUTION_TRACE, plan.execution_trace_id, execution_root, plan.evaluation_span_id, AVAILABLE)
+    else:
+        status = PENDING_OR_MISSING
+    return Binding(REPLAY, plan.replay_trace_id, plan.replay_root_span_id, plan.evaluation_span_id, status)
+
+
+def binding_from_server(plan: AttemptPlan, trace_id: str, observation_id: str) -> Binding:
+    """The binding of an experiment item that already exists in Langfuse (kept as it is)."""
+    if trace_id == plan.replay_trace_id:
+        status = NO_EPISODE if plan.episode_id is None else PENDING_OR_MISSING
+        return Binding(REPLAY, trace_id, plan.replay_root_span_id, observation_id, status)
+    return Binding(EXECUTION_TRACE, trace_id, None, observation_id, AVAILABLE)
+
+
+# =============================================================================== payloads
+
+
+def experiment_output(plan: AttemptPlan, binding: Binding, *, base_url: str | None, project_id: str | None) -> dict:
+    """The experiment item output (outputs.md "Langfuse publication")."""
+    ev = plan.evidence
+    artifact = ev.get("trace_artifact")
+    if not isinstance(artifact, Mapping):
+        artifact = {"status": "missing", "path": None}
+    trace_id = plan.execution_trace_id if plan.episode_id else None
+    if binding.mode == EXECUTION_TRACE:
+        trace_id = binding.trace_id
+    return {
+        "final_response": ev.get("final_response"),
+        "tool_calls": ev.get("tool_calls"),
+        "trace_artifact": {"status": artifact.get("status"), "path": artifact.get("path")},
+        "aiden_episode_id": plan.episode_id,
+        "aiden_trace_id": trace_id,
+        "aiden_trace_url": trace_url(base_url, project_id, trace_id) if plan.episode_id else None,
+        "execution_trace_status": binding.status,
+    }
+
+
+@dataclass
+class ExperimentContext:
+    """Server-assigned facts the span and score payloads need (placeholders in the outbox)."""
+
+    dataset_id: str
+    experiment_id: str
+    project_id: str | None
+    base_url: str | None
+
+
+def _attr(key: str, value: Any) -> dict:
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    return {"key": key, "value": {"stringValue": value if isinstance(value, str) else _json_text(value)}}
+
+
+def _span(trace_id: str, span_id: str, parent: str | None, name: str, attrs: list[dict],
+          start_ns: int, end_ns: int) -> dict:
+    span: dict[str, Any] = {"traceId": trace_id, "spanId": span_id}
+    if parent:
+        span["parentSpanId"] = parent
+    span.update({
+        "name": name, "kind": 1,
+        "startTimeUnixNano": str(start_ns), "endTimeUnixNano": str(end_ns),
+        "attributes": attrs,
+    })
+    return span
+
+
+def attempt_spans(plan: AttemptPlan, binding: Binding, run: RunPlan, ctx: ExperimentContext,
+                  start: str, end: str) -> list[dict]:
+    """OTLP/JSON spans for one attempt: the evaluation observation (the experiment item),
+    preceded by the replay root when the item is not bound to an execution trace."""
+    start_ns, end_ns = to_nanos(start), to_nanos(end)
+    output = experiment_output(plan, binding, base_url=ctx.base_url, project_id=ctx.project_id)
+    item = plan.item
+    metadata = {
+        "run_id": run.run_id, "suite": run.suite, "task_id": plan.task_id, "attempt": plan.attempt,
+        "category": item["metadata"].get("category"), "dataset_id": ctx.dataset_id,
+        "dataset_item_id": plan.item_id, "experiment_name": run.run_id, "experiment_run_name": run.run_id,
+        "execution_trace_status": binding.status, "binding": binding.mode,
+    }
+    attrs = [
+        _attr(A.OBSERVATION_TYPE, "evaluator"),
+        _attr(A.OBSERVATION_INPUT, item["input"]),
+        _attr(A.OBSERVATION_OUTPUT, output),
+    ]
+    attrs += [_attr(f"{A.OBSERVATION_METADATA}.{k}", v) for k, v in metadata.items()]
+    attrs += [
+        _attr(A.EXPERIMENT_ID, ctx.experiment_id),
+        _attr(A.EXPERIMENT_NAME, run.run_id),
+        _attr(A.EXPERIMENT_DESCRIPTION, run.experiment_description),
+        _attr(A.EXPERIMENT_METADATA, run.experiment_metadata),
+        _attr(A.EXPERIMENT_DATASET_ID, ctx.dataset_id),
+        _attr(A.EXPERIMENT_ITEM_ID, plan.item_id),
+        _attr(A.EXPERIMENT_ITEM_ROOT_OBSERVATION_ID, binding.observation_id),
+        _attr(A.EXPERIMENT_ITEM_EXPECTED_OUTPUT, item["expectedOutput"]),
+        _attr(A.EXPERIMENT_ITEM_METADATA, item["metadata"]),
+    ]
+    spans = []
+    if binding.mode == REPLAY:
+        replay_attrs = [
+            _attr(A.TRACE_NAME, f"benchmark-replay/{plan.task_id}#attempt-{plan.attempt}"),
+            _attr(A.OBSERVATION_TYPE, "span"),
+            _attr(A.OBSERVATION_INPUT, item["input"]),
+            _attr(A.OBSERVATION_OUTPUT, {"final_response": output["final_response"], "tool_calls": output["tool_calls"]}),
+            _attr(f"{A.OBSERVATION_METADATA}.replay", True),
+            _attr(f"{A.OBSERVATION_METADATA}.note",
+                  "Result replay from the benchmark's saved artifacts; not an Agent execution. "
+                  "Parent and child observations are one attempt."),
+            _attr(f"{A.OBSERVATION_METADATA}.run_id", run.run_id),
+            _attr(f"{A.OBSERVATION_METADATA}.execution_trace_status", binding.status),
+        ]
+        spans.append(_span(binding.trace_id, binding.parent_span_id or plan.replay_root_span_id, None,
+                           "benchmark-replay", replay_attrs, start_ns, end_ns))
+    spans.append(_span(binding.trace_id, binding.observation_id, binding.parent_span_id, plan.name, attrs,
+                       start_ns, end_ns))
+    return spans
+
+
+def span_content_hash(spans: list[dict]) -> str:
+    """Hash of span payloads without their timestamps (a resend with new times is the same)."""
+    return content_hash([{k: v for k, v in s.items() if not k.endswith("UnixNano")} for s in spans])
+
+
+def otlp_body(spans: list[dict]) -> dict:
+    """An OTLP/JSON ExportTraceServiceRequest holding ``spans``."""
+    return {"resourceSpans": [{
+        "resource": {"attributes": [_attr("service.name", "bench_pipeline")]},
+        "scopeSpans": [{"scope": {"name": SCOPE_NAME, "version": SCOPE_VERSION}, "spans": spans}],
+    }]}
+
+
+def _score(score_id: str, name: str, value: Any, data_type: str, timestamp: str, **subject: str | None) -> dict:
+    body: dict[str, Any] = {"id": score_id, "name": name}
+    if data_type == "CATEGORICAL":
+        body["value"] = value
+    else:
+        body["value"] = float(value)
+    body["dataType"] = data_type
+    body["timestamp"] = timestamp
+    body.update({k: v for k, v in subject.items() if v is not None})
+    return body
+
+
+def attempt_score_payloads(plan: AttemptPlan, binding: Binding, run: RunPlan, timestamp: str) -> list[dict]:
+    """``benchmark.*`` scores of one attempt on its experiment item (trace + observation)."""
+    ts = plan.score_timestamp or timestamp
+    return [
+        _score(attempt_score_id(run.suite, run.run_id, plan.item_id, name), name, value, dtype, ts,
+               traceId=binding.trace_id, observationId=binding.observation_id)
+        for name, value, dtype in plan.scores
+    ]
+
+
+def run_score_payloads(run: RunPlan, experiment: str, timestamp: str) -> list[dict]:
+    """Run-level scores attached to the experiment (``datasetRunId``)."""
+    return [
+        _score(run_score_id(run.suite, run.run_id, name), name, value, "NUMERIC", timestamp, datasetRunId=experiment)
+        for name, value in run.run_scores
+    ]
+
+
+def chunk_by_size(entries: list[Any], sizes: list[int], max_bytes: int, max_count: int) -> list[list[int]]:
+    """Indices of ``entries`` grouped greedily so that each group stays under both limits
+    (an entry larger than ``max_bytes`` goes alone)."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for i, size in enumerate(sizes):
+        if current and (used + size > max_bytes or len(current) >= max_count):
+            groups.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += size
+    if current:
+        groups.append(current)
+    return groups

@@ -1,0 +1,334 @@
+"""Pure mapping: ids, item bodies, experiment output, span attributes and score lists."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from langfuse import Langfuse
+from langfuse import LangfuseOtelSpanAttributes as A
+
+from bench_pipeline.publication import mapping as m
+
+SUITE_DEF = {
+    "name": "android-core",
+    "version": "7",
+    "tasks": [
+        {"id": "open_settings", "category": "navigation", "prompt": "Open the Wi-Fi settings.",
+         "rubric_spec": [{"id": "r1", "requirement": "Wi-Fi page visible"}], "expected_answer": None,
+         "expected_memory_ids": [], "timeout_s": 300},
+        {"id": "pick_option", "category": "quiz", "prompt": "Which? A or B", "rubric_spec": [],
+         "expected_answer": "B"},
+    ],
+}
+MANIFEST = {
+    "schema_version": 1, "run_id": "run-7", "status": "completed",
+    "started_at": "2026-11-28T10:00:00Z", "finished_at": "2026-11-28T11:02:13Z",
+    "code": {"git_sha": "4f2c9e1", "dirty": False}, "suite": {"name": "android-core", "version": "7"},
+    "model": {"provider": "example", "name": "m", "max_tokens": 4096, "api_key": "sk-should-not-leak"},
+    "judge": {"enabled": True, "model": "j", "auth_token": "tok-should-not-leak"},
+    "platform": {"device": "emulator"}, "active_skills": ["calendar"], "repeats": 2, "metrics_k": 2,
+    "planned": [{"task_id": "open_settings", "attempts": 2}, {"task_id": "pick_option", "attempts": 2}],
+    "langfuse_secret_key": "sk-lf-should-not-leak",
+}
+
+
+def attempt(task_id="open_settings", n=1, **over):
+    rec = {
+        "run_id": "run-7", "task_id": task_id, "attempt": n, "line": n, "category": "navigation",
+        "artifact_dir": f"tasks/{task_id}", "status": "failed", "success_raw": False, "success": False,
+        "agent_eligible_raw": None, "agent_eligible": True, "failure_class": "agent",
+        "first_failure_stage": "device_execution", "failure_event_ref": "history:4", "quality_score": 0.0,
+        "rubric_pass_count": 3, "rubric_total": 4, "task_wall_ms": 1200, "setup_ms": 30.5,
+        "screenshot_capture_ms": None, "time_to_first_token_ms": None, "llm_calls": 3, "llm_time_ms": 3000,
+        "vision_llm_calls": 0, "vision_llm_time_ms": None, "device_actions": 2, "device_execution_ms": 0,
+        "tool_calls": 4, "screenshots_taken": 1, "tool_errors": 1, "replan_count": None, "retry_count": None,
+        "input_tokens": 100, "output_tokens": 20, "total_tokens": 120, "cached_input_tokens": None,
+        "reasoning_tokens": None, "cost_usd": None, "recovery_attempted": False, "recovery_succeeded": None,
+        "provenance": {},
+        "evidence": {
+            "dir": f"tasks/{task_id}", "trace_artifact": {"status": "available", "path": f"tasks/{task_id}/trace.json"},
+            "final_response": "done", "tool_calls": [{"name": "tap", "arguments": {"x": 1, "y": 2}}],
+            "episode_id": "ep-1", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+            "expected_answer_match": None, "expected_recalled_memory_match": True,
+            "started_at": "2026-11-28T10:00:00Z", "finished_at": "2026-11-28T10:01:00.123456Z",
+        },
+    }
+    for key, value in over.items():
+        if key == "evidence":
+            rec["evidence"].update(value)
+        else:
+            rec[key] = value
+    return rec
+
+
+# ------------------------------------------------------------------------------------ ids
+
+
+def test_dataset_name_prefers_metrics_then_manifest_then_suite():
+    assert m.dataset_name({"suite": "s1"}, MANIFEST, SUITE_DEF) == "s1"
+    assert m.dataset_name({"suite": None}, {"suite": {"name": "from-manifest"}}, SUITE_DEF) == "from-manifest"
+    assert m.dataset_name({"suite": None}, {"suite": "plain"}, {}) == "plain"
+    assert m.dataset_name({"suite": None}, {}, {"name": "from-suite"}) == "from-suite"
+    assert m.dataset_name({"suite": None}, {}, {}) == "unknown-suite"
+
+
+def test_dataset_item_ids_are_deterministic_readable_and_bounded():
+    assert m.dataset_item_id("android-core", "open_settings", 2) == "android-core:open_settings:2"
+    assert m.dataset_item_id("android-core", "open_settings", 2) == m.dataset_item_id("android-core", "open_settings", 2)
+    # ambiguous or long parts are hashed; the two hashed ids differ
+    a, b = m.dataset_item_id("a:b", "c", 1), m.dataset_item_id("a", "b:c", 1)
+    assert a != b and a.startswith("bench-item-") and ":" not in a
+    long = m.dataset_item_id("s" * 200, "t" * 200, 1)
+    assert len(long) <= 255 and long.startswith("bench-item-")
+    assert m.dataset_item_id("s", "t\nx", 1).startswith("bench-item-")
+    ids = {m.dataset_item_id("s", f"t{i}", n) for i in range(50) for n in (1, 2, 3)}
+    assert len(ids) == 150
+
+
+def test_experiment_id_matches_the_sdk_formula():
+    ours = m.experiment_id("proj-1", "ds-9", "run-7")
+    sdk = Langfuse._create_experiment_id(object(), project_id="proj-1", dataset_id="ds-9", run_name="run-7")
+    assert ours == sdk and len(ours) == 16
+    assert m.experiment_id("proj-1", "ds-9", "run-8") != ours
+
+
+def test_trace_and_span_ids_are_stable_hex_and_distinct():
+    args = ("android-core", "run-7", "android-core:open_settings:1")
+    t, r, e = m.replay_trace_id(*args), m.replay_root_span_id(*args), m.evaluation_span_id(*args)
+    assert len(t) == 32 and len(r) == 16 and len(e) == 16 and r != e
+    assert all(c in "0123456789abcdef" for c in t + r + e)
+    assert m.replay_trace_id("android-core", "run-8", args[2]) != t  # per run
+    assert m.attempt_score_id(*args, "benchmark.success") != m.attempt_score_id(*args, "benchmark.status")
+    assert m.run_score_id("android-core", "run-7", "x") == m.run_score_id("android-core", "run-7", "x")
+
+
+def test_trace_url_and_trace_id_normalisation():
+    assert m.trace_url("https://user:pw@lf.example/", "p1", "a" * 32) == f"https://lf.example/project/p1/traces/{'a' * 32}"
+    assert m.trace_url(None, "p1", "a" * 32) is None and m.trace_url("https://x", None, "a" * 32) is None
+    assert m.normalize_trace_id("4BF92F3577B34DA6A3CE929D0E0E4736") == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert m.normalize_trace_id("not-hex") is None and m.normalize_trace_id("0" * 32) is None
+
+
+# ------------------------------------------------------------------------------------ scores
+
+
+def test_attempt_scores_types_and_omission_of_unavailable_values():
+    scores = {name: (value, dtype) for name, value, dtype in m.attempt_score_values(attempt())}
+    assert scores["benchmark.status"] == ("failed", "CATEGORICAL")
+    assert scores["benchmark.failure_class"] == ("agent", "CATEGORICAL")
+    assert scores["benchmark.first_failure_stage"] == ("device_execution", "CATEGORICAL")
+    assert scores["benchmark.success"] == (0, "BOOLEAN") and scores["benchmark.agent_eligible"] == (1, "BOOLEAN")
+    assert scores["benchmark.success_raw"] == (0, "BOOLEAN")
+    assert scores["benchmark.recovery_attempted"] == (0, "BOOLEAN")
+    assert scores["benchmark.expected_recalled_memory_match"] == (1, "BOOLEAN")
+    assert scores["benchmark.quality_score"] == (0.0, "NUMERIC")  # a recorded zero is sent
+    assert scores["benchmark.device_execution_ms"] == (0, "NUMERIC")
+    assert scores["benchmark.setup_ms"] == (30.5, "NUMERIC")
+    assert scores["benchmark.rubric_pass_rate"] == (0.75, "NUMERIC")
+    for absent in ("retry_count", "cost_usd", "replan_count", "recovery_succeeded", "agent_eligible_raw",
+                   "expected_answer_match", "failure_event_ref", "run_id", "task_id", "line", "category"):
+        assert f"benchmark.{absent}" not in scores
+    assert not any(isinstance(v, bool) for v, _ in scores.values())
+
+
+def test_rubric_pass_rate_only_with_a_nonzero_stored_total():
+    names = lambda rec: {n for n, _, _ in m.attempt_score_values(rec)}
+    assert "benchmark.rubric_pass_rate" not in names(attempt(rubric_total=0, rubric_pass_count=0))
+    assert "benchmark.rubric_pass_rate" not in names(attempt(rubric_total=None))
+    assert "benchmark.rubric_pass_rate" not in names(attempt(rubric_pass_count=None))
+    zero = {n: v for n, v, _ in m.attempt_score_values(attempt(rubric_pass_count=0, rubric_total=4, quality_score=1))}
+    assert zero["benchmark.rubric_pass_rate"] == 0.0 and zero["benchmark.quality_score"] == 1  # --no-judge case
+
+
+def test_booleans_and_non_finite_values_are_never_numbers():
+    rec = attempt(llm_calls=True, task_wall_ms=float("nan"), status=None, success="yes")
+    names = {n for n, _, _ in m.attempt_score_values(rec)}
+    assert not {"benchmark.llm_calls", "benchmark.task_wall_ms", "benchmark.status", "benchmark.success"} & names
+
+
+def test_run_scores_flatten_rename_and_omit_nulls():
+    metrics = {
+        "suite": "android-core", "run_id": "run-7", "schema_version": 1,
+        "capability": {
+            "pass_at_1": {"value": 0.5, "successes": 1, "eligible_tasks": 2, "total_tasks": 2,
+                          "ci95": {"lower": 0.09, "upper": 0.91}},
+            "pass_at_k": {"value": None, "successes": 0, "eligible_tasks": 0, "total_tasks": 2,
+                          "ci95": {"lower": None, "upper": None}},
+            "first_success_attempt": {"mean": 1.5, "p50": 1.5, "count": 2},
+        },
+        "coverage": {"pass_at_1": 1.0, "metrics_k": 2, "planned_attempts": None},
+        "failures": {"class": {"agent": 3, "environment": 0}, "stage": {"unknown": 1}},
+        "diagnostics": {"failure_stage_coverage": None},
+        "category": {"navigation": {"pass_rate": 0.5, "rubric_pass_rate": None, "attempts": 2}},
+        "observations": {"obs.1": {"pass_rate": 1.0, "passed_tasks": 1, "observed_tasks": 1}},
+        "efficiency": {"cost_usd": {"count": 0, "sum": None, "mean": None, "p50": None, "p90": None, "p95": None}},
+        "reliability": {"tool_errors": {"count": 2, "sum": 1, "mean": 0.5, "p50": 0.5, "p90": 0.9, "p95": 0.95}},
+        "cost_to_first_success": {"task_wall_ms": {"count": 1, "mean": 5000.0, "p50": 5000.0}},
+        "aggregate": {"tasks": 4}, "data_quality": {"bad_rows": []},
+    }
+    scores = dict(m.run_score_values(metrics))
+    assert scores["capability.pass_at_1"] == 0.5
+    assert scores["capability.pass_at_1.ci95_lower"] == 0.09 and scores["capability.pass_at_1.ci95_upper"] == 0.91
+    assert scores["capability.pass_at_1.successes"] == 1
+    assert scores["capability.pass_at_k.total_tasks"] == 2 and "capability.pass_at_k" not in scores
+    assert "capability.pass_at_k.ci95_lower" not in scores
+    assert scores["capability.first_success_attempt.mean"] == 1.5
+    assert scores["coverage.metrics_k"] == 2 and "coverage.planned_attempts" not in scores
+    assert scores["failures.class.environment"] == 0 and scores["failures.stage.unknown"] == 1
+    assert "diagnostics.failure_stage_coverage" not in scores
+    assert scores["category.navigation.pass_rate"] == 0.5 and "category.navigation.rubric_pass_rate" not in scores
+    assert scores["observations.obs.1.pass_rate"] == 1.0
+    assert scores["efficiency.cost_usd.count"] == 0 and "efficiency.cost_usd.mean" not in scores
+    assert scores["reliability.tool_errors.p95"] == 0.95
+    assert scores["cost_to_first_success.task_wall_ms.p50"] == 5000.0
+    assert not any(k.startswith(("aggregate", "data_quality", "schema", "run_id")) for k in scores)
+    assert not any(k.endswith(".value") or ".ci95." in k for k in scores)
+    assert all(math.isfinite(v) for v in scores.values())
+
+
+# ------------------------------------------------------------------------------------ plan and payloads
+
+
+def plan(attempts=None, manifest=MANIFEST, metrics=None):
+    return m.plan_run(run_id="run-7", metrics=metrics or {"suite": "android-core"},
+                      attempts=attempts or [attempt()], manifest=manifest, suite_def=SUITE_DEF)
+
+
+def test_items_carry_prompt_expected_answer_and_rubric():
+    p = plan([attempt(), attempt("pick_option", 2), attempt("not_in_suite", 1, evidence={"rubric_spec": [{"id": "x"}]})])
+    items = {a.item_id: a.item for a in p.attempts}
+    first = items["android-core:open_settings:1"]
+    assert first["datasetName"] == "android-core" and first["status"] == "ACTIVE"
+    assert first["input"] == {"prompt": "Open the Wi-Fi settings.", "task_id": "open_settings", "attempt": 1}
+    assert first["expectedOutput"] == {"expected_answer": None,
+                                       "rubric_spec": [{"id": "r1", "requirement": "Wi-Fi page visible"}]}
+    assert first["metadata"]["suite_version"] == "7" and first["metadata"]["category"] == "navigation"
+    assert items["android-core:pick_option:2"]["expectedOutput"]["expected_answer"] == "B"
+    orphan = items["android-core:not_in_suite:1"]
+    assert orphan["input"]["prompt"] is None and orphan["expectedOutput"]["rubric_spec"] == [{"id": "x"}]
+    assert orphan["metadata"]["in_suite_definition"] is False
+
+
+def test_duplicate_task_attempts_keep_the_later_line():
+    p = plan([attempt(line=1, status="failed"), attempt(line=2, status="passed")])
+    assert len(p.attempts) == 1 and p.attempts[0].line == 2
+    assert p.duplicates == [{"task_id": "open_settings", "attempt": 1, "line": 1}]
+
+
+def test_manifest_facts_never_carry_secrets():
+    facts = m.manifest_facts(MANIFEST, {"formula_version": "f1", "schema_version": 1})
+    text = json.dumps(facts)
+    assert "should-not-leak" not in text
+    assert facts["model"] == {"provider": "example", "name": "m", "max_tokens": 4096}
+    assert facts["judge"] == {"enabled": True, "model": "j"}
+    assert facts["planned_attempts"] == 4 and facts["formula_version"] == "f1"
+    assert "planned" not in facts
+
+
+def test_score_timestamps_are_fixed():
+    p = plan()
+    assert p.run_timestamp == "2026-11-28T11:02:13.000Z"
+    assert p.attempts[0].score_timestamp == "2026-11-28T10:01:00.123Z"
+    no_times = plan([attempt(evidence={"finished_at": None})], manifest={})
+    assert no_times.run_timestamp is None and no_times.attempts[0].score_timestamp is None
+    from_attempts = plan([attempt(), attempt(n=2, evidence={"finished_at": "2026-11-28T10:05:00+01:00"})], manifest={})
+    assert from_attempts.run_timestamp == "2026-11-28T10:01:00.123Z"  # 10:05+01:00 is 09:05Z
+
+
+def test_bindings_for_the_three_execution_trace_statuses():
+    p = plan([attempt(), attempt(n=2, evidence={"episode_id": None}),
+              attempt(n=3, evidence={"trace_id": None})])
+    known, no_episode, no_trace = p.attempts
+    available = m.decide_binding(known, "00000000000000aa")
+    assert (available.mode, available.status) == (m.EXECUTION_TRACE, m.AVAILABLE)
+    assert available.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736" and available.parent_span_id == "00000000000000aa"
+    pending = m.decide_binding(known, None)
+    assert (pending.mode, pending.status, pending.trace_id) == (m.REPLAY, m.PENDING_OR_MISSING, known.replay_trace_id)
+    assert m.decide_binding(no_episode, "00000000000000aa").status == m.NO_EPISODE
+    assert no_episode.execution_trace_id is None
+    assert m.decide_binding(no_trace, None).status == m.PENDING_OR_MISSING
+    assert available.observation_id == pending.observation_id == known.evaluation_span_id
+
+
+def test_experiment_output_fields():
+    p = plan([attempt(), attempt(n=2, evidence={"episode_id": None})])
+    known, anon = p.attempts
+    out = m.experiment_output(known, m.decide_binding(known, "00000000000000aa"), base_url="http://lf", project_id="p")
+    assert list(out) == ["final_response", "tool_calls", "trace_artifact", "aiden_episode_id", "aiden_trace_id",
+                         "aiden_trace_url", "execution_trace_status"]
+    assert out["final_response"] == "done" and out["tool_calls"] == [{"name": "tap", "arguments": {"x": 1, "y": 2}}]
+    assert out["trace_artifact"] == {"status": "available", "path": "tasks/open_settings/trace.json"}
+    assert out["aiden_trace_url"] == "http://lf/project/p/traces/4bf92f3577b34da6a3ce929d0e0e4736"
+    assert out["execution_trace_status"] == "available"
+    pending = m.experiment_output(known, m.decide_binding(known, None), base_url="http://lf", project_id=None)
+    assert pending["aiden_trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736" and pending["aiden_trace_url"] is None
+    none = m.experiment_output(anon, m.decide_binding(anon, None), base_url="http://lf", project_id="p")
+    assert (none["aiden_episode_id"], none["aiden_trace_id"], none["aiden_trace_url"]) == (None, None, None)
+    assert none["execution_trace_status"] == "no_episode"
+
+
+def test_spans_carry_the_sdk_experiment_attributes():
+    p = plan()
+    a = p.attempts[0]
+    ctx = m.ExperimentContext("ds-1", "exp-1", "proj", "http://lf")
+    (span,) = m.attempt_spans(a, m.decide_binding(a, "00000000000000aa"), p, ctx,
+                              "2026-11-30T00:00:00Z", "2026-11-30T00:00:01Z")
+    attrs = {kv["key"]: next(iter(kv["value"].values())) for kv in span["attributes"]}
+    assert span["name"] == "benchmark/open_settings#attempt-1"
+    assert span["traceId"] == "4bf92f3577b34da6a3ce929d0e0e4736" and span["parentSpanId"] == "00000000000000aa"
+    assert span["spanId"] == a.evaluation_span_id
+    assert int(span["endTimeUnixNano"]) - int(span["startTimeUnixNano"]) == 1_000_000_000
+    assert attrs[A.EXPERIMENT_ID] == "exp-1" and attrs[A.EXPERIMENT_NAME] == "run-7"
+    assert attrs[A.EXPERIMENT_DATASET_ID] == "ds-1" and attrs[A.EXPERIMENT_ITEM_ID] == a.item_id
+    assert attrs[A.EXPERIMENT_ITEM_ROOT_OBSERVATION_ID] == span["spanId"]
+    assert json.loads(attrs[A.EXPERIMENT_ITEM_EXPECTED_OUTPUT]) == a.item["expectedOutput"]
+    assert json.loads(attrs[A.EXPERIMENT_METADATA])["model"]["name"] == "m"
+    assert json.loads(attrs[A.OBSERVATION_OUTPUT])["execution_trace_status"] == "available"
+    assert json.loads(attrs[A.OBSERVATION_INPUT]) == a.item["input"]
+    assert attrs[f"{A.OBSERVATION_METADATA}.attempt"] == "1"
+
+    root, child = m.attempt_spans(a, m.decide_binding(a, None), p, ctx, "2026-11-30T00:00:00Z", "2026-11-30T00:00:00Z")
+    assert "parentSpanId" not in root and root["spanId"] == a.replay_root_span_id
+    assert child["parentSpanId"] == root["spanId"] and child["traceId"] == root["traceId"] == a.replay_trace_id
+    assert not any(kv["key"].startswith("langfuse.experiment") for kv in root["attributes"])
+    # content hash ignores the publication times
+    again = m.attempt_spans(a, m.decide_binding(a, None), p, ctx, "2026-12-01T00:00:00Z", "2026-12-01T00:00:05Z")
+    assert m.span_content_hash([root, child]) == m.span_content_hash(again)
+
+
+def test_score_payloads_have_fixed_ids_timestamps_and_subjects():
+    p = plan()
+    a = p.attempts[0]
+    b = m.decide_binding(a, None)
+    first = m.attempt_score_payloads(a, b, p, "2026-01-01T00:00:00.000Z")
+    assert first == m.attempt_score_payloads(a, b, p, "2026-01-01T00:00:00.000Z")
+    assert len({s["id"] for s in first}) == len(first)
+    assert {s["timestamp"] for s in first} == {"2026-11-28T10:01:00.123Z"}  # the attempt's own finished_at
+    assert all(s["traceId"] == b.trace_id and s["observationId"] == b.observation_id for s in first)
+    by_name = {s["name"]: s for s in first}
+    assert by_name["benchmark.success"]["value"] == 0.0 and by_name["benchmark.success"]["dataType"] == "BOOLEAN"
+    assert by_name["benchmark.status"]["value"] == "failed"
+    run = m.run_score_payloads(m.plan_run(run_id="run-7", metrics={"coverage": {"attempts": 3}}, attempts=[],
+                                          manifest={}, suite_def={}), "exp-1", "2026-01-01T00:00:00.000Z")
+    assert run == [{"id": m.run_score_id("unknown-suite", "run-7", "coverage.attempts"), "name": "coverage.attempts",
+                    "value": 3.0, "dataType": "NUMERIC", "timestamp": "2026-01-01T00:00:00.000Z",
+                    "datasetRunId": "exp-1"}]
+
+
+def test_chunk_by_size_respects_both_limits():
+    groups = m.chunk_by_size(list(range(7)), [4, 4, 4, 10, 1, 1, 1], max_bytes=8, max_count=2)
+    assert groups == [[0, 1], [2], [3], [4, 5], [6]]
+    assert m.chunk_by_size([], [], 10, 10) == []
+
+
+def test_numpy_scalars_from_a_data_frame_are_understood():
+    import numpy as np
+
+    rec = attempt(success=np.bool_(True), llm_calls=np.int64(3), task_wall_ms=np.float64("nan"))
+    scores = {n: (v, t) for n, v, t in m.attempt_score_values(rec)}
+    assert scores["benchmark.success"] == (1, "BOOLEAN") and scores["benchmark.llm_calls"] == (3, "NUMERIC")
+    assert "benchmark.task_wall_ms" not in scores
+    p = plan([rec])
+    payloads = m.attempt_score_payloads(p.attempts[0], m.decide_binding(p.attempts[0], None), p, "2026-01-01T00:00:00.000Z")
+    assert {type(s["value"]) for s in payloads} <= {float, str}
