@@ -10,7 +10,7 @@ import dagster as dg
 
 from .assets import cross_run_assets, per_run_assets, run_checks
 from .partitions import runs_partitions
-from .resources import JsonIOManagerFactory, ParquetIOManagerFactory, default_settings
+from .resources import JsonIOManagerFactory, LangfuseResource, ParquetIOManagerFactory, default_settings
 from .resources.settings import default_storage_base
 from .sensors import run_folder_sensor
 
@@ -43,6 +43,7 @@ def build_resources(storage_base: str | None = None) -> dict:
     base = storage_base or default_storage_base()
     return {
         "settings": default_settings(),
+        "langfuse": LangfuseResource(),
         "parquet_io_manager": ParquetIOManagerFactory(base_path=base),
         "json_io_manager": JsonIOManagerFactory(base_path=base),
     }

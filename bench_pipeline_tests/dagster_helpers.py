@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench_pipeline.resources import JsonIOManagerFactory, ParquetIOManagerFactory, PipelineSettings
+from bench_pipeline.resources import JsonIOManagerFactory, LangfuseResource, ParquetIOManagerFactory, PipelineSettings
 
 
 def make_resources(root: Path, quiet_seconds: int = 300) -> dict:
@@ -14,6 +14,7 @@ def make_resources(root: Path, quiet_seconds: int = 300) -> dict:
         "settings": PipelineSettings(
             runs_root=str(root / "runs"), output_root=str(root / "reports"), quiet_seconds=quiet_seconds
         ),
+        "langfuse": LangfuseResource(),
         "parquet_io_manager": ParquetIOManagerFactory(base_path=str(root / "storage")),
         "json_io_manager": JsonIOManagerFactory(base_path=str(root / "storage")),
     }

@@ -27,7 +27,8 @@ from ..frames import (
 from ..partitions import runs_partitions
 from ..process import attempt_record, build_metrics, data_quality, derive_attempts, write_metrics_files
 from ..reports import write_reports
-from ..resources import PipelineSettings
+from ..publication import publish_run
+from ..resources import LangfuseResource, PipelineSettings
 from ..run_reader import read_run
 from ..schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
 from ..task_groups import group_tasks
@@ -40,17 +41,19 @@ with warnings.catch_warnings():
     TaskGroupsType = pandera_schema_to_dagster_type(TaskGroupsSchema)
 
 
+def per_run_asset(**kwargs):
+    """``@dg.asset`` for a per-run stage: partitioned by run, grouped, formula-versioned."""
+    return dg.asset(partitions_def=runs_partitions, group_name=GROUP, code_version=FORMULA_VERSION, **kwargs)
+
+
 def _preview(frame: pd.DataFrame, columns: list[str], rows: int = 10) -> dg.MetadataValue:
     return dg.MetadataValue.md(frame[columns].head(rows).to_markdown(index=False))
 
 
-@dg.asset(
-    partitions_def=runs_partitions,
-    group_name=GROUP,
+@per_run_asset(
     kinds={"python", "pandas"},
     io_manager_key="parquet_io_manager",
     dagster_type=RawResultsType,
-    code_version=FORMULA_VERSION,
 )
 def raw_results(context: dg.AssetExecutionContext, settings: PipelineSettings) -> pd.DataFrame:
     """Every non-blank results.jsonl line of the run: usable rows and located bad rows
@@ -70,13 +73,10 @@ def raw_results(context: dg.AssetExecutionContext, settings: PipelineSettings) -
     return frame
 
 
-@dg.asset(
-    partitions_def=runs_partitions,
-    group_name=GROUP,
+@per_run_asset(
     kinds={"python", "pandas"},
     io_manager_key="parquet_io_manager",
     dagster_type=AttemptMetricsType,
-    code_version=FORMULA_VERSION,
 )
 def attempt_metrics(
     context: dg.AssetExecutionContext, settings: PipelineSettings, raw_results: pd.DataFrame
@@ -96,13 +96,10 @@ def attempt_metrics(
     return frame
 
 
-@dg.asset(
-    partitions_def=runs_partitions,
-    group_name=GROUP,
+@per_run_asset(
     kinds={"python", "pandas"},
     io_manager_key="parquet_io_manager",
     dagster_type=TaskGroupsType,
-    code_version=FORMULA_VERSION,
 )
 def task_groups(
     context: dg.AssetExecutionContext, raw_results: pd.DataFrame, attempt_metrics: pd.DataFrame, settings: PipelineSettings
@@ -139,12 +136,9 @@ def _headline(metrics: dict) -> dict:
     }
 
 
-@dg.asset(
-    partitions_def=runs_partitions,
-    group_name=GROUP,
+@per_run_asset(
     kinds={"python", "json"},
     io_manager_key="json_io_manager",
-    code_version=FORMULA_VERSION,
 )
 def capability_aggregates(
     context: dg.AssetExecutionContext,
@@ -172,11 +166,8 @@ def capability_aggregates(
     return metrics
 
 
-@dg.asset(
-    partitions_def=runs_partitions,
-    group_name=GROUP,
+@per_run_asset(
     kinds={"python", "html", "markdown"},
-    code_version=FORMULA_VERSION,
 )
 def reports(
     context: dg.AssetExecutionContext,
@@ -186,7 +177,7 @@ def reports(
 ) -> dg.MaterializeResult:
     """summary.md and the self-contained report.html, next to metrics.json."""
     run_id = context.partition_key
-    raw_manifest = _manifest(settings.run_dir(run_id))
+    raw_manifest = _json_object(settings.run_dir(run_id), "manifest.json")
     attempts = [attempt_record(a) for a in attempts_from_frame(attempt_metrics)]
     written = write_reports(settings.output_dir(run_id), capability_aggregates, attempts, raw_manifest, run_id)
     summary = Path(written["summary.md"]).read_text(encoding="utf-8")
@@ -200,9 +191,56 @@ def reports(
     )
 
 
-def _manifest(run_dir: Path) -> dict:
+@per_run_asset(
+    kinds={"python", "langfuse"},
+    deps=[reports],
+)
+def langfuse_publication(
+    context: dg.AssetExecutionContext,
+    settings: PipelineSettings,
+    langfuse: LangfuseResource,
+    capability_aggregates: dict,
+    attempt_metrics: pd.DataFrame,
+) -> dg.MaterializeResult:
+    """The run in Langfuse: a Dataset per suite, an Item per task/attempt, an Experiment Run
+    per run with the evaluation of each attempt, and benchmark scores (docs/langfuse.md).
+    Without Langfuse settings the exact payloads go to langfuse_outbox.jsonl instead; a
+    delivery that cannot be confirmed fails the step, and a retry sends only what is missing."""
+    run_id = context.partition_key
+    run_dir = settings.run_dir(run_id)
+    attempts = [attempt_record(a) for a in attempts_from_frame(attempt_metrics)]
+    result = publish_run(
+        run_id=run_id,
+        metrics=capability_aggregates,
+        attempts=attempts,
+        manifest=_json_object(run_dir, "manifest.json"),
+        suite_def=_json_object(run_dir, "suite.json"),
+        out_dir=settings.output_dir(run_id),
+        settings=langfuse.settings(),
+        progress=lambda done, total: context.log.info(f"langfuse: {done}/{total} attempts published"),
+    )
+    metadata = {
+        "status": result.status,
+        "dataset": result.dataset,
+        "experiment_id": result.experiment_id or "",
+        "items": result.items,
+        "scores": result.scores,
+        "spans": result.spans,
+        "already_published": result.skipped_existing,
+    }
+    if result.http_requests is not None:
+        metadata["http_requests"] = result.http_requests
+    if result.record_path is not None:
+        metadata["publication_record"] = dg.MetadataValue.path(str(result.record_path))
+    if result.outbox_path is not None:
+        metadata["outbox"] = dg.MetadataValue.path(str(result.outbox_path))
+    return dg.MaterializeResult(metadata=metadata)
+
+
+def _json_object(run_dir: Path, name: str) -> dict:
+    """A top-level JSON object file of the run, {} when unavailable (stage 1 reports why)."""
     try:
-        value = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        value = json.loads((run_dir / name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}

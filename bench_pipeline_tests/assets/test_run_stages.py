@@ -35,7 +35,9 @@ def run_env(tmp_path):
     return tmp_path, run, instance, resources
 
 
-def test_every_stage_materializes_and_matches_the_engine(run_env):
+def test_every_stage_materializes_and_matches_the_engine(run_env, monkeypatch):
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
     root, run, instance, resources = run_env
     result = dg.materialize([*per_run_assets, *run_checks], partition_key="run-x", instance=instance, resources=resources)
     assert result.success
@@ -68,6 +70,11 @@ def test_every_stage_materializes_and_matches_the_engine(run_env):
     assert meta["formula_version"].value == FORMULA_VERSION
     assert meta["pass_at_1"].value.startswith("0.667")
     assert mat["raw_results"].materialization.metadata["bad_rows"].value == 1
+    publication = mat["langfuse_publication"].materialization.metadata
+    assert publication["status"].value == "not_configured"  # the embedded default works offline
+    assert publication["items"].value == 5  # one per task/attempt: the duplicate row is one item
+    outbox = root / "reports" / "run-x" / "langfuse_outbox.jsonl"
+    assert outbox.exists() and outbox.read_text().strip()
 
 
 def test_not_a_run_folder_fails_with_its_path(tmp_path):
