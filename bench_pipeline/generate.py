@@ -21,19 +21,15 @@ from typing import Any, Callable
 
 import orjson
 
+from .attempt_metrics import DEVICE_ACTION_TOOLS, READ_ONLY_BRIDGE_ACTIONS
+
 BASE_TIME = datetime(2026, 11, 28, 10, 0, 0, tzinfo=timezone.utc)
 SUITE_NAME = "android-core"
 SUITE_VERSION = "7"
 
 # Reference 3.4: the device-action allowlist and the read-only bridge actions it excludes.
-DEVICE_TOOLS = frozenset({
-    "touch_gesture", "enter_text", "keyboard_text", "keyboard_tap", "mouse_move",
-    "mouse_scroll", "quick_action", "open_app", "launch_app", "open_url",
-    "search_launch_app", "bridge_open_app", "bridge_clipboard", "bridge_contacts",
-    "bridge_calendar", "bridge_notification", "bridge_media",
-    "swipe", "tap", "long_press", "drag", "press_key",
-})
-READ_ONLY_ACTIONS = frozenset({"query", "read", "get", "inspect", "list", "search"})
+DEVICE_TOOLS = DEVICE_ACTION_TOOLS
+READ_ONLY_ACTIONS = READ_ONLY_BRIDGE_ACTIONS
 
 # A valid 1x1 PNG: written as pre.png/post.png and used as screenshot tool data.
 PNG_B64 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")

@@ -28,6 +28,8 @@ import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from .stats import is_number, percentile
+
 NA = "n/a"
 
 STATUS_ORDER = ("passed", "failed", "timeout", "judge_error", "skipped")
@@ -119,16 +121,6 @@ NOTE_CAP = 140
 # --------------------------------------------------------------------------------------------
 # small pure helpers: values and formatting
 # --------------------------------------------------------------------------------------------
-
-
-def is_number(value: Any) -> bool:
-    """True for a finite int/float that is not a Boolean."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 def num(value: Any) -> float | None:
@@ -260,17 +252,6 @@ def one_line(text: str, limit: int = NOTE_CAP) -> str:
     """Collapse whitespace and shorten to one short line."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def percentile(sorted_values: Sequence[float], p: float) -> float | None:
-    """Reference 3.8 linear-interpolation percentile of already sorted values."""
-    n = len(sorted_values)
-    if n == 0:
-        return None
-    h = (n - 1) * p / 100
-    f = math.floor(h)
-    c = min(f + 1, n - 1)
-    return sorted_values[f] + (sorted_values[c] - sorted_values[f]) * (h - f)
 
 
 def attempt_no(record: Mapping[str, Any]) -> int:
