@@ -87,7 +87,11 @@ def run_all(samples: bool = True) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-samples", action="store_true", help="do not write sample runs into an empty runs root")
+    parser.add_argument("--samples-only", action="store_true", help="only write sample runs into an empty runs root")
     args = parser.parse_args(argv)
+    if args.samples_only:
+        ensure_sample_runs(Path(default_settings().runs_root))
+        return 0
     return 1 if run_all(samples=not args.no_samples) else 0
 
 

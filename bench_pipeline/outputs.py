@@ -18,6 +18,7 @@ def write_run_outputs(out_dir: Path, processed: ProcessedRun) -> dict[str, Path]
             [attempt_record(a) for a in processed.attempts],
             processed.raw.manifest,
             processed.raw.run_id,
+            run_dir=processed.raw.run_dir,
         )
     )
     return written

@@ -179,7 +179,10 @@ def reports(
     run_id = context.partition_key
     raw_manifest = _json_object(settings.run_dir(run_id), "manifest.json")
     attempts = [attempt_record(a) for a in attempts_from_frame(attempt_metrics)]
-    written = write_reports(settings.output_dir(run_id), capability_aggregates, attempts, raw_manifest, run_id)
+    written = write_reports(
+        settings.output_dir(run_id), capability_aggregates, attempts, raw_manifest, run_id,
+        run_dir=settings.run_dir(run_id),
+    )
     summary = Path(written["summary.md"]).read_text(encoding="utf-8")
     return dg.MaterializeResult(
         metadata={

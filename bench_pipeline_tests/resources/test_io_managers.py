@@ -1,0 +1,43 @@
+"""The IO managers: non-local storage by URL, and partition keys that cannot escape."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pandas as pd
+import pytest
+from upath import UPath
+
+from bench_pipeline.assets import per_run_assets
+from bench_pipeline.partitions import runs_partitions
+from bench_pipeline.resources import JsonIOManagerFactory, ParquetIOManagerFactory, safe_partition_key
+from bench_pipeline.resources.io_managers import ParquetIOManager
+
+from ..dagster_helpers import make_resources
+from ..run_builder import make_run, row
+
+
+@pytest.mark.parametrize("key", ["..", "a/b", "../x", "", ".", "a\\b", "x\x00"])
+def test_unsafe_partition_keys_are_refused(key):
+    with pytest.raises(ValueError):
+        safe_partition_key(key)
+    with pytest.raises(ValueError):
+        ParquetIOManager(UPath("/tmp/base")).make_safe_partition_path(UPath("/tmp/base"), key)
+
+
+def test_storage_on_a_non_local_filesystem(tmp_path, monkeypatch):
+    """An fsspec URL as storage base (memory:// stands in for s3:// or gs://)."""
+    for var in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    resources = make_resources(tmp_path)
+    resources["parquet_io_manager"] = ParquetIOManagerFactory(base_path="memory://bench/storage")
+    resources["json_io_manager"] = JsonIOManagerFactory(base_path="memory://bench/storage")
+    make_run(tmp_path / "runs", [row("a"), row("b", status="failed")], run_id="mem-run")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["mem-run"])
+    result = dg.materialize(per_run_assets, partition_key="mem-run", instance=instance, resources=resources)
+    assert result.success
+    stored = UPath("memory://bench/storage/attempt_metrics/mem-run.parquet")
+    with stored.open("rb") as fh:
+        frame = pd.read_parquet(fh)
+    assert list(frame["task_id"]) == ["a", "b"]
+    assert UPath("memory://bench/storage/capability_aggregates/mem-run.json").exists()
