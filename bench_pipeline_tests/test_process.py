@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from bench_pipeline.attempt_metrics import FAILURE_CLASSES, STAGES
 from bench_pipeline.capability import EFFICIENCY_FIELDS, RELIABILITY_FIELDS
+from bench_pipeline.frames import attempts_frame, attempts_from_frame, raw_results_frame, tasks_frame, tasks_from_frame
 from bench_pipeline.generate import generate_runs
 from bench_pipeline.outputs import write_run_outputs
 from bench_pipeline.process import ATTEMPT_KEYS, derive_attempts, process_run
@@ -123,6 +124,12 @@ def test_every_generated_run_processes_with_the_outputs_md_structure(fifty_runs,
         assert set(json.loads(lines[0])) == set(ATTEMPT_KEYS) and OUTPUTS_MD_ATTEMPT_FIELDS < set(ATTEMPT_KEYS)
         for key in found:
             found[key] += len(metrics["data_quality"][key])
+        # The records the CLI works on satisfy the schemas the Dagster stages enforce.
+        # Each frame validates (pandera raises otherwise) and round-trips without loss.
+        assert len(raw_results_frame(processed.raw)) == len(processed.raw.rows) + len(processed.raw.bad_rows)
+        frame = attempts_frame(processed.attempts)
+        assert attempts_from_frame(frame) == [{k: a[k] for k in frame.columns} for a in processed.attempts]
+        assert tasks_from_frame(tasks_frame(processed.tasks)) == processed.tasks
     assert all(found.values()), found  # the generator's edge cases reach the report
 
 
