@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import multiprocessing
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -52,6 +53,13 @@ _CHUNK_ROWS = 500
 _fork_state: tuple[list, RunContext] | None = None
 
 
+def _worker_init() -> None:
+    """Default SIGTERM/SIGINT in workers: a parent's handlers (Dagster, test runners) must
+    not keep a worker alive when the pool shuts down."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _derive_chunk(bounds: tuple[int, int]) -> list[dict]:
     rows, ctx = _fork_state
     return [derive_attempt(row, ctx) for row in rows[bounds[0]:bounds[1]]]
@@ -89,11 +97,13 @@ def _derive_parallel(rows: list, ctx: RunContext, workers: int, progress: Callab
     chunks = [(start, min(start + _CHUNK_ROWS, len(rows))) for start in range(0, len(rows), _CHUNK_ROWS)]
     derived: list[dict] = []
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init) as pool:
             for part in pool.imap(_derive_chunk, chunks):
                 derived.extend(part)
                 if progress is not None:
                     progress(len(derived), len(rows))
+            pool.close()  # let workers finish on their own instead of being terminated
+            pool.join()
     finally:
         _fork_state = None
     return derived
