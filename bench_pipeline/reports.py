@@ -824,6 +824,24 @@ def _compact_json(value: Any, limit: int = ARGS_CAP) -> str:
     return clip(text, limit)
 
 
+#: Above this many bytes of JSON an attempt's tool calls are formatted (and clipped) here.
+INLINE_CALLS_BYTES = 64_000
+
+
+def _inline_calls(calls: Any) -> list | None:
+    """The first TOOL_CALLS_CAP calls for report.js to render, when small and well formed."""
+    if not isinstance(calls, list) or not calls:
+        return None
+    head = calls[:TOOL_CALLS_CAP]
+    if not all(type(c) is dict for c in head):
+        return None
+    try:
+        size = len(orjson.dumps(head))
+    except TypeError:
+        return None
+    return [[c.get("name"), c.get("arguments")] for c in head] if size <= INLINE_CALLS_BYTES else None
+
+
 def _args_json(value: Any, limit: int = ARGS_CAP) -> str:
     """Tool-call arguments as compact JSON text (the hot path of large reports: orjson)."""
     if isinstance(value, str):
@@ -1178,7 +1196,12 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
         sections.append(["Final response", "pre", clip(str(final), TEXT_CAP)])
 
     calls = ev.get("tool_calls")
-    if isinstance(calls, list):
+    inline = _inline_calls(calls)
+    if inline is not None:
+        # Rendered by report.js on expand (names and arguments as text, arguments clipped
+        # to ARGS_CAP characters): formatting 10,000 attempts' calls here costs seconds.
+        sections.append([f"Tool calls ({len(calls):,})", "calls", [inline, len(calls) - len(inline), ARGS_CAP]])
+    elif isinstance(calls, list):
         rows = []
         for i, call in enumerate(calls[:TOOL_CALLS_CAP], start=1):
             call = call if isinstance(call, dict) else {"name": None, "arguments": call}
@@ -1305,6 +1328,15 @@ def _csp(script: str) -> str:
             f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
 
 
+PILL_STATUSES = frozenset({"passed", "failed", "timeout", "judge_error", "skipped"})
+
+
+def status_pill(status: Any) -> Markup:
+    """A status badge (a filter rather than a macro: it runs once per attempt row)."""
+    kind = status if status in PILL_STATUSES else "other"
+    return Markup(f'<span class="pill st-{kind}">{escape(fmt_text(status))}</span>')
+
+
 def _environment(html: bool) -> Environment:
     """A jinja2 environment; autoescaping on for HTML."""
     env = Environment(
@@ -1316,7 +1348,7 @@ def _environment(html: bool) -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(mdc=md_code, mdt=md_text, pct=fmt_pct, intf=fmt_int, ms=fmt_ms, txt=fmt_text,
-                       quality=fmt_quality, usd=fmt_usd, yn=fmt_bool, round0=fmt_round)
+                       quality=fmt_quality, usd=fmt_usd, yn=fmt_bool, round0=fmt_round, pill=status_pill)
     return env
 
 

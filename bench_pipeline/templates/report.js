@@ -127,7 +127,7 @@
 
   function renderSection(holder, section) {
     var title = section[0], kind = section[1], content = section[2];
-    holder.appendChild(el("h4", null, title));
+    if (title !== null) { holder.appendChild(el("h4", null, title)); }
     if (kind === "kv") {
       var dl = el("dl");
       content.forEach(function (pair) {
@@ -141,6 +141,17 @@
       holder.appendChild(el("pre", null, content));
     } else if (kind === "note") {
       holder.appendChild(el("p", "note", content));
+    } else if (kind === "calls") {
+      // [[name, arguments], ...], calls left out, character cap for arguments
+      var calls = content[0], more = content[1], cap = content[2];
+      var rows = calls.map(function (call, i) {
+        var args = call[1];
+        var text = typeof args === "string" ? args : JSON.stringify(args === undefined ? null : args);
+        if (text.length > cap) { text = text.slice(0, cap) + "\u2026 [" + (text.length - cap).toLocaleString("en-US") + " more characters]"; }
+        return [String(i + 1), call[0] === null || call[0] === undefined ? "n/a" : String(call[0]), text];
+      });
+      if (more > 0) { rows.push(["\u2026", more.toLocaleString("en-US") + " more", ""]); }
+      renderSection(holder, [null, "table", [["#", "tool", "arguments"], rows]]);
     } else if (kind === "table") {
       var table = el("table");
       var head = el("tr");
