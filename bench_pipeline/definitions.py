@@ -6,6 +6,8 @@ Load it with `dagster dev -w workspace.yaml`; every resource has a default under
 
 from __future__ import annotations
 
+import os
+
 import dagster as dg
 
 from .assets import cross_run_assets, per_run_assets, run_checks
@@ -38,6 +40,26 @@ daily_catalog_schedule = dg.ScheduleDefinition(
 )
 
 
+def select_executor() -> dg.ExecutorDefinition:
+    """The executor of every job, from BENCH_EXECUTOR (deploy/README.md).
+
+    ``in_process`` (default): a run's stages form a chain, and parallelism comes from
+    running many runs at once; a process per step would re-import everything for each of
+    the twelve steps. ``multiprocess``: checks and independent steps in parallel processes.
+    ``k8s``: one pod per step (dagster-k8s, needs the K8sRunLauncher of the Helm chart).
+    """
+    choice = os.environ.get("BENCH_EXECUTOR", "in_process")
+    if choice == "in_process":
+        return dg.in_process_executor
+    if choice == "multiprocess":
+        return dg.multiprocess_executor
+    if choice == "k8s":
+        from dagster_k8s import k8s_job_executor  # installed by the `k8s` extra
+
+        return k8s_job_executor
+    raise ValueError(f"BENCH_EXECUTOR={choice!r}: expected in_process, multiprocess or k8s")
+
+
 def build_resources(storage_base: str | None = None) -> dict:
     """Resources from the environment (or an explicit storage base for tests)."""
     base = storage_base or default_storage_base()
@@ -56,4 +78,5 @@ defs = dg.Definitions(
     sensors=[run_folder_sensor],
     schedules=[daily_catalog_schedule],
     resources=build_resources(),
+    executor=select_executor(),
 )

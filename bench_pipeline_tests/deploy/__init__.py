@@ -1,0 +1,1 @@
+"""Tests of the deployment files under deploy/: static checks and a real PostgreSQL instance."""

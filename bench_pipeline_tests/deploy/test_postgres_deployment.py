@@ -1,0 +1,352 @@
+"""The deployed shape on one machine: deploy/dagster.yaml on a real PostgreSQL server.
+
+As in deploy/docker/docker-compose.yml, a code server (`dagster code-server start`) serves
+the package over gRPC and launches runs; `dagster-daemon run` reads the workspace of
+deploy/docker/workspace.yaml (pointed at that server) and runs the sensor, the run queue and
+run retries. DAGSTER_HOME holds deploy/dagster.yaml unchanged, configured only through its
+environment variables.
+
+1. Three run folders appear; the daemon's sensor tick adds their partitions and requests
+   their runs, the queue starts them together, and they materialize with the multiprocess
+   executor. One of them cannot store its first frame: its run fails and run retries start
+   it twice more, then give up. The runs, their tags, event logs, materializations, the
+   partitions and the sensor tick and cursor are read back from the PostgreSQL tables.
+2. The storage is repaired and the formula version changes in the code server's copy of
+   the package (reloaded, as the UI's "Reload definitions" does): the processed runs are
+   stale, and `dagster job backfill --all` through the same queue processes every run with
+   the new version.
+Both processes are then stopped with SIGTERM and must exit cleanly, leaving nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+import bench_pipeline
+from bench_pipeline.assets import per_run_assets
+from bench_pipeline.formula import FORMULA_VERSION
+
+from ..run_builder import make_run, row
+from .conftest import free_port
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+BIN = Path(sys.executable).parent
+RUNS = ["run-a", "run-b", "run-c"]
+BROKEN = "run-c"
+# The per-run job's assets, and those whose code version is the formula version.
+PER_RUN_ASSETS = [a.key.to_user_string() for a in per_run_assets]
+VERSIONED = [a.key.to_user_string() for a in per_run_assets if a.code_versions_by_key[a.key] == FORMULA_VERSION]
+BUMP = "test-bump"
+
+STALE_PROBE = """
+import json, sys
+import dagster as dg
+from dagster._utils.test.data_versions import get_stale_status_resolver
+from bench_pipeline.definitions import defs
+instance = dg.DagsterInstance.get()
+resolver = get_stale_status_resolver(instance, list(defs.resolve_asset_graph().assets_defs))
+print(json.dumps({k: resolver.get_status(dg.AssetKey("capability_aggregates"), k).value for k in sys.argv[1:]}))
+"""
+
+
+class Service:
+    """A long-running Dagster process with its output in a log file, stopped with SIGTERM."""
+
+    def __init__(self, name: str, cmd: list[str], cwd: Path, env: dict, logs: Path):
+        self.name = name
+        self.log_path = logs / f"{name}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop(), outlives this call
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def tail(self, n: int = 60) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+    def stop(self, timeout: float = 60) -> float:
+        """SIGTERM, wait for a clean exit; returns the seconds it took. Kills its process group
+        (this process's own children only) if it does not stop in time."""
+        started = time.monotonic()
+        try:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    self.proc.wait(timeout=10)
+                    raise AssertionError(f"{self.name} did not stop within {timeout}s of SIGTERM:\n{self.tail()}")
+            # Nothing it started (code servers, run workers) is left behind.
+            deadline = time.monotonic() + 15
+            while _group_alive(self.proc.pid):
+                if time.monotonic() > deadline:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    raise AssertionError(f"{self.name} left processes behind after stopping")
+                time.sleep(0.2)
+        finally:
+            self._log.close()
+        return time.monotonic() - started
+
+
+def _wait_for_code_server(port: int, code: Service, timeout: float = 120) -> None:
+    """Wait until the code server answers with its definitions loaded (compose: its healthcheck)."""
+    from dagster._grpc.client import DagsterGrpcClient
+
+    client = DagsterGrpcClient(port=port, host="127.0.0.1")
+    deadline = time.monotonic() + timeout
+    while True:
+        assert code.proc.poll() is None, f"code server exited:\n{code.tail()}"
+        try:
+            client.list_repositories()
+            return
+        except Exception:  # noqa: BLE001 - unreachable or still loading: try again until the deadline
+            if time.monotonic() > deadline:
+                raise AssertionError(f"code server not ready in {timeout}s:\n{code.tail()}")
+            time.sleep(0.5)
+
+
+def _run(cmd: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, f"{cmd[:4]} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def _stop_all(services: list[Service | None], strict: bool) -> dict[str, float]:
+    """Stop every started service (daemon first), then report the first failure to stop cleanly."""
+    stopped, errors = {}, []
+    for service in services:
+        if service is not None:
+            try:
+                stopped[service.name] = service.stop()
+            except AssertionError as exc:
+                errors.append(exc)
+    if errors and strict:
+        raise errors[0]
+    return stopped
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _query(pg_env: dict, sql: str, params: tuple = ()) -> list[tuple]:
+    import psycopg2
+
+    conn = psycopg2.connect(host=pg_env["DAGSTER_PG_HOST"], port=pg_env["DAGSTER_PG_PORT"], user=pg_env["DAGSTER_PG_USER"],
+                            password=pg_env["DAGSTER_PG_PASSWORD"], dbname=pg_env["DAGSTER_PG_DB"])
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+    finally:
+        conn.close()
+
+
+def _wait_for_runs(pg_env: dict, where: str, count: int, services: list[Service], timeout: float) -> list[tuple]:
+    """Wait until `count` runs of process_run match `where` and all have finished."""
+    import psycopg2.errors
+
+    sql = ("SELECT run_id, status, start_time, end_time FROM runs WHERE pipeline_name = 'process_run' "
+           f"AND {where} ORDER BY create_timestamp")
+    deadline = time.monotonic() + timeout
+    runs: list[tuple] = []
+    while time.monotonic() < deadline:
+        for service in services:
+            assert service.proc.poll() is None, f"{service.name} exited:\n{service.tail()}"
+        try:
+            runs = _query(pg_env, sql)
+        except psycopg2.errors.UndefinedTable:  # the daemon has not created the schema yet
+            runs = []
+        if len(runs) >= count and all(r[1] in ("SUCCESS", "FAILURE", "CANCELED") for r in runs):
+            return runs
+        time.sleep(1)
+    logs = "\n".join(f"--- {s.name}\n{s.tail()}" for s in services)
+    raise AssertionError(f"runs did not finish in {timeout}s: {runs}\n{logs}")
+
+
+def _run_tags(pg_env: dict, run_ids: list[str]) -> dict[str, dict[str, str]]:
+    tags: dict[str, dict[str, str]] = {run_id: {} for run_id in run_ids}
+    for run_id, key, value in _query(pg_env, "SELECT run_id, key, value FROM run_tags WHERE run_id = ANY(%s)", (run_ids,)):
+        tags[run_id][key] = value
+    return tags
+
+
+def _max_overlap(runs: list[tuple]) -> int:
+    """The largest number of runs executing at the same moment (start/end times from the runs table)."""
+    edges = sorted([(r[2], 1) for r in runs] + [(r[3], -1) for r in runs], key=lambda e: (e[0], e[1]))
+    current = best = 0
+    for _, step in edges:
+        current += step
+        best = max(best, current)
+    return best
+
+
+def _materializations(pg_env: dict, asset: str, run_ids: list[str]) -> dict[str, dict]:
+    """{partition: materialization event body} of one asset in the given runs, from event_logs."""
+    rows = _query(pg_env, "SELECT partition, event FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION' "
+                          "AND asset_key = %s AND run_id = ANY(%s)", (json.dumps([asset]), run_ids))
+    return {partition: json.loads(event) for partition, event in rows}
+
+
+def _code_version(event: dict) -> str:
+    tags = event["dagster_event"]["event_specific_data"]["materialization"]["tags"]
+    return tags["dagster/code_version"]
+
+
+def _versions(tmp: Path) -> dict[str, str]:
+    return {r: json.loads((tmp / "reports" / r / "metrics.json").read_text())["formula_version"] for r in RUNS}
+
+
+def test_pipeline_on_postgres_with_daemon_queue_and_backfill(tmp_path, postgres_server):
+    started = time.monotonic()
+    pg_env = postgres_server.create_database("bench_deploy")
+
+    # The package as a code server would ship it (a copy, so the formula can change).
+    src = tmp_path / "src"
+    shutil.copytree(Path(bench_pipeline.__file__).parent, src / "bench_pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    home, logs = tmp_path / "home", tmp_path / "logs"
+    home.mkdir()
+    logs.mkdir()
+    shutil.copy(DEPLOY / "dagster.yaml", home / "dagster.yaml")
+    port = free_port()
+    workspace = yaml.safe_load((DEPLOY / "docker" / "workspace.yaml").read_text())
+    grpc = workspace["load_from"][0]["grpc_server"]
+    grpc.update(host="127.0.0.1", port=port)
+    (tmp_path / "workspace.yaml").write_text(yaml.safe_dump(workspace))
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_", "BENCH_", "LANGFUSE_"))}
+    env.update(pg_env)
+    env.update({
+        "DAGSTER_HOME": str(home),
+        "DAGSTER_COMPUTE_LOGS_DIR": str(tmp_path / "compute_logs"),
+        "BENCH_RUNS_ROOT": str(tmp_path / "runs"),
+        "BENCH_OUTPUT_ROOT": str(tmp_path / "reports"),
+        "BENCH_STORAGE_BASE": str(tmp_path / "storage"),
+        "BENCH_QUIET_SECONDS": "300",
+        "BENCH_EXECUTOR": "multiprocess",
+        "PYTHONPATH": str(src),
+    })
+    for run_id in RUNS:
+        make_run(tmp_path / "runs", [row("a"), row("b", status="failed"), row("a", attempt=2)], run_id=run_id)
+    # run-c's first frame cannot be stored (a folder where the Parquet file goes: storage trouble).
+    blocked = tmp_path / "storage" / "raw_results" / f"{BROKEN}.parquet"
+    blocked.mkdir(parents=True)
+
+    code = Service("code-server", [str(BIN / "dagster"), "code-server", "start", "-h", "127.0.0.1", "-p", str(port),
+                                   "-m", "bench_pipeline.definitions", "--location-name", grpc["location_name"]],
+                   cwd=src, env=env, logs=logs)
+    daemon = None
+    try:
+        _wait_for_code_server(port, code)
+        daemon = Service("daemon", [str(BIN / "dagster-daemon"), "run", "-w", str(tmp_path / "workspace.yaml")],
+                         cwd=tmp_path, env=env, logs=logs)
+        services = [code, daemon]
+
+        # 1. Sensor -> queue -> concurrent runs (and retries of the failed one), all in PostgreSQL.
+        retries = 2  # run_retries.max_retries of deploy/dagster.yaml
+        assert yaml.safe_load((DEPLOY / "dagster.yaml").read_text())["run_retries"]["max_retries"] == retries
+        runs = _wait_for_runs(pg_env, "true", len(RUNS) + retries, services, timeout=300)
+        first_phase = time.monotonic() - started
+        tags = _run_tags(pg_env, [r[0] for r in runs])
+        by_partition: dict[str, list[tuple]] = {}
+        for run in runs:
+            by_partition.setdefault(tags[run[0]]["dagster/partition"], []).append(run)
+        assert sorted(by_partition) == RUNS
+        good = [r for k in RUNS if k != BROKEN for r in by_partition[k]]
+        assert [r[1] for r in good] == ["SUCCESS"] * (len(RUNS) - 1), runs
+        originals = [r for r in runs if "dagster/retry_number" not in tags[r[0]]]
+        assert len(originals) == len(RUNS)
+        assert _max_overlap(good) >= 2, f"the processed runs did not overlap: {good}"
+        for run_id, _, _, _ in originals:
+            assert tags[run_id]["bench/kind"] == "per_run" and tags[run_id]["bench/trigger"] == "new", tags[run_id]
+            assert tags[run_id]["dagster/sensor_name"] == "run_folder_sensor"
+        # Run retries: the failed run was retried twice from its failure, then given up.
+        broken = by_partition[BROKEN]
+        assert [r[1] for r in broken] == ["FAILURE"] * (1 + retries), broken
+        assert sorted(tags[r[0]].get("dagster/retry_number", "0") for r in broken) == ["0", "1", "2"]
+        assert {tags[r[0]].get("dagster/root_run_id", r[0]) for r in broken} == {broken[0][0]}
+
+        partitions = _query(pg_env, "SELECT partition FROM dynamic_partitions WHERE partitions_def_name = 'benchmark_runs'")
+        assert sorted(p for (p,) in partitions) == RUNS
+        # The sensor's tick and cursor, stored by the daemon (deserialized as Dagster does).
+        import dagster._core.scheduler.instigation  # noqa: F401  (registers the stored classes)
+        from dagster._serdes import deserialize_value
+
+        ticks = [deserialize_value(body) for (body,) in _query(
+            pg_env, "SELECT tick_body FROM job_ticks WHERE type = 'SENSOR' AND status = 'SUCCESS'")]
+        requested = [t for t in ticks if t.instigator_name == "run_folder_sensor" and t.run_ids]
+        assert sorted(i for t in requested for i in t.run_ids) == sorted(r[0] for r in originals), ticks
+        (state,) = [deserialize_value(body) for (body,) in _query(
+            pg_env, "SELECT instigator_body FROM instigators WHERE instigator_type = 'SENSOR'")]
+        assert state.name == "run_folder_sensor"
+        assert set(json.loads(state.instigator_data.cursor)) == set(RUNS)
+
+        good_ids = [r[0] for r in good]
+        assert {"capability_aggregates", "reports"} <= set(VERSIONED)
+        for asset in PER_RUN_ASSETS:
+            events = _materializations(pg_env, asset, good_ids)
+            assert sorted(events) == [k for k in RUNS if k != BROKEN], (asset, sorted(events))
+            if asset in VERSIONED:
+                assert {_code_version(e) for e in events.values()} == {FORMULA_VERSION}, asset
+        assert not _materializations(pg_env, "raw_results", [r[0] for r in broken])
+        checks = _query(pg_env, "SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_CHECK_EVALUATION' "
+                                "AND run_id = ANY(%s)", (good_ids,))
+        assert checks[0][0] > 0
+        # Every step ran in its own process: the multiprocess executor.
+        engine = _query(pg_env, "SELECT run_id, count(*) FROM event_logs WHERE dagster_event_type = 'STEP_WORKER_STARTED' "
+                                "AND run_id = ANY(%s) GROUP BY run_id", (good_ids,))
+        assert len(engine) == len(good_ids) and all(n >= len(PER_RUN_ASSETS) for _, n in engine), engine
+        assert list((tmp_path / "compute_logs").rglob("*.complete")) or list((tmp_path / "compute_logs").rglob("*.out"))
+        # Nothing went to the embedded SQLite default.
+        assert not list(home.rglob("*.db")), list(home.rglob("*.db"))
+
+        # 2. The storage is fixed and the formula changes: reload the code server; the processed runs
+        #    are stale, and one backfill of every partition through the same queue rewrites all.
+        from dagster._grpc.client import DagsterGrpcClient
+
+        blocked.rmdir()
+        formula = src / "bench_pipeline" / "formula.py"
+        formula.write_text(formula.read_text().replace(FORMULA_VERSION, BUMP))
+        DagsterGrpcClient(port=port, host="127.0.0.1").reload_code(timeout=120)
+        probe = _run([sys.executable, "-c", STALE_PROBE, *RUNS], cwd=src, env=env)
+        expected = {k: "MISSING" if k == BROKEN else "STALE" for k in RUNS}
+        assert json.loads(probe.stdout.strip().splitlines()[-1]) == expected
+
+        _run([str(BIN / "dagster"), "job", "backfill", "-w", str(tmp_path / "workspace.yaml"), "-j", "process_run",
+              "--all", "--noprompt"], cwd=tmp_path, env=env)
+        backfill_runs = _wait_for_runs(pg_env, "run_id IN (SELECT run_id FROM run_tags WHERE key = 'dagster/backfill')",
+                                       len(RUNS), services, timeout=300)
+        backfill_done = time.monotonic() - started
+        assert [r[1] for r in backfill_runs] == ["SUCCESS"] * len(RUNS), backfill_runs
+        backfill_ids = [r[0] for r in backfill_runs]
+        for asset in PER_RUN_ASSETS:
+            events = _materializations(pg_env, asset, backfill_ids)
+            assert sorted(events) == RUNS, (asset, sorted(events))
+            if asset in VERSIONED:
+                assert {_code_version(e) for e in events.values()} == {BUMP}, asset
+        assert _versions(tmp_path) == dict.fromkeys(RUNS, BUMP)
+        # No further retry, and the sensor requested nothing more (the folders did not change).
+        total = _query(pg_env, "SELECT count(*) FROM runs")
+        assert total[0][0] == len(RUNS) + retries + len(RUNS)
+    except BaseException:
+        _stop_all([daemon, code], strict=False)  # best effort: the test has failed already
+        raise
+    stopped = _stop_all([daemon, code], strict=True)
+    print(f"\nsensor runs done after {first_phase:.1f}s, backfill done after {backfill_done:.1f}s, "
+          f"stopped in {', '.join(f'{k} {v:.1f}s' for k, v in stopped.items())}; load average {os.getloadavg()[0]:.1f}")
