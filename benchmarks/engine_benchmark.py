@@ -60,6 +60,22 @@ def process_command(run_dir: Path, out_dir: Path) -> tuple[float, int]:
     return elapsed, max(peak, before)
 
 
+METRICS_ONLY = (
+    "import sys; from pathlib import Path; "
+    "from bench_pipeline.process import default_workers, process_run, write_metrics_files; "
+    "p = process_run(sys.argv[1], workers=default_workers()); "
+    "write_metrics_files(Path(sys.argv[2]), p.metrics, p.attempts)"
+)
+
+
+def metrics_only(run_dir: Path, out_dir: Path) -> float:
+    """Seconds for the engine alone (metrics.json and attempts.jsonl, no reports), fresh process."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", METRICS_ONLY, str(run_dir), str(out_dir)], check=True, cwd=ROOT)
+    return time.perf_counter() - started
+
+
 def warm(run_dir: Path) -> None:
     """Read every file once so both measurements start from a warm page cache."""
     for dirpath, _, filenames in os.walk(run_dir):
@@ -95,14 +111,18 @@ def main() -> None:
         warm(run)
         floor = min(parse_floor(run) for _ in range(args.repeat))
         timings = [process_command(run, workdir / f"out-{label}") for _ in range(args.repeat)]
-        results[label] = {"floor": floor, "process": min(t for t, _ in timings), "peak_kib": max(p for _, p in timings)}
+        engine = min(metrics_only(run, workdir / f"engine-{label}") for _ in range(args.repeat))
+        results[label] = {"floor": floor, "process": min(t for t, _ in timings), "peak_kib": max(p for _, p in timings),
+                          "engine": engine}
         attempts = sum(1 for _ in open(run / "results.jsonl", "rb"))
-        print(f"{label}: {attempts} attempts, parse floor {floor:.2f}s, process {results[label]['process']:.2f}s, "
-              f"peak RSS {results[label]['peak_kib'] / 1024:.0f} MiB", flush=True)
+        print(f"{label}: {attempts} attempts, parse floor {floor:.2f}s, process {results[label]['process']:.2f}s "
+              f"(engine without reports {engine:.2f}s), peak RSS {results[label]['peak_kib'] / 1024:.0f} MiB", flush=True)
 
     s, lg = results["small"], results["large"]
     ratio = (lg["process"] - s["process"]) / (lg["floor"] - s["floor"])
     print(f"marginal ratio (b_large - b_small) / (a_large - a_small) = {ratio:.2f}")
+    engine_ratio = (lg["engine"] - s["engine"]) / (lg["floor"] - s["floor"])
+    print(f"marginal ratio of the engine alone (no summary.md/report.html) = {engine_ratio:.2f}")
     print(f"small run end to end: {s['process']:.2f}s")
 
     if args.profile:
