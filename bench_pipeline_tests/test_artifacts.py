@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 import threading
 
 import pytest
@@ -401,19 +402,23 @@ def test_deeply_nested_history_is_not_fatal(tmp_path):
     assert (a["llm_calls"], a["tool_calls"]) in {(9, 8), (None, 0)}
 
 
-def test_socket_named_history_json_is_unavailable(tmp_path):
+def test_socket_named_history_json_is_unavailable():
+    import shutil
     import socket
+    import tempfile
 
-    run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"episode.json": EPISODE}})
-    path = run / "tasks" / "t" / "history.json"
-    if len(str(path)) > 100:
-        pytest.skip("path too long for a unix socket")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    short = Path(tempfile.mkdtemp(prefix="s", dir="/tmp"))  # a unix socket path must be short
     try:
-        sock.bind(str(path))
-        a = _attempt(process_run(run))
+        run = make_run(short, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"episode.json": EPISODE}})
+        path = run / "tasks" / "t" / "history.json"
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(path))
+            a = _attempt(process_run(run))
+        finally:
+            sock.close()
     finally:
-        sock.close()
+        shutil.rmtree(short, ignore_errors=True)
     assert not _history_used(a)
     assert _episode_used(a)
 
@@ -425,7 +430,7 @@ def test_character_device_named_history_json_is_unreadable(tmp_path):
     (run / "tasks" / "t").mkdir(parents=True)
     try:
         os.mknod(run / "tasks" / "t" / "history.json", stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null
-    except (PermissionError, OSError):
-        pytest.skip("cannot create a device node here")
+    except (PermissionError, OSError):  # no CAP_MKNOD: the system's own device node
+        os.symlink("/dev/null", run / "tasks" / "t" / "history.json")
     assert read_json_file(run, os.path.realpath(run), "tasks/t/history.json").status == "unreadable"
     assert not _history_used(_attempt(process_run(run)))

@@ -44,9 +44,10 @@ class Watched:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api
+
     if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
+        pytest.fail(f"{CHROMIUM} is missing: scripts/bootstrap.sh test installs Debian's chromium")
     with sync_api.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         yield chromium
