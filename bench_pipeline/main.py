@@ -28,6 +28,8 @@ from .resources import default_settings
 from .run_folders import is_ready, scan
 
 SAMPLE_RUNS = 3
+#: Console shows progress and problems, not every step event (all events are in the instance).
+QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 SAMPLE_SEED = 7
 
 
@@ -52,6 +54,8 @@ def run_all(samples: bool = True) -> int:
     runs_root = Path(settings.runs_root)
     if samples:
         ensure_sample_runs(runs_root)
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").absolute())))
+    home.mkdir(parents=True, exist_ok=True)
     instance = dg.DagsterInstance.get()
     folders = [f for f in scan(str(runs_root)) if is_ready(f, settings.quiet_seconds)]
     if not folders:
@@ -66,11 +70,15 @@ def run_all(samples: bool = True) -> int:
     failed = 0
     for i, key in enumerate(keys, start=1):
         started = time.monotonic()
-        result = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False, tags={"bench/trigger": "main"})
+        result = job.execute_in_process(
+            instance=instance, partition_key=key, raise_on_error=False, tags={"bench/trigger": "main"}, run_config=QUIET,
+        )
         status = "ok" if result.success else "FAILED"
         failed += 0 if result.success else 1
         _say(f"[{i}/{len(keys)}] {key}: {status} ({time.monotonic() - started:.1f}s)")
-    catalog = defs.resolve_job_def("refresh_catalog").execute_in_process(instance=instance, raise_on_error=False)
+    catalog = defs.resolve_job_def("refresh_catalog").execute_in_process(
+        instance=instance, raise_on_error=False, run_config=QUIET,
+    )
     _say(f"catalog: {'ok' if catalog.success else 'FAILED'}")
     _say("")
     _say("Reports:")

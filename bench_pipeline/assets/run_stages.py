@@ -212,6 +212,8 @@ def langfuse_publication(
     run_id = context.partition_key
     run_dir = settings.run_dir(run_id)
     attempts = [attempt_record(a) for a in attempts_from_frame(attempt_metrics)]
+    target = langfuse.settings()
+    done_word = "published" if target.configured else "written to the outbox (Langfuse not configured)"
     result = publish_run(
         run_id=run_id,
         metrics=capability_aggregates,
@@ -219,8 +221,8 @@ def langfuse_publication(
         manifest=_json_object(run_dir, "manifest.json"),
         suite_def=_json_object(run_dir, "suite.json"),
         out_dir=settings.output_dir(run_id),
-        settings=langfuse.settings(),
-        progress=lambda done, total: context.log.info(f"langfuse: {done}/{total} attempts published"),
+        settings=target,
+        progress=lambda done, total: context.log.info(f"langfuse: {done}/{total} attempts {done_word}"),
     )
     metadata = {
         "status": result.status,
