@@ -56,8 +56,16 @@ def run_all(samples: bool = True) -> int:
         ensure_sample_runs(runs_root)
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").absolute())))
     home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():  # scripts/run.sh copies deploy/dagster.local.yaml
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     instance = dg.DagsterInstance.get()
-    folders = [f for f in scan(str(runs_root)) if is_ready(f, settings.quiet_seconds)]
+    found = scan(str(runs_root))
+    folders = [f for f in found if is_ready(f, settings.quiet_seconds)]
+    waiting = [f.run_id for f in found if f not in folders]
+    if waiting:
+        _say(f"not ready yet, left for later ({len(waiting)}): {', '.join(waiting[:10])}"
+             f"{' ...' if len(waiting) > 10 else ''} (manifest status not completed/aborted, "
+             f"or a legacy results.jsonl changed within BENCH_QUIET_SECONDS={settings.quiet_seconds})")
     if not folders:
         _say(f"no ready run folders under {runs_root}")
         return 0
