@@ -725,17 +725,28 @@ def _sort_key_class(cls: Any) -> tuple[int, str]:
     return (CLASS_ORDER.index(cls) if cls in CLASS_ORDER else len(CLASS_ORDER), str(cls))
 
 
+#: Outcome labels of the exclusion table; "from status" marks a success value the legacy
+#: rule derived from status because the row recorded none (reference 2).
+OUTCOME_WORDS = (
+    ("true", "success"), ("true_from_status", "success (from status; raw unknown)"),
+    ("false", "failure"), ("false_from_status", "failure (from status; raw unknown)"),
+    ("unknown", "unknown"),
+)
+
+
 def _exclusions(attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Counts by status x failure class x eligibility over every attempt row."""
     groups: dict[tuple[Any, Any, Any], Counter] = {}
     for rec in attempts:
         key = (rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible"))
         outcome = rec.get("success")
-        groups.setdefault(key, Counter())["true" if outcome is True else "false" if outcome is False else "unknown"] += 1
+        label = "true" if outcome is True else "false" if outcome is False else "unknown"
+        if outcome is not None and rec.get("success_raw") is None:
+            label += "_from_status"  # the legacy derivation filled a missing raw success
+        groups.setdefault(key, Counter())[label] += 1
     rows = []
     for (status, cls, eligible), counts in groups.items():
-        outcome = ", ".join(f"{counts[o]:,} {word}" for o, word in
-                            (("true", "success"), ("false", "failure"), ("unknown", "unknown")) if counts[o])
+        outcome = ", ".join(f"{counts[o]:,} {word}" for o, word in OUTCOME_WORDS if counts[o])
         rows.append({
             "status": status, "cls": cls, "eligible": eligible,
             "eligible_text": fmt_bool(eligible), "count": sum(counts.values()),
