@@ -8,6 +8,7 @@ recorded numbers disagreeing with the derived ones).
 """
 
 
+import json
 import warnings
 
 import dagster as dg
@@ -25,6 +26,12 @@ from .run_stages import attempt_metrics, raw_results
 # Per-run checks need partitioned asset checks, a "preview" feature of Dagster 1.13
 # (docs/operations.md); an unpartitioned check would load every run's frame at once.
 warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=PreviewWarning)
+
+
+def _artifact_quality(context, settings: PipelineSettings, raw_results: pd.DataFrame, attempt_metrics: pd.DataFrame) -> dict:
+    """data_quality from the findings kept in each attempt's evidence (only that column is decoded)."""
+    raw = raw_run_from_frame(settings.run_dir(context.partition_key), raw_results)
+    return data_quality(raw, [{"evidence": json.loads(e)} for e in attempt_metrics["evidence"]])
 
 
 def _result(findings: list, severity: dg.AssetCheckSeverity, what: str) -> dg.AssetCheckResult:
@@ -58,16 +65,14 @@ def no_missing_attempts(context: dg.AssetCheckExecutionContext, settings: Pipeli
 
 @dg.asset_check(partitions_def=runs_partitions, asset=attempt_metrics, additional_ins={"raw_results": dg.AssetIn("raw_results")}, description="artifact_dir values refused as absolute or leaving the run folder (R5).")
 def no_unsafe_artifact_dirs(context: dg.AssetCheckExecutionContext, settings: PipelineSettings, raw_results: pd.DataFrame, attempt_metrics: pd.DataFrame) -> dg.AssetCheckResult:
-    raw = raw_run_from_frame(settings.run_dir(context.partition_key), raw_results)
-    quality = data_quality(raw, attempts_from_frame(attempt_metrics))
-    return _result(quality["unsafe_artifact_dirs"], dg.AssetCheckSeverity.ERROR, "unsafe artifact folders")
+    return _result(_artifact_quality(context, settings, raw_results, attempt_metrics)["unsafe_artifact_dirs"],
+                   dg.AssetCheckSeverity.ERROR, "unsafe artifact folders")
 
 
 @dg.asset_check(partitions_def=runs_partitions, asset=attempt_metrics, additional_ins={"raw_results": dg.AssetIn("raw_results")}, description="history/episode/trace files that exist but cannot be used (R3).")
 def no_invalid_artifacts(context: dg.AssetCheckExecutionContext, settings: PipelineSettings, raw_results: pd.DataFrame, attempt_metrics: pd.DataFrame) -> dg.AssetCheckResult:
-    raw = raw_run_from_frame(settings.run_dir(context.partition_key), raw_results)
-    quality = data_quality(raw, attempts_from_frame(attempt_metrics))
-    return _result(quality["invalid_artifacts"], dg.AssetCheckSeverity.WARN, "invalid or unreadable artifacts")
+    return _result(_artifact_quality(context, settings, raw_results, attempt_metrics)["invalid_artifacts"],
+                   dg.AssetCheckSeverity.WARN, "invalid or unreadable artifacts")
 
 
 @dg.asset_check(partitions_def=runs_partitions, asset=attempt_metrics, additional_ins={"raw_results": dg.AssetIn("raw_results")}, description="Recorded history-derived numbers that differ from the values derived from history.json.")
