@@ -120,20 +120,30 @@ def find_duplicates(rows: list[RawRow]) -> list[dict]:
     ]
 
 
-def planned_attempts(manifest: dict) -> list[tuple[str, int]] | None:
-    """Distinct planned (task, attempt) pairs from valid ``planned`` entries (R26, R32).
-
-    A valid entry has a string ``task_id`` and a positive integer ``attempts``. No list
-    (absent or not a list) gives None; an empty list gives [].
-    """
+def valid_planned_entries(manifest: dict) -> list[dict] | None:
+    """``planned`` entries with a string ``task_id`` and a positive integer ``attempts`` (R26);
+    None when there is no list."""
     planned = manifest.get("planned")
     if not isinstance(planned, list):
         return None
+    return [
+        e for e in planned
+        if isinstance(e, dict) and isinstance(e.get("task_id"), str) and is_positive_int(e.get("attempts"))
+    ]
+
+
+def planned_attempts(manifest: dict) -> list[tuple[str, int]] | None:
+    """Distinct planned (task, attempt) pairs from valid ``planned`` entries (R26, R32).
+
+    No list (absent or not a list) gives None; an empty list gives [].
+    """
+    entries = valid_planned_entries(manifest)
+    if entries is None:
+        return None
     pairs: dict[tuple[str, int], None] = {}
-    for entry in planned:
-        if isinstance(entry, dict) and isinstance(entry.get("task_id"), str) and is_positive_int(entry.get("attempts")):
-            for attempt in range(1, entry["attempts"] + 1):
-                pairs[(entry["task_id"], attempt)] = None
+    for entry in entries:
+        for attempt in range(1, entry["attempts"] + 1):
+            pairs[(entry["task_id"], attempt)] = None
     return list(pairs)
 
 
@@ -146,15 +156,9 @@ def resolve_metrics_k(manifest: dict, rows: list[RawRow]) -> int | None:
     k = manifest.get("metrics_k")
     if is_positive_int(k):
         return k
-    planned = manifest.get("planned")
-    if isinstance(planned, list):
-        valid = [
-            e["attempts"]
-            for e in planned
-            if isinstance(e, dict) and isinstance(e.get("task_id"), str) and is_positive_int(e.get("attempts"))
-        ]
-        if valid:
-            return min(valid)
+    entries = valid_planned_entries(manifest)
+    if entries:
+        return min(e["attempts"] for e in entries)
     highest: dict[str, int] = {}
     for row in rows:
         highest[row.task_id] = max(highest.get(row.task_id, 0), row.attempt)
