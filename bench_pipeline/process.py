@@ -17,6 +17,7 @@ from typing import Callable
 import orjson
 
 from .attempt_metrics import RunContext, derive_attempt
+from .bulk import gc_paused
 from .capability import run_metrics
 from .formula import FORMULA_VERSION
 from .run_reader import RawRun, read_run
@@ -70,6 +71,7 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
+@gc_paused()
 def derive_attempts(
     raw: RawRun, progress: Callable[[int, int], None] | None = None, workers: int = 1
 ) -> list[dict]:
@@ -148,6 +150,7 @@ def build_metrics(raw: RawRun, attempts: list[dict], tasks: list[dict], quality:
     }
 
 
+@gc_paused()
 def process_run(
     run_dir: Path | str, progress: Callable[[int, int], None] | None = None, workers: int = 1
 ) -> ProcessedRun:
@@ -176,6 +179,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+@gc_paused()
 def write_metrics_files(out_dir: Path, metrics: dict, attempts: list[dict]) -> dict[str, Path]:
     """metrics.json and attempts.jsonl into ``out_dir`` (created when needed)."""
     out_dir.mkdir(parents=True, exist_ok=True)

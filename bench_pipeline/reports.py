@@ -28,6 +28,7 @@ import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from .bulk import gc_paused
 from .stats import is_number, percentile
 
 NA = "n/a"
@@ -1419,6 +1420,7 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+@gc_paused()
 def write_reports(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
                   run_dir: Path | None = None) -> dict[str, Path]:
     """Write summary.md and report.html into out_dir; returns {"summary.md": path, "report.html": path}.
