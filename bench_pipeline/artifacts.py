@@ -77,11 +77,16 @@ def normalize_relative(path: str) -> ArtifactDir:
     return ArtifactDir(normalized)
 
 
-def resolve_artifact_dir(run_dir: Path, real_run_dir: str, recorded: object, task_id: str, attempt: int) -> ArtifactDir:
+def resolve_artifact_dir(
+    run_dir: Path, real_run_dir: str, recorded: object, task_id: str, attempt: int,
+    checked: dict[str, bool] | None = None,
+) -> ArtifactDir:
     """The attempt's artifact folder (R4, R5): recorded ``artifact_dir`` or the convention.
 
     ``real_run_dir`` is ``os.path.realpath(run_dir)``, computed once per run. A folder
     whose real location (symlinks resolved) is outside the run folder is refused.
+    ``checked`` (one dict per run) remembers folders already found to be plain folders,
+    so that a run's thousands of attempts share the checks of their common parents.
     """
     if recorded is None:
         candidate = normalize_relative(conventional_dir(task_id, attempt))
@@ -91,10 +96,35 @@ def resolve_artifact_dir(run_dir: Path, real_run_dir: str, recorded: object, tas
         return ArtifactDir(None, "artifact_dir is not a string")
     if candidate.refused:
         return candidate
-    real = os.path.realpath(os.path.join(real_run_dir, candidate.relative))
-    if real != real_run_dir and not real.startswith(real_run_dir + os.sep):
+    if not _stays_inside(real_run_dir, candidate.relative, checked if checked is not None else {}):
         return ArtifactDir(None, "resolves (through a symlink) outside the run folder")
     return candidate
+
+
+def _stays_inside(real_run_dir: str, relative: str, checked: dict[str, bool]) -> bool:
+    """Whether ``realpath(real_run_dir/relative)`` is the run folder or below it.
+
+    Walks the normalized relative path one folder at a time: while no component is a
+    symlink the real path is the path itself (inside); at the first symlink the whole path
+    is resolved with ``os.path.realpath``; a component that does not exist ends the walk
+    (nothing below it can be a symlink). Plain folders are remembered in ``checked``.
+    """
+    if relative == ".":
+        return True
+    path = real_run_dir
+    for part in relative.split("/"):
+        path = f"{path}{os.sep}{part}"
+        if checked.get(path):
+            continue
+        try:
+            mode = os.lstat(path).st_mode
+        except (OSError, ValueError):
+            return True  # does not exist (or cannot be looked at): its files will be missing
+        if stat.S_ISLNK(mode):
+            real = os.path.realpath(os.path.join(real_run_dir, relative))
+            return real == real_run_dir or real.startswith(real_run_dir + os.sep)
+        checked[path] = True
+    return True
 
 
 def _loads(data: bytes) -> Any:
@@ -116,13 +146,51 @@ def loads_json(data: bytes) -> Any:
     return _loads(data)
 
 
+#: Open without following a final symlink and without blocking on a FIFO.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 def read_json_file(run_dir: Path, real_run_dir: str, relative: str) -> JsonFile:
     """Read one JSON file below the run folder without ever raising (R3, R5).
 
     missing: no such file; unreadable: not a regular file, a symlink leaving the run
     folder, or an OS error; invalid: empty, not UTF-8 or not JSON.
+
+    The common case (a regular file, not a symlink) costs one open, one fstat and one
+    read; anything else (missing, symlink, special file, error) takes the careful path.
     """
     full = os.path.join(real_run_dir, relative)
+    if not hasattr(os, "O_NOFOLLOW"):
+        return _read_json_file_carefully(full, real_run_dir, relative)
+    try:
+        fd = os.open(full, _OPEN_FLAGS)
+    except (OSError, ValueError):
+        return _read_json_file_carefully(full, real_run_dir, relative)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return _read_json_file_carefully(full, real_run_dir, relative)
+        data = _read_all(fd, st.st_size)
+    except OSError as exc:
+        return JsonFile(UNREADABLE, reason=f"cannot read: {exc.strerror or exc}", path=relative)
+    finally:
+        os.close(fd)
+    return _parse_file(data, relative)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """Every byte of an open regular file whose size was ``size`` (it may have changed)."""
+    data = os.read(fd, size + 1)
+    if len(data) <= size:
+        return data  # a short read of a regular file is its end
+    chunks = [data]
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _read_json_file_carefully(full: str, real_run_dir: str, relative: str) -> JsonFile:
+    """read_json_file for everything but a plain regular file: each status with its reason."""
     try:
         st = os.stat(full)  # follows symlinks
     except FileNotFoundError:
@@ -144,13 +212,18 @@ def read_json_file(run_dir: Path, real_run_dir: str, relative: str) -> JsonFile:
             data = fh.read()
     except OSError as exc:
         return JsonFile(UNREADABLE, reason=f"cannot read: {exc.strerror or exc}", path=relative)
-    if not data.strip():
-        return JsonFile(INVALID, reason="empty file", path=relative)
+    return _parse_file(data, relative)
+
+
+def _parse_file(data: bytes, relative: str) -> JsonFile:
+    """The status and value of a file's bytes: available, or invalid with the reason."""
     try:
         return JsonFile(AVAILABLE, _loads(data), path=relative)
     except UnicodeDecodeError:
         return JsonFile(INVALID, reason="not UTF-8", path=relative)
     except ValueError as exc:
+        if not data.strip():
+            return JsonFile(INVALID, reason="empty file", path=relative)
         return JsonFile(INVALID, reason=f"not valid JSON ({_first_line(exc)})", path=relative)
     except RecursionError:
         return JsonFile(INVALID, reason="JSON nested too deeply", path=relative)

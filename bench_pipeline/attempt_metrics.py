@@ -515,6 +515,8 @@ class RunContext:
     run_dir: Path
     real_run_dir: str
     suite_tasks: dict[str, dict]
+    #: Folders below the run folder already known to be plain folders (not symlinks).
+    checked_dirs: dict[str, bool] = field(default_factory=dict)
 
     @classmethod
     def of(cls, raw: RawRun) -> "RunContext":
@@ -566,7 +568,9 @@ def derive_attempt(raw: RawRow, ctx: RunContext) -> dict:
     row = raw.data
     unsafe_dir: dict | None = None
     artifact_problems: list[dict] = []
-    folder = resolve_artifact_dir(ctx.run_dir, ctx.real_run_dir, row.get("artifact_dir"), raw.task_id, raw.attempt)
+    folder = resolve_artifact_dir(
+        ctx.run_dir, ctx.real_run_dir, row.get("artifact_dir"), raw.task_id, raw.attempt, ctx.checked_dirs
+    )
     if folder.refused:
         unsafe_dir = {
             "line": raw.line,

@@ -434,3 +434,51 @@ def test_character_device_named_history_json_is_unreadable(tmp_path):
         os.symlink("/dev/null", run / "tasks" / "t" / "history.json")
     assert read_json_file(run, os.path.realpath(run), "tasks/t/history.json").status == "unreadable"
     assert not _history_used(_attempt(process_run(run)))
+
+
+# --- the fast path of read_json_file and the per-run folder cache -------------------------
+
+def test_read_json_file_reasons_match_the_careful_path(tmp_path):
+    run = make_run(tmp_path, [row("t")], artifacts={"tasks/t": {"empty.json": b"  \n", "bad.json": b"{oops",
+                                                                "latin.json": b'"\xe9"'}})
+    real = os.path.realpath(run)
+    assert read_json_file(run, real, "tasks/t/empty.json").reason == "empty file"
+    assert read_json_file(run, real, "tasks/t/bad.json").reason.startswith("not valid JSON")
+    assert read_json_file(run, real, "tasks/t/latin.json").reason == "not UTF-8"
+    assert read_json_file(run, real, "tasks/t/missing.json").reason == "file not found"
+    os.symlink(run / "tasks" / "t" / "nowhere.json", run / "tasks" / "t" / "dangling.json")
+    assert read_json_file(run, real, "tasks/t/dangling.json").reason == "dangling symlink"
+    (run / "tasks" / "t" / "dir.json").mkdir()
+    assert read_json_file(run, real, "tasks/t/dir.json").reason == "not a regular file"
+
+
+def test_read_all_reads_past_a_stale_size(tmp_path):
+    """A file that grew after its size was taken is still read to its end."""
+    from bench_pipeline.artifacts import _read_all
+
+    path = tmp_path / "grown.json"
+    path.write_bytes(b'{"a": "' + b"x" * 3_000_000 + b'"}')
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _read_all(fd, 10) == path.read_bytes()
+    finally:
+        os.close(fd)
+
+
+def test_folder_cache_does_not_hide_a_symlink_below_a_checked_parent(tmp_path):
+    """Plain parents are remembered per run; a symlinked attempt folder below one is still refused."""
+    from bench_pipeline.artifacts import resolve_artifact_dir
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    run = make_run(tmp_path, [row("t")])
+    (run / "tasks" / "t" / "attempt-2").mkdir(parents=True)
+    os.symlink(outside, run / "tasks" / "t" / "attempt-3")
+    real, checked = os.path.realpath(run), {}
+    assert resolve_artifact_dir(run, real, None, "t", 2, checked).relative == "tasks/t/attempt-2"
+    assert os.path.join(real, "tasks", "t") in checked
+    refused = resolve_artifact_dir(run, real, None, "t", 3, checked)
+    assert refused.refused and "symlink" in refused.refused_reason
+    inside = run / "tasks" / "u"
+    os.symlink(run / "tasks" / "t", inside)  # a symlink that stays inside is followed
+    assert resolve_artifact_dir(run, real, "tasks/u/attempt-2", "u", 1, checked).relative == "tasks/u/attempt-2"
