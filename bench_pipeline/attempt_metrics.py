@@ -24,7 +24,7 @@ from .artifacts import (
     resolve_artifact_dir,
 )
 from .run_reader import RawRow, RawRun
-from .stats import is_number, number_or_none
+from .stats import FLOAT_MAX_INT, is_number, number_or_none
 
 # --- Vocabulary (reference 2, 3.4) -------------------------------------------------------
 
@@ -141,8 +141,8 @@ def _json_object(content: object) -> dict | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _has_image(message: dict) -> bool:
-    attachments = message.get("attachments")
+def _has_image(attachments: object) -> bool:
+    """A message's ``attachments`` hold an image (3.3)."""
     if type(attachments) is not list:
         return False
     return any(isinstance(a, dict) and a.get("type") == "image" for a in attachments)
@@ -226,48 +226,70 @@ def _is_error_result(message: dict, parsed: dict | None) -> bool:
     return parsed is not None and (bool(parsed.get("is_error")) or parsed.get("ok") is False)
 
 
+def _token(usage: dict, key: str, fallback: str | None) -> int | float | None:
+    """One usage count: ``key`` when it is a number, else ``fallback``'s (3.5, R9, R36)."""
+    value = usage.get(key)
+    if type(value) is int and -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
+        return value  # the common case, without a call
+    value = number_or_none(value)
+    if value is None and fallback is not None:
+        value = number_or_none(usage.get(fallback))
+    return value
+
+
 def usage_tokens(usage: dict) -> tuple:
     """(input, output, total, cached, reasoning) tokens of one model call (3.5, R9, R36).
 
     Each falls back to its older key when the primary is absent or not a number; total
     falls back to input + output of the same message when both are known.
     """
-    inp = number_or_none(usage.get("input_tokens"))
-    if inp is None:
-        inp = number_or_none(usage.get("prompt_tokens"))
-    out = number_or_none(usage.get("output_tokens"))
-    if out is None:
-        out = number_or_none(usage.get("completion_tokens"))
-    total = number_or_none(usage.get("total_tokens"))
+    inp = _token(usage, "input_tokens", "prompt_tokens")
+    out = _token(usage, "output_tokens", "completion_tokens")
+    total = _token(usage, "total_tokens", None)
     if total is None and inp is not None and out is not None:
         total = inp + out
-    cached = number_or_none(usage.get("cached_input_tokens"))
-    if cached is None:
-        cached = number_or_none(usage.get("cached_tokens"))
-    return inp, out, total, cached, number_or_none(usage.get("reasoning_tokens"))
+    return inp, out, total, _token(usage, "cached_input_tokens", "cached_tokens"), _token(usage, "reasoning_tokens", None)
+
+
+def _add(total: float | None, value: float | None) -> float | None:
+    """A running sum that becomes None for good once a value is missing (3.5)."""
+    return None if total is None or value is None else total + value
+
+
+#: Kinds of the ordered events behind the pending-image flag (3.3).
+_MODEL, _RESULT, _IMAGE = 0, 1, 2
 
 
 def derive_history(messages: list) -> HistoryMetrics:
     """Model calls, time, vision, tokens, tool counters and first error from history (3.3, 3.5).
 
-    Non-object entries are skipped but keep their index (R22).
+    Non-object entries are skipped but keep their index (R22). One pass collects model
+    calls, tool calls and results and the vision events; the tool counters, errors and the
+    pending-image flag then visit only those.
     """
     out = HistoryMetrics()
     calls: list[int] = []
     results: list[int] = []
     # Ordered events for the pending-image flag: (index, kind, duration-or-None).
-    vision_events: list[tuple[int, str, object]] = []
+    vision_events: list[tuple[int, int, object]] = []
     n_model = 0
     time_sum: float = 0
     time_complete = True
     # Running token sums; a field missing on any call becomes None for good (3.5).
-    sums: list[float | None] = [0, 0, 0, 0, 0]
+    s_in: float | None = 0
+    s_out: float | None = 0
+    s_total: float | None = 0
+    s_cached: float | None = 0
+    s_reasoning: float | None = 0
 
     for i, msg in enumerate(messages):
         if type(msg) is not dict:
             continue
         kind = msg.get("type")
-        if kind == "assistant" or kind == "tool_call":
+        if kind == "tool_result":
+            results.append(i)
+            vision_events.append((i, _RESULT, None))
+        elif kind == "assistant" or kind == "tool_call":
             usage = msg.get("usage")
             if type(usage) is dict:
                 n_model += 1
@@ -277,19 +299,18 @@ def derive_history(messages: list) -> HistoryMetrics:
                 else:
                     duration = None
                     time_complete = False
-                vision_events.append((i, "model", duration))
-                for j, value in enumerate(usage_tokens(usage)):
-                    if value is None or sums[j] is None:
-                        sums[j] = None
-                    else:
-                        sums[j] += value
+                vision_events.append((i, _MODEL, duration))
+                inp, outp, total, cached, reasoning = usage_tokens(usage)
+                s_in = _add(s_in, inp)
+                s_out = _add(s_out, outp)
+                s_total = _add(s_total, total)
+                s_cached = _add(s_cached, cached)
+                s_reasoning = _add(s_reasoning, reasoning)
             if kind == "tool_call":
                 calls.append(i)
-        elif kind == "tool_result":
-            results.append(i)
-            vision_events.append((i, "result", None))
-        if _has_image(msg):
-            vision_events.append((i, "image", None))
+        attachments = msg.get("attachments")
+        if attachments is not None and _has_image(attachments):
+            vision_events.append((i, _IMAGE, None))
 
     pairs = pair_tool_calls(messages, calls, results)
     call_of = {r: c for c, r in pairs.items()}
@@ -327,7 +348,7 @@ def derive_history(messages: list) -> HistoryMetrics:
     vision_time: float = 0
     vision_complete = True
     for i, kind, duration in vision_events:
-        if kind == "model":
+        if kind == _MODEL:
             if pending:
                 vision_calls += 1
                 if duration is None:
@@ -335,17 +356,19 @@ def derive_history(messages: list) -> HistoryMetrics:
                 else:
                     vision_time += duration
                 pending = False
-        elif kind == "image":
+        elif kind == _IMAGE:
             pending = True
-        elif _is_screenshot_result(messages[i], parsed[i], messages[call_of[i]] if i in call_of else None):
-            pending = True
+        elif not pending:  # a result can only raise the flag
+            c = call_of.get(i)
+            if _is_screenshot_result(messages[i], parsed[i], messages[c] if c is not None else None):
+                pending = True
 
     if n_model:  # R8: no qualifying model message -> all of these stay null
         out.llm_calls = n_model
         out.llm_time_ms = time_sum if time_complete else None
         out.vision_llm_calls = vision_calls
         out.vision_llm_time_ms = vision_time if vision_calls and vision_complete else None
-        out.tokens = dict(zip(TOKEN_FIELDS, sums))
+        out.tokens = dict(zip(TOKEN_FIELDS, (s_in, s_out, s_total, s_cached, s_reasoning)))
     else:
         out.tokens = {f: None for f in TOKEN_FIELDS}
     return out

@@ -17,7 +17,8 @@ def _say(message: str) -> None:
 def cmd_process(args: argparse.Namespace) -> int:
     """Process RUN_DIR into OUTPUT_DIR: metrics.json, attempts.jsonl, summary.md, report.html."""
     from .outputs import write_run_outputs
-    from .process import default_workers, process_run
+    from .bulk import default_workers
+    from .process import process_run
 
     started = time.monotonic()
     run_dir = Path(args.run_dir)

@@ -7,9 +7,7 @@ build_metrics (stage 4) -> write_outputs (metrics.json, attempts.jsonl, reports)
 from __future__ import annotations
 
 import datetime as dt
-import multiprocessing
 import os
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -17,7 +15,7 @@ from typing import Callable
 import orjson
 
 from .attempt_metrics import RunContext, derive_attempt
-from .bulk import gc_paused
+from .bulk import fork_map, gc_paused
 from .capability import run_metrics
 from .formula import FORMULA_VERSION
 from .run_reader import RawRun, read_run
@@ -51,24 +49,6 @@ class ProcessedRun:
 #: Below this many rows a run is derived in one process (forking costs more than it saves).
 PARALLEL_MIN_ROWS = 2000
 _CHUNK_ROWS = 500
-_fork_state: tuple[list, RunContext] | None = None
-
-
-def _worker_init() -> None:
-    """Default SIGTERM/SIGINT in workers: a parent's handlers (Dagster, test runners) must
-    not keep a worker alive when the pool shuts down."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _derive_chunk(bounds: tuple[int, int]) -> list[dict]:
-    rows, ctx = _fork_state
-    return [derive_attempt(row, ctx) for row in rows[bounds[0]:bounds[1]]]
-
-
-def default_workers() -> int:
-    """Worker processes for `bench-pipeline process`: the machine's cores, at most 8."""
-    return max(1, min(os.cpu_count() or 1, 8))
 
 
 @gc_paused()
@@ -82,33 +62,16 @@ def derive_attempts(
     the result is identical to the sequential one.
     """
     ctx = RunContext.of(raw)
-    total = len(raw.rows)
-    if workers > 1 and total >= PARALLEL_MIN_ROWS and "fork" in multiprocessing.get_all_start_methods():
-        return _derive_parallel(raw.rows, ctx, workers, progress)
-    rows: list[dict] = []
-    for i, row in enumerate(raw.rows, start=1):
-        rows.append(derive_attempt(row, ctx))
-        if progress is not None and (i % 1000 == 0 or i == total):
-            progress(i, total)
-    return rows
 
+    def derive_chunk(_start: int, rows: list) -> list[dict]:
+        return [derive_attempt(row, ctx) for row in rows]
 
-def _derive_parallel(rows: list, ctx: RunContext, workers: int, progress: Callable[[int, int], None] | None) -> list[dict]:
-    global _fork_state
-    _fork_state = (rows, ctx)  # inherited by the forked workers, never pickled
-    chunks = [(start, min(start + _CHUNK_ROWS, len(rows))) for start in range(0, len(rows), _CHUNK_ROWS)]
-    derived: list[dict] = []
-    try:
-        with multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init) as pool:
-            for part in pool.imap(_derive_chunk, chunks):
-                derived.extend(part)
-                if progress is not None:
-                    progress(len(derived), len(rows))
-            pool.close()  # let workers finish on their own instead of being terminated
-            pool.join()
-    finally:
-        _fork_state = None
-    return derived
+    chunks = fork_map(
+        derive_chunk, raw.rows,
+        workers=workers if len(raw.rows) >= PARALLEL_MIN_ROWS else 1,
+        chunk_size=_CHUNK_ROWS, progress=progress,
+    )
+    return [attempt for chunk in chunks for attempt in chunk]
 
 
 def data_quality(raw: RawRun, attempts: list[dict]) -> dict:

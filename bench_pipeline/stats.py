@@ -32,14 +32,15 @@ def is_number(value: object) -> bool:
     return False
 
 
-_FLOAT_MAX_INT = int(sys.float_info.max)
+#: The largest integer that still converts to a float (larger ones are unavailable, R42).
+FLOAT_MAX_INT = int(sys.float_info.max)
 
 
 def number_or_none(value: object) -> int | float | None:
     """``value`` when ``is_number(value)``, else None: the fast form used on hot paths."""
     kind = type(value)
     if kind is int:
-        return value if -_FLOAT_MAX_INT <= value <= _FLOAT_MAX_INT else None
+        return value if -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT else None
     if kind is float:
         return value if value - value == 0 else None  # NaN and infinities give NaN
     if kind is bool or value is None:

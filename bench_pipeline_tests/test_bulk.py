@@ -36,3 +36,43 @@ def test_gc_paused_works_as_a_decorator():
 
     assert state() is False
     assert gc.isenabled()
+
+
+def _square_chunk(start: int, chunk: list[int]) -> list[tuple[int, int]]:
+    return [(start + i, x * x) for i, x in enumerate(chunk)]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_fork_map_keeps_chunk_order_and_reports_progress(workers):
+    from bench_pipeline.bulk import fork_map
+
+    seen: list[tuple[int, int]] = []
+    chunks = fork_map(_square_chunk, list(range(23)), workers=workers, chunk_size=5,
+                      progress=lambda done, total: seen.append((done, total)))
+    assert [len(c) for c in chunks] == [5, 5, 5, 5, 3]
+    assert [pair for chunk in chunks for pair in chunk] == [(i, i * i) for i in range(23)]
+    assert seen == [(5, 23), (10, 23), (15, 23), (20, 23), (23, 23)]
+
+
+def test_fork_map_runs_closures_over_local_state_and_handles_no_items():
+    from bench_pipeline.bulk import fork_map
+
+    offset = 100  # a closure: handed to forked workers without pickling
+
+    def add(start: int, chunk: list[int]) -> list[int]:
+        return [x + offset for x in chunk]
+
+    assert fork_map(add, [1, 2, 3, 4], workers=2, chunk_size=2) == [[101, 102], [103, 104]]
+    assert fork_map(add, [], workers=2, chunk_size=2) == []
+
+
+def test_fork_map_reraises_a_worker_error():
+    from bench_pipeline.bulk import fork_map
+
+    def fail(start: int, chunk: list[int]) -> list[int]:
+        if start >= 2:
+            raise ValueError(f"bad chunk at {start}")
+        return chunk
+
+    with pytest.raises(ValueError, match="bad chunk at 2"):
+        fork_map(fail, [1, 2, 3, 4], workers=2, chunk_size=2)

@@ -62,7 +62,8 @@ def process_command(run_dir: Path, out_dir: Path) -> tuple[float, int]:
 
 METRICS_ONLY = (
     "import sys; from pathlib import Path; "
-    "from bench_pipeline.process import default_workers, process_run, write_metrics_files; "
+    "from bench_pipeline.bulk import default_workers; "
+    "from bench_pipeline.process import process_run, write_metrics_files; "
     "p = process_run(sys.argv[1], workers=default_workers()); "
     "write_metrics_files(Path(sys.argv[2]), p.metrics, p.attempts)"
 )
