@@ -13,7 +13,10 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import pickle
+import queue
 import signal
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -40,25 +43,8 @@ def gc_paused() -> Iterator[None]:
 
 # --- Chunks of a large list in forked worker processes ---------------------------------
 
-#: The work of the current fork_map call, inherited by forked workers (never pickled, so
-#: closures and large read-only inputs cost nothing to hand over).
-_FORK_STATE: tuple[Callable[[int, Sequence[Any]], Any], Sequence[Any]] | None = None
-
-
-def _worker_init() -> None:
-    """Default SIGTERM/SIGINT in workers: a parent's handlers (Dagster, test runners) must
-    not keep a worker alive when the pool shuts down."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _run_chunk(bounds: tuple[int, int]) -> Any:
-    func, items = _FORK_STATE
-    return func(bounds[0], items[bounds[0]:bounds[1]])
-
-
 def default_workers() -> int:
-    """Worker processes for large runs: the machine's cores, at most 8."""
+    """Processes for large runs (this one included): the machine's cores, at most 8."""
     return max(1, min(os.cpu_count() or 1, 8))
 
 
@@ -70,32 +56,109 @@ def fork_map(
     chunk_size: int = 500,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[R]:
-    """``[func(start, items[start:start + chunk_size]) for each chunk]``, in order.
+    """``[func(start, items[start:start + chunk_size]) for each chunk]``, in chunk order.
 
-    With ``workers`` > 1, more than one chunk and a platform that can fork, the chunks are
-    computed in that many forked processes (each result is pickled back); otherwise in this
-    process. ``func`` must be a pure function of its chunk and of state that exists before
-    the call. ``progress(done, total)`` is called after each chunk.
+    With ``workers`` > 1, more than one chunk and a platform that can fork, this process
+    and ``workers - 1`` forked children take chunks from a shared counter until none is
+    left. This process's own results need no pickling; a child's are pickled back through
+    a queue. ``func`` and ``items`` reach the children by fork, so closures over large
+    read-only state cost nothing to hand over; ``func`` must not depend on anything that
+    changes during the call. ``progress(done_items, total)`` follows each finished chunk.
+    A child's exception is raised here; a child that dies is a RuntimeError.
     """
-    global _FORK_STATE
     total = len(items)
     bounds = [(start, min(start + chunk_size, total)) for start in range(0, total, chunk_size)]
-    results: list[R] = []
     if workers <= 1 or len(bounds) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        results = []
         for start, end in bounds:
             results.append(func(start, items[start:end]))
             if progress is not None:
                 progress(end, total)
         return results
-    _FORK_STATE = (func, items)
+    return _ForkMap(func, items, bounds, min(workers, len(bounds)) - 1, progress).run()
+
+
+class _ForkMap:
+    """One parallel fork_map call: the shared chunk counter, the children, the results."""
+
+    def __init__(self, func: Callable, items: Sequence, bounds: list[tuple[int, int]], children: int,
+                 progress: Callable[[int, int], None] | None) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.func, self.items, self.bounds, self.progress = func, items, bounds, progress
+        self.next_chunk = ctx.Value("q", 0)
+        self.queue = ctx.Queue()
+        self.results: list[Any] = [None] * len(bounds)
+        self.pending = len(bounds)
+        self.done_items = 0
+        self.children = [ctx.Process(target=self._child, daemon=True) for _ in range(children)]
+
+    def _claim(self) -> int | None:
+        with self.next_chunk.get_lock():
+            k = self.next_chunk.value
+            if k >= len(self.bounds):
+                return None
+            self.next_chunk.value = k + 1
+            return k
+
+    def _compute(self, k: int) -> Any:
+        start, end = self.bounds[k]
+        return self.func(start, self.items[start:end])
+
+    def _child(self) -> None:
+        # Default SIGTERM/SIGINT: a parent's handlers (Dagster, test runners) must not keep
+        # a child alive when it is told to stop.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        k = None
+        try:
+            while (k := self._claim()) is not None:
+                self.queue.put((k, self._compute(k), None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
+            self.queue.put((k, None, _picklable(exc)))
+
+    def _take(self, message: tuple[int, Any, BaseException | None]) -> None:
+        k, result, error = message
+        if error is not None:
+            raise error
+        self.results[k] = result
+        self.pending -= 1
+        start, end = self.bounds[k]
+        self.done_items += end - start
+        if self.progress is not None:
+            self.progress(self.done_items, len(self.items))
+
+    def run(self) -> list[Any]:
+        for child in self.children:
+            child.start()
+        try:
+            while (k := self._claim()) is not None:
+                result = self._compute(k)
+                self._take((k, result, None))
+                while True:  # collect what the children finished meanwhile
+                    try:
+                        self._take(self.queue.get_nowait())
+                    except queue.Empty:
+                        break
+            while self.pending:
+                try:
+                    self._take(self.queue.get(timeout=0.5))
+                except queue.Empty:
+                    if not any(child.is_alive() for child in self.children) and self.queue.empty():
+                        codes = [child.exitcode for child in self.children]
+                        raise RuntimeError(f"a worker process ended without returning its chunk (exit codes {codes})")
+        finally:
+            for child in self.children:
+                if self.pending and child.is_alive():
+                    child.terminate()
+                child.join()
+        return self.results
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    """The exception itself when it can travel between processes, else a RuntimeError with its text."""
     try:
-        with multiprocessing.get_context("fork").Pool(min(workers, len(bounds)), initializer=_worker_init) as pool:
-            for (_, end), result in zip(bounds, pool.imap(_run_chunk, bounds)):
-                results.append(result)
-                if progress is not None:
-                    progress(end, total)
-            pool.close()  # let workers finish on their own instead of being terminated
-            pool.join()
-    finally:
-        _FORK_STATE = None
-    return results
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001 - any pickling failure
+        text = "".join(traceback.format_exception(exc))
+        return RuntimeError(f"worker process failed:\n{text}")

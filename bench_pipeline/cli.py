@@ -14,6 +14,20 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+class _Progress:
+    """A progress line on stderr for large runs: at most one a second, and the last."""
+
+    def __init__(self, what: str, min_total: int = 2000, every_seconds: float = 1.0) -> None:
+        self.what, self.min_total, self.every = what, min_total, every_seconds
+        self.last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if total >= self.min_total and (done == total or now - self.last >= self.every):
+            self.last = now
+            _say(f"  {self.what}: {done}/{total}")
+
+
 def cmd_process(args: argparse.Namespace) -> int:
     """Process RUN_DIR into OUTPUT_DIR: metrics.json, attempts.jsonl, summary.md, report.html."""
     from .outputs import write_run_outputs
@@ -22,17 +36,18 @@ def cmd_process(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     run_dir = Path(args.run_dir)
+    workers = args.workers or default_workers()
     try:
         processed = process_run(
             run_dir,
-            progress=lambda i, n: _say(f"  attempts {i}/{n}") if n >= 2000 and (i % 2000 == 0 or i == n) else None,
-            workers=args.workers or default_workers(),
+            progress=_Progress("attempts derived"),
+            workers=workers,
         )
     except NotARunFolderError as exc:
         _say(f"error: {exc}")
         return 2
     out_dir = Path(args.output_dir)
-    written = write_run_outputs(out_dir, processed)
+    written = write_run_outputs(out_dir, processed, workers)
     quality = processed.metrics["data_quality"]
     findings = sum(len(v) for v in quality.values())
     _say(
@@ -77,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run folder (manifest.json, suite.json, results.jsonl, tasks/)")
     p.add_argument("--output-dir", required=True, help="where metrics.json, attempts.jsonl and reports go")
     p.add_argument("--publish", action="store_true", help="also publish the run to Langfuse (LANGFUSE_* environment)")
-    p.add_argument("--workers", type=int, default=0, help="processes deriving attempts of large runs (default: one per core)")
+    p.add_argument("--workers", type=int, default=0, help="processes deriving attempts and report rows of large runs (default: one per core)")
     p.set_defaults(func=cmd_process)
 
     g = sub.add_parser("generate", help="write realistic synthetic run folders")

@@ -8,8 +8,11 @@ from .process import ProcessedRun, attempt_record, write_metrics_files
 from .reports import write_reports
 
 
-def write_run_outputs(out_dir: Path, processed: ProcessedRun) -> dict[str, Path]:
-    """Every per-run output file into ``out_dir``; returns {file name: path}."""
+def write_run_outputs(out_dir: Path, processed: ProcessedRun, workers: int = 1) -> dict[str, Path]:
+    """Every per-run output file into ``out_dir``; returns {file name: path}.
+
+    ``workers`` > 1 lets a large run's report rows be built in forked processes.
+    """
     written = write_metrics_files(out_dir, processed.metrics, processed.attempts)
     written.update(
         write_reports(
@@ -19,6 +22,7 @@ def write_run_outputs(out_dir: Path, processed: ProcessedRun) -> dict[str, Path]
             processed.raw.manifest,
             processed.raw.run_id,
             run_dir=processed.raw.run_dir,
+            workers=workers,
         )
     )
     return written

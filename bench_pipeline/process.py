@@ -48,7 +48,7 @@ class ProcessedRun:
 
 #: Below this many rows a run is derived in one process (forking costs more than it saves).
 PARALLEL_MIN_ROWS = 2000
-_CHUNK_ROWS = 500
+_CHUNK_ROWS = 250
 
 
 @gc_paused()

@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
@@ -28,7 +29,7 @@ import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from .bulk import gc_paused
+from .bulk import fork_map, gc_paused
 from .stats import is_number, percentile
 
 NA = "n/a"
@@ -284,10 +285,9 @@ def md_code(value: Any, table: bool = True) -> str:
     text = " ".join(str(value).split()) if str(value).strip() else "(empty)"
     if table:
         text = text.replace("|", "\\|")
-    longest, run = 0, 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
+    longest = 0
+    if "`" in text:  # the fence must be longer than any backtick run inside
+        longest = max(len(run) for run in re.findall("`+", text))
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
@@ -1265,42 +1265,76 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
     return [facts, sections]
 
 
-def _attempt_rows(attempts: Sequence[Mapping[str, Any]], view: Mapping[str, Any]) -> tuple[list[list[str]], list[list[Any]], list[list[Any]]]:
-    """Per-attempt (cells, sort keys, details) in line order."""
+def _duplicate_lines(view: Mapping[str, Any]) -> dict[tuple[Any, int], list[int]]:
+    """{(task_id, attempt): results.jsonl lines} of every duplicated task/attempt."""
     dup_info: dict[tuple[Any, int], list[int]] = {}
     for d in view["dq"]["duplicate_rows"]:
         lines = [v for v in d.get("lines") or [] if isinstance(v, int)]
         dup_info[(d.get("task_id"), d.get("attempt") if isinstance(d.get("attempt"), int) else 1)] = lines
-    cells, keys, details = [], [], []
-    for rec in sorted(attempts, key=line_no):
-        task_id, n = rec.get("task_id"), attempt_no(rec)
-        folder, folder_text = _evidence_dir(rec, view["unsafe_lines"])
-        notes = []
-        lines = dup_info.get((task_id, n))
-        dup = bool(lines) and len(lines) > 1
-        if dup:
-            used = max(lines)
-            notes.append(f"Duplicate task/attempt on lines {', '.join(map(str, lines))}: line {used} is used for "
-                         "task-level metrics; every row counts in attempt-level populations.")
-        if line_no(rec) in view["unsafe_lines"]:
-            notes.append("The row's artifact_dir was refused as unsafe: its artifacts were not read.")
-        if rec.get("agent_eligible") is not True:
-            notes.append(_exclusion_reading(rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible")))
-        elif rec.get("success") is None:
-            notes.append("Eligible with unknown success: in every denominator, not a success.")
-        status, cls, stage = rec.get("status"), rec.get("failure_class"), rec.get("first_failure_stage")
-        cells.append([
-            fmt_text(task_id), f"{n}{' (dup)' if dup else ''}", fmt_text(status),
-            "—" if cls is None else str(cls), fmt_bool(rec.get("agent_eligible")),
-            fmt_bool(rec.get("success")) if rec.get("success") is not None else "unknown",
-            "—" if stage is None else str(stage), fmt_quality(rec.get("quality_score")),
-            fmt_ms(rec.get("task_wall_ms")), fmt_int(rec.get("total_tokens")), fmt_int(rec.get("tool_calls")),
-        ])
-        keys.append([task_id, n, status, cls, rec.get("agent_eligible"), rec.get("success"), stage,
-                     num(rec.get("quality_score")), num(rec.get("task_wall_ms")),
-                     num(rec.get("total_tokens")), num(rec.get("tool_calls")), rec.get("category")])
-        details.append(_details_payload(rec, notes, folder_text))  # script_json makes it JSON-safe
-    return cells, keys, details
+    return dup_info
+
+
+def attempt_row(rec: Mapping[str, Any], dup_info: Mapping[tuple[Any, int], list[int]],
+                unsafe_lines: set[int]) -> tuple[list[str], list[Any], list[Any]]:
+    """One attempt's table cells, sort/filter keys and expandable details."""
+    task_id, n = rec.get("task_id"), attempt_no(rec)
+    _, folder_text = _evidence_dir(rec, unsafe_lines)
+    notes = []
+    lines = dup_info.get((task_id, n))
+    dup = bool(lines) and len(lines) > 1
+    if dup:
+        used = max(lines)
+        notes.append(f"Duplicate task/attempt on lines {', '.join(map(str, lines))}: line {used} is used for "
+                     "task-level metrics; every row counts in attempt-level populations.")
+    if line_no(rec) in unsafe_lines:
+        notes.append("The row's artifact_dir was refused as unsafe: its artifacts were not read.")
+    if rec.get("agent_eligible") is not True:
+        notes.append(_exclusion_reading(rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible")))
+    elif rec.get("success") is None:
+        notes.append("Eligible with unknown success: in every denominator, not a success.")
+    status, cls, stage = rec.get("status"), rec.get("failure_class"), rec.get("first_failure_stage")
+    cells = [
+        fmt_text(task_id), f"{n}{' (dup)' if dup else ''}", fmt_text(status),
+        "—" if cls is None else str(cls), fmt_bool(rec.get("agent_eligible")),
+        fmt_bool(rec.get("success")) if rec.get("success") is not None else "unknown",
+        "—" if stage is None else str(stage), fmt_quality(rec.get("quality_score")),
+        fmt_ms(rec.get("task_wall_ms")), fmt_int(rec.get("total_tokens")), fmt_int(rec.get("tool_calls")),
+    ]
+    keys = [task_id, n, status, cls, rec.get("agent_eligible"), rec.get("success"), stage,
+            num(rec.get("quality_score")), num(rec.get("task_wall_ms")),
+            num(rec.get("total_tokens")), num(rec.get("tool_calls")), rec.get("category")]
+    return cells, keys, _details_payload(rec, notes, folder_text)
+
+
+#: Above this many attempts, report.html's attempt rows are built in forked workers.
+PARALLEL_MIN_ATTEMPTS = 2000
+_CHUNK_ATTEMPTS = 250
+
+
+def _attempt_rows(attempts: Sequence[Mapping[str, Any]], view: Mapping[str, Any],
+                  workers: int = 1) -> tuple[Markup, list[list[Any]], Markup]:
+    """The attempt table in line order: (rows HTML, sort keys, details JSON items).
+
+    Chunks of attempts are rendered independently (the row template and the details JSON
+    of each chunk), in forked workers for large runs; the pieces join in order.
+    """
+    dup_info = _duplicate_lines(view)
+    unsafe_lines = view["unsafe_lines"]
+    row_template = _env(True).get_template("attempt_rows.html.j2")
+
+    def render_chunk(start: int, records: Sequence[Mapping[str, Any]]) -> tuple[str, list, str]:
+        rows = [attempt_row(rec, dup_info, unsafe_lines) for rec in records]
+        html = row_template.render(start=start, cells=[r[0] for r in rows])
+        details = str(script_json([r[2] for r in rows]))[1:-1]  # the items, without [ ]
+        return html, [r[1] for r in rows], details
+
+    ordered = sorted(attempts, key=line_no)
+    chunks = fork_map(render_chunk, ordered, workers=workers if len(ordered) >= PARALLEL_MIN_ATTEMPTS else 1,
+                      chunk_size=_CHUNK_ATTEMPTS)
+    html = Markup("".join(c[0] for c in chunks))
+    keys = [k for c in chunks for k in c[1]]
+    details = Markup(",".join(c[2] for c in chunks if c[2]))
+    return html, keys, details
 
 
 def _histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -1376,16 +1410,26 @@ def _env(html: bool) -> Environment:
 def render_summary_md(metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
                       evidence_base: str | None = None) -> str:
     """summary.md: where a reviewer starts (see outputs.md "summary.md and report.html")."""
-    view = build_view(metrics, attempts, manifest, run_id, evidence_base)
+    return _summary_md(build_view(metrics, attempts, manifest, run_id, evidence_base))
+
+
+def _summary_md(view: Mapping[str, Any]) -> str:
     return _env(False).get_template("summary.md.j2").render(v=view)
 
 
 def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
-                       evidence_base: str | None = None) -> str:
-    """report.html: one self-contained, escaped, interactive page."""
+                       evidence_base: str | None = None, workers: int = 1) -> str:
+    """report.html: one self-contained, escaped, interactive page.
+
+    ``workers`` > 1 builds the attempt rows of large runs in that many forked processes.
+    """
     view = build_view(metrics, attempts, manifest, run_id, evidence_base)
+    return _report_html(view, metrics, attempts, workers)
+
+
+def _report_html(view: Mapping[str, Any], metrics: dict, attempts: list[dict], workers: int) -> str:
     records = [a for a in attempts if isinstance(a, dict)]
-    cells, keys, details = _attempt_rows(records, view)
+    rows_html, keys, details = _attempt_rows(records, view, workers)
     task_keys = [[t["task_id"], t["category"], t["attempts"], t["eligible"], t["passed"], t["failed"],
                   num(t["pass_rate"]), num(t["best_quality"]), num(t["avg_quality"]),
                   num(t["avg_wall_ms"]), t["mean_tokens"], t["has_nonpass"]]
@@ -1401,11 +1445,12 @@ def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_
         stage_svg=svg_hbar_chart(view["stage_items"], css="bar stg", label_width=150),
         status_svg=svg_stacked_bar([(s, c, f"st-{s}" if s in STATUS_ORDER else "st-other")
                                     for s, c in view["status_items"]]),
-        attempt_cells=cells,
+        attempt_rows=rows_html,
+        n_attempts=len(keys),
         statuses=statuses,
         classes=classes,
         payload=script_json(payload),
-        details=script_json({"labels": FACT_LABELS, "details": details}),
+        details=Markup(f'{{"labels":{script_json(FACT_LABELS)},"details":[{details}]}}'),
         failed_cap=HTML_FAILED_TASKS_CAP,
         style=Markup(_asset("report.css")),
         script=Markup(script),
@@ -1422,10 +1467,11 @@ def _atomic_write(path: Path, text: str) -> None:
 
 @gc_paused()
 def write_reports(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
-                  run_dir: Path | None = None) -> dict[str, Path]:
+                  run_dir: Path | None = None, workers: int = 1) -> dict[str, Path]:
     """Write summary.md and report.html into out_dir; returns {"summary.md": path, "report.html": path}.
 
-    With ``run_dir`` (the run folder), evidence folders become links relative to out_dir.
+    With ``run_dir`` (the run folder), evidence folders become links relative to out_dir;
+    ``workers`` as for render_report_html.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -1434,6 +1480,7 @@ def write_reports(out_dir: Path, metrics: dict, attempts: list[dict], manifest: 
         base = Path(os.path.relpath(Path(run_dir).resolve(), out_dir.resolve())).as_posix()
         base = "" if base == "." else base
     paths = {"summary.md": out_dir / "summary.md", "report.html": out_dir / "report.html"}
-    _atomic_write(paths["summary.md"], render_summary_md(metrics, attempts, manifest, run_id, base))
-    _atomic_write(paths["report.html"], render_report_html(metrics, attempts, manifest, run_id, base))
+    view = build_view(metrics, attempts, manifest, run_id, base)  # shared by both reports
+    _atomic_write(paths["summary.md"], _summary_md(view))
+    _atomic_write(paths["report.html"], _report_html(view, metrics, attempts, workers))
     return paths

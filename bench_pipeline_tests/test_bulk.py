@@ -51,7 +51,24 @@ def test_fork_map_keeps_chunk_order_and_reports_progress(workers):
                       progress=lambda done, total: seen.append((done, total)))
     assert [len(c) for c in chunks] == [5, 5, 5, 5, 3]
     assert [pair for chunk in chunks for pair in chunk] == [(i, i * i) for i in range(23)]
-    assert seen == [(5, 23), (10, 23), (15, 23), (20, 23), (23, 23)]
+    # One report per chunk, in completion order: done counts grow to the total.
+    assert len(seen) == 5 and seen[-1] == (23, 23)
+    assert all(a[0] < b[0] for a, b in zip(seen, seen[1:]))
+
+
+def test_fork_map_children_take_chunks_too():
+    """With slow chunks, forked children compute some of them (their pids differ)."""
+    import os
+    import time
+
+    from bench_pipeline.bulk import fork_map
+
+    def whose(start: int, chunk: list[int]) -> int:
+        time.sleep(0.05)
+        return os.getpid()
+
+    pids = fork_map(whose, list(range(40)), workers=3, chunk_size=2)
+    assert len(pids) == 20 and os.getpid() in pids and len(set(pids)) >= 2
 
 
 def test_fork_map_runs_closures_over_local_state_and_handles_no_items():
@@ -66,13 +83,51 @@ def test_fork_map_runs_closures_over_local_state_and_handles_no_items():
     assert fork_map(add, [], workers=2, chunk_size=2) == []
 
 
-def test_fork_map_reraises_a_worker_error():
+def test_fork_map_reraises_an_error_raised_in_a_child():
+    import os
+
     from bench_pipeline.bulk import fork_map
 
-    def fail(start: int, chunk: list[int]) -> list[int]:
-        if start >= 2:
+    parent = os.getpid()
+
+    def fail_in_child(start: int, chunk: list[int]) -> list[int]:
+        if os.getpid() != parent:
             raise ValueError(f"bad chunk at {start}")
+        import time
+        time.sleep(0.05)  # leave chunks for the child
         return chunk
 
-    with pytest.raises(ValueError, match="bad chunk at 2"):
-        fork_map(fail, [1, 2, 3, 4], workers=2, chunk_size=2)
+    with pytest.raises(ValueError, match="bad chunk at"):
+        fork_map(fail_in_child, list(range(20)), workers=2, chunk_size=2)
+
+
+def test_fork_map_reports_a_child_that_dies():
+    import os
+
+    from bench_pipeline.bulk import fork_map
+
+    parent = os.getpid()
+
+    def die_in_child(start: int, chunk: list[int]) -> list[int]:
+        if os.getpid() != parent:
+            os._exit(3)
+        import time
+        time.sleep(0.05)
+        return chunk
+
+    with pytest.raises(RuntimeError, match="ended without returning"):
+        fork_map(die_in_child, list(range(20)), workers=2, chunk_size=2)
+
+
+def test_fork_map_error_in_this_process_stops_the_children():
+    from bench_pipeline.bulk import fork_map
+
+    def fail_first(start: int, chunk: list[int]) -> list[int]:
+        if start == 0:
+            raise KeyError("first chunk")
+        import time
+        time.sleep(0.05)
+        return chunk
+
+    with pytest.raises(KeyError):
+        fork_map(fail_first, list(range(20)), workers=2, chunk_size=2)

@@ -371,3 +371,16 @@ def test_does_not_mutate_inputs(run: tuple) -> None:
     render_summary_md(*run)
     render_report_html(*run)
     assert run == before
+
+
+def test_report_rows_built_in_forked_chunks_equal_the_sequential_page(run, monkeypatch):
+    """Large runs build attempt rows in chunks in forked workers: same page, rows in line order."""
+    sequential = render_report_html(*run)
+    monkeypatch.setattr(reports, "PARALLEL_MIN_ATTEMPTS", 0)
+    monkeypatch.setattr(reports, "_CHUNK_ATTEMPTS", 3)
+    chunked = render_report_html(*run, workers=2)
+    assert chunked == sequential
+    indices = [int(i) for i in re.findall(r'<details class="a" data-i="(\d+)"', chunked)]
+    assert indices == list(range(len(run[1])))
+    details = json.loads(html.unescape(re.search(r'id="report-details">(.*?)</script>', chunked, re.S).group(1)))
+    assert len(details["details"]) == len(run[1]) and details["labels"] == list(reports.FACT_LABELS)
