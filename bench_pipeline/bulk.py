@@ -60,7 +60,8 @@ def fork_map(
 
     With ``workers`` > 1, more than one chunk and a platform that can fork, this process
     and ``workers - 1`` forked children take chunks from a shared counter until none is
-    left. This process's own results need no pickling; a child's are pickled back through
+    left; the first chunk is always this process's. This process's own results need no
+    pickling; a child's are pickled back through
     a queue. ``func`` and ``items`` reach the children by fork, so closures over large
     read-only state cost nothing to hand over; ``func`` must not depend on anything that
     changes during the call. ``progress(done_items, total)`` follows each finished chunk.
@@ -90,7 +91,8 @@ class _ForkMap:
         self.results: list[Any] = [None] * len(bounds)
         self.pending = len(bounds)
         self.done_items = 0
-        self.children = [ctx.Process(target=self._child, daemon=True) for _ in range(children)]
+        # Not daemonic: a child may itself fork_map. Every child is joined (or terminated) in run().
+        self.children = [ctx.Process(target=self._child) for _ in range(children)]
 
     def _claim(self) -> int | None:
         with self.next_chunk.get_lock():
@@ -128,10 +130,11 @@ class _ForkMap:
             self.progress(self.done_items, len(self.items))
 
     def run(self) -> list[Any]:
+        k = self._claim()  # the first chunk is always this process's own
         for child in self.children:
             child.start()
         try:
-            while (k := self._claim()) is not None:
+            while k is not None:
                 result = self._compute(k)
                 self._take((k, result, None))
                 while True:  # collect what the children finished meanwhile
@@ -139,6 +142,7 @@ class _ForkMap:
                         self._take(self.queue.get_nowait())
                     except queue.Empty:
                         break
+                k = self._claim()
             while self.pending:
                 try:
                     self._take(self.queue.get(timeout=0.5))

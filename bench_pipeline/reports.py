@@ -1465,6 +1465,31 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def report_view(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
+                run_dir: Path | None = None) -> dict[str, Any]:
+    """The view both reports render; with ``run_dir``, evidence links are relative to out_dir."""
+    base = None
+    if run_dir is not None:
+        base = Path(os.path.relpath(Path(run_dir).resolve(), Path(out_dir).resolve())).as_posix()
+        base = "" if base == "." else base
+    return build_view(metrics, attempts, manifest, run_id, base)
+
+
+def write_summary_md(out_dir: Path, view: Mapping[str, Any]) -> dict[str, Path]:
+    """summary.md from a report_view; returns {"summary.md": path}."""
+    path = Path(out_dir) / "summary.md"
+    _atomic_write(path, _summary_md(view))
+    return {"summary.md": path}
+
+
+def write_report_html(out_dir: Path, view: Mapping[str, Any], metrics: dict, attempts: list[dict],
+                      workers: int = 1) -> dict[str, Path]:
+    """report.html from a report_view; returns {"report.html": path}."""
+    path = Path(out_dir) / "report.html"
+    _atomic_write(path, _report_html(view, metrics, attempts, workers))
+    return {"report.html": path}
+
+
 @gc_paused()
 def write_reports(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
                   run_dir: Path | None = None, workers: int = 1) -> dict[str, Path]:
@@ -1475,12 +1500,5 @@ def write_reports(out_dir: Path, metrics: dict, attempts: list[dict], manifest: 
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    base = None
-    if run_dir is not None:
-        base = Path(os.path.relpath(Path(run_dir).resolve(), out_dir.resolve())).as_posix()
-        base = "" if base == "." else base
-    paths = {"summary.md": out_dir / "summary.md", "report.html": out_dir / "report.html"}
-    view = build_view(metrics, attempts, manifest, run_id, base)  # shared by both reports
-    _atomic_write(paths["summary.md"], _summary_md(view))
-    _atomic_write(paths["report.html"], _report_html(view, metrics, attempts, workers))
-    return paths
+    view = report_view(out_dir, metrics, attempts, manifest, run_id, run_dir)  # shared by both reports
+    return {**write_summary_md(out_dir, view), **write_report_html(out_dir, view, metrics, attempts, workers)}

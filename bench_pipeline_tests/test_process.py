@@ -158,6 +158,20 @@ def test_parallel_derivation_equals_sequential(tmp_path, monkeypatch):
     assert derive_attempts(raw, workers=2) == derive_attempts(raw, workers=1)
 
 
+def test_parallel_outputs_equal_sequential_outputs(fifty_runs, tmp_path, monkeypatch):
+    """With workers, report.html is written here and the other files by a forked child
+    (report rows in chunks, too): every file is byte-identical to the sequential one."""
+    processed = process_run(fifty_runs[3])
+    sequential = write_run_outputs(tmp_path / "one", processed, workers=1)
+    monkeypatch.setattr("bench_pipeline.reports.PARALLEL_MIN_ATTEMPTS", 1)
+    monkeypatch.setattr("bench_pipeline.reports._CHUNK_ATTEMPTS", 7)
+    parallel = write_run_outputs(tmp_path / "two", processed, workers=2)
+    assert list(parallel) == list(sequential) == ["metrics.json", "attempts.jsonl", "summary.md", "report.html"]
+    for name, path in sequential.items():
+        assert parallel[name] == tmp_path / "two" / name
+        assert parallel[name].read_bytes() == path.read_bytes(), name
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), tasks=st.integers(1, 9), repeats=st.integers(1, 4), edge=st.booleans())
 def test_invariants_hold_on_generated_runs(tmp_path_factory, seed, tasks, repeats, edge):
