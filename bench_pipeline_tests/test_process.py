@@ -141,6 +141,9 @@ def test_cli_process_writes_every_output(fifty_runs, tmp_path):
     assert done.returncode == 0, done.stderr
     assert {p.name for p in out.iterdir()} >= {"metrics.json", "attempts.jsonl", "summary.md", "report.html"}
     assert run.name in done.stderr and "attempts" in done.stderr
+    # The command ends without tearing down the heap: its output is still complete.
+    assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
+        "metrics.json", "attempts.jsonl", "summary.md", "report.html"]
 
 
 def test_cli_process_on_a_non_run_names_the_path(tmp_path):
