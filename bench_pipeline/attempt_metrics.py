@@ -102,7 +102,7 @@ def is_device_action(tool_name: object, tool_input: dict | None) -> bool:
     quick_action with ``list`` exactly true (R20) and a listed bridge_* tool whose
     case-insensitive ``action`` is a query verb are excluded. No input excludes nothing.
     """
-    if tool_name not in DEVICE_ACTION_TOOLS:
+    if type(tool_name) is not str or tool_name not in DEVICE_ACTION_TOOLS:
         return False
     if tool_input is None:
         return True
@@ -111,6 +111,19 @@ def is_device_action(tool_name: object, tool_input: dict | None) -> bool:
     if tool_name.startswith("bridge_"):
         action = tool_input.get("action")
         return not (isinstance(action, str) and action.lower() in READ_ONLY_BRIDGE_ACTIONS)
+    return True
+
+
+def is_device_call(tool_name: object, raw_input: object) -> bool:
+    """is_device_action for a recorded call: the input is parsed only when it can matter.
+
+    Only quick_action and listed bridge_* tools read their input (3.4), so the input of
+    any other tool is never parsed.
+    """
+    if type(tool_name) is not str or tool_name not in DEVICE_ACTION_TOOLS:
+        return False
+    if tool_name == "quick_action" or tool_name.startswith("bridge_"):
+        return is_device_action(tool_name, parse_tool_input(raw_input))
     return True
 
 
@@ -167,6 +180,22 @@ class HistoryMetrics:
     first_error_stage: str | None = None
 
 
+def json_key(value: object) -> object:
+    """A dict key for any JSON value: a string as is, anything else by type and content.
+
+    Ids and names are compared as JSON values of the same type (R14): an object or array
+    id (unhashable in Python) still pairs with an equal one, and ``1``, ``1.0`` and
+    ``true`` stay different ids.
+    """
+    if type(value) is str:
+        return value
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        text = repr(value).encode()
+    return (type(value).__name__, text)
+
+
 def pair_tool_calls(messages: list, calls: list[int], results: list[int]) -> dict[int, int]:
     """Pair tool_call messages with tool_result messages (run-directory.md, R14).
 
@@ -175,23 +204,35 @@ def pair_tool_calls(messages: list, calls: list[int], results: list[int]) -> dic
     later result with the same tool name not already taken. Returns {call index: result index}.
     """
     by_id: dict[object, list[int]] = {}
-    by_name: dict[object, list[int]] = {}
     for r in results:
-        msg = messages[r]
-        rid = msg.get("tool_call_id")
+        rid = messages[r].get("tool_call_id")
         if rid is not None:
-            by_id.setdefault(rid, []).append(r)
-        by_name.setdefault(msg.get("tool_name"), []).append(r)
-    cursor: dict[tuple[str, object], int] = {}
+            rid = json_key(rid)
+            if rid in by_id:
+                by_id[rid].append(r)
+            else:
+                by_id[rid] = [r]
+    by_name: dict[object, list[int]] | None = None  # built only when a call has no id
+    # Per candidate list (by id or by name): the first position that may still be free.
+    # Indices before a call, or taken, can never serve a later call of the same key either.
+    id_cursor: dict[object, int] = {}
+    name_cursor: dict[object, int] = {}
     taken: set[int] = set()
     pairs: dict[int, int] = {}
     for c in calls:
         msg = messages[c]
         cid = msg.get("tool_call_id")
-        key = ("id", cid) if cid is not None else ("name", msg.get("tool_name"))
-        candidates = by_id.get(cid, ()) if cid is not None else by_name.get(msg.get("tool_name"), ())
+        if cid is not None:
+            key = json_key(cid)
+            candidates, cursor = by_id.get(key, ()), id_cursor
+        else:
+            if by_name is None:
+                by_name = {}
+                for r in results:
+                    by_name.setdefault(json_key(messages[r].get("tool_name")), []).append(r)
+            key = json_key(msg.get("tool_name"))
+            candidates, cursor = by_name.get(key, ()), name_cursor
         pos = cursor.get(key, 0)
-        # Indices before this call, or taken, can never serve a later call either.
         while pos < len(candidates) and (candidates[pos] < c or candidates[pos] in taken):
             pos += 1
         if pos < len(candidates):
@@ -226,12 +267,9 @@ def _is_error_result(message: dict, parsed: dict | None) -> bool:
     return parsed is not None and (bool(parsed.get("is_error")) or parsed.get("ok") is False)
 
 
-def _token(usage: dict, key: str, fallback: str | None) -> int | float | None:
+def _usage_count(usage: dict, key: str, fallback: str | None) -> int | float | None:
     """One usage count: ``key`` when it is a number, else ``fallback``'s (3.5, R9, R36)."""
-    value = usage.get(key)
-    if type(value) is int and -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
-        return value  # the common case, without a call
-    value = number_or_none(value)
+    value = number_or_none(usage.get(key))
     if value is None and fallback is not None:
         value = number_or_none(usage.get(fallback))
     return value
@@ -241,19 +279,29 @@ def usage_tokens(usage: dict) -> tuple:
     """(input, output, total, cached, reasoning) tokens of one model call (3.5, R9, R36).
 
     Each falls back to its older key when the primary is absent or not a number; total
-    falls back to input + output of the same message when both are known.
+    falls back to input + output of the same message when both are known. (A count that
+    is a plain integer in float range is taken as is; anything else goes through
+    ``_usage_count``: the same rule, without a call in the common case.)
     """
-    inp = _token(usage, "input_tokens", "prompt_tokens")
-    out = _token(usage, "output_tokens", "completion_tokens")
-    total = _token(usage, "total_tokens", None)
-    if total is None and inp is not None and out is not None:
-        total = inp + out
-    return inp, out, total, _token(usage, "cached_input_tokens", "cached_tokens"), _token(usage, "reasoning_tokens", None)
-
-
-def _add(total: float | None, value: float | None) -> float | None:
-    """A running sum that becomes None for good once a value is missing (3.5)."""
-    return None if total is None or value is None else total + value
+    get = usage.get
+    inp = get("input_tokens")
+    if type(inp) is not int or not -FLOAT_MAX_INT <= inp <= FLOAT_MAX_INT:
+        inp = _usage_count(usage, "input_tokens", "prompt_tokens")
+    out = get("output_tokens")
+    if type(out) is not int or not -FLOAT_MAX_INT <= out <= FLOAT_MAX_INT:
+        out = _usage_count(usage, "output_tokens", "completion_tokens")
+    total = get("total_tokens")
+    if type(total) is not int or not -FLOAT_MAX_INT <= total <= FLOAT_MAX_INT:
+        total = _usage_count(usage, "total_tokens", None)
+        if total is None and inp is not None and out is not None:
+            total = inp + out
+    cached = get("cached_input_tokens")
+    if type(cached) is not int or not -FLOAT_MAX_INT <= cached <= FLOAT_MAX_INT:
+        cached = _usage_count(usage, "cached_input_tokens", "cached_tokens")
+    reasoning = get("reasoning_tokens")
+    if type(reasoning) is not int or not -FLOAT_MAX_INT <= reasoning <= FLOAT_MAX_INT:
+        reasoning = _usage_count(usage, "reasoning_tokens", None)
+    return inp, out, total, cached, reasoning
 
 
 #: Kinds of the ordered events behind the pending-image flag (3.3).
@@ -293,19 +341,26 @@ def derive_history(messages: list) -> HistoryMetrics:
             usage = msg.get("usage")
             if type(usage) is dict:
                 n_model += 1
-                duration = number_or_none(msg.get("duration_ms"))
-                if duration is not None and duration >= 0:
+                duration = msg.get("duration_ms")
+                if type(duration) is not int:
+                    duration = number_or_none(duration)
+                if duration is not None and 0 <= duration <= FLOAT_MAX_INT:
                     time_sum += duration
                 else:
                     duration = None
                     time_complete = False
                 vision_events.append((i, _MODEL, duration))
                 inp, outp, total, cached, reasoning = usage_tokens(usage)
-                s_in = _add(s_in, inp)
-                s_out = _add(s_out, outp)
-                s_total = _add(s_total, total)
-                s_cached = _add(s_cached, cached)
-                s_reasoning = _add(s_reasoning, reasoning)
+                if s_in is not None:
+                    s_in = None if inp is None else s_in + inp
+                if s_out is not None:
+                    s_out = None if outp is None else s_out + outp
+                if s_total is not None:
+                    s_total = None if total is None else s_total + total
+                if s_cached is not None:
+                    s_cached = None if cached is None else s_cached + cached
+                if s_reasoning is not None:
+                    s_reasoning = None if reasoning is None else s_reasoning + reasoning
             if kind == "tool_call":
                 calls.append(i)
         attachments = msg.get("attachments")
@@ -320,7 +375,7 @@ def derive_history(messages: list) -> HistoryMetrics:
     out.tool_calls = len(calls)
     for c in calls:
         msg = messages[c]
-        if is_device_action(msg.get("tool_name"), parse_tool_input(msg.get("tool_input"))):
+        if is_device_call(msg.get("tool_name"), msg.get("tool_input")):
             out.device_actions += 1
         r = pairs.get(c)
         if r is not None:
@@ -338,7 +393,7 @@ def derive_history(messages: list) -> HistoryMetrics:
             if out.first_error_ref is None:
                 c = call_of.get(r)
                 source = messages[c] if c is not None else messages[r]
-                device = is_device_action(source.get("tool_name"), parse_tool_input(source.get("tool_input")))
+                device = is_device_call(source.get("tool_name"), source.get("tool_input"))
                 out.first_error_ref = f"history:{r}"
                 out.first_error_stage = "device_execution" if device else "unknown"
 
@@ -421,8 +476,8 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
         raw_input = event.get("tool_input")
         if event.get("type") == "tool_result":
             # 3.4: the result's own input, else the last preceding input for the same name (R23).
-            effective = raw_input if raw_input is not None else last_input.get(name)
-            device = is_device_action(name, parse_tool_input(effective))
+            effective = raw_input if raw_input is not None else last_input.get(json_key(name))
+            device = is_device_call(name, effective)
             if device:
                 duration = event.get("duration_ms")
                 if is_number(duration):
@@ -435,7 +490,7 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
                     out.first_error_ref = f"episode:{i}"
                     out.first_error_stage = "device_execution" if device else "unknown"
         if raw_input is not None:
-            last_input[name] = raw_input
+            last_input[json_key(name)] = raw_input
 
     if events:
         out.device_execution_ms = device_sum if device_complete else None
@@ -615,6 +670,9 @@ def derive_attempt(raw: RawRow, ctx: RunContext) -> dict:
         episode_file = JsonFile(INVALID, reason="not a JSON object", path=episode_file.path)
     trace_status, final_response, trace_calls = trace_evidence(trace_file)
 
+    hist, history_file = _derived_or_invalid(derive_history, messages, history_file)
+    epi, episode_file = _derived_or_invalid(derive_episode, episode_obj, episode_file)
+
     for name, f, status in (
         ("history.json", history_file, history_file.status),
         ("episode.json", episode_file, episode_file.status),
@@ -626,9 +684,6 @@ def derive_attempt(raw: RawRow, ctx: RunContext) -> dict:
                 "file": f.path or name, "status": status,
                 "reason": f.reason or "unexpected structure",
             })
-
-    hist = derive_history(messages) if messages is not None else None
-    epi = derive_episode(episode_obj) if episode_obj is not None else None
 
     result = {
         "run_id": ctx.run_id,
@@ -709,6 +764,22 @@ def derive_attempt(raw: RawRow, ctx: RunContext) -> dict:
     })
     result["evidence"]["findings"] = {"unsafe_dir": unsafe_dir, "artifacts": artifact_problems}
     return result
+
+
+def _derived_or_invalid(formula, value, file: JsonFile) -> tuple[object | None, JsonFile]:
+    """``formula(value)``, or (None, the file marked invalid) when the formula fails.
+
+    The formulas accept any JSON (tests feed them arbitrary values); this is the safety net
+    that keeps one file nobody foresaw from stopping a whole run: the attempt falls back to
+    its recorded values and the file is listed in data_quality with the error.
+    """
+    if value is None:
+        return None, file
+    try:
+        return formula(value), file
+    except Exception as exc:  # noqa: BLE001 - reported as a located data-quality finding
+        reason = f"could not be evaluated ({type(exc).__name__}: {str(exc)[:200]})"
+        return None, JsonFile(INVALID, reason=reason, path=file.path)
 
 
 def _task_wall_ms(row: dict) -> float | None:

@@ -12,6 +12,8 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench_pipeline.process import process_run
 
@@ -1396,3 +1398,76 @@ def test_top_level_episode_error_does_not_replace_history_reference(tmp_path):
 def test_success_clears_even_a_recorded_setup_stage(tmp_path):
     a = derive(tmp_path, _err("tap", {}), status="passed", first_failure_stage="setup")
     assert (a["first_failure_stage"], a["failure_event_ref"]) == (None, None)
+
+
+# --- ids, names and messages of any JSON type (R14, R22; bad input never stops a run) -----
+
+def test_object_and_array_ids_pair_with_equal_ids(tmp_path):
+    history = [
+        model(),
+        call("tap", call_id=["c", 1]), call("swipe", call_id={"id": "c2"}),
+        result("swipe", content="{\"ok\": false}", call_id={"id": "c2"}),
+        result("tap", content="screenshot observation", call_id=["c", 1]),
+    ]
+    a = derive(tmp_path, history=history)
+    assert (a["tool_calls"], a["device_actions"], a["screenshots_taken"], a["tool_errors"]) == (2, 2, 1, 1)
+    assert a["failure_event_ref"] == "history:3" and a["first_failure_stage"] == "device_execution"
+
+
+def test_ids_of_different_json_types_do_not_pair(tmp_path):
+    """1, 1.0 and true are different ids (R14 "with that id"); only the exact one pairs."""
+    history = [call("tap", call_id=1), result("tap", content="screenshot observation", call_id=True),
+               result("tap", content="screenshot observation", call_id=1.0)]
+    assert derive(tmp_path, history=history)["screenshots_taken"] == 0
+
+
+def test_tool_names_that_are_not_strings_are_no_device_actions(tmp_path):
+    history = [model(), call({"name": "tap"}), result({"name": "tap"}, content="{\"is_error\": true}"),
+               call(["tap"], call_id="x"), result(["tap"], call_id="x")]
+    episode = {"events": [event({"n": 1}, duration=5, tool_input={"a": 1}), event({"n": 1}, duration=7, is_error=True)]}
+    a = derive(tmp_path, history=history, episode=episode)
+    assert (a["tool_calls"], a["device_actions"]) == (2, 0)
+    assert (a["device_execution_ms"], a["tool_errors"], a["failure_event_ref"]) == (0, 1, "episode:1")
+    assert a["first_failure_stage"] == "unknown"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30)
+    | st.sampled_from(["tool_call", "tool_result", "assistant", "image", "tap", "quick_action", "bridge_media",
+                       "screenshot observation", '{"ok": false, "data": "x", "width": 1}', '{"is_error": 1}']),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(
+        st.sampled_from(["type", "usage", "duration_ms", "tool_name", "tool_input", "tool_call_id", "content",
+                         "is_error", "attachments", "input_tokens", "prompt_tokens", "needs_replan", "list",
+                         "action", "events", "extra", "first_token_time_ms", "ok", "data"]), children, max_size=6),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages=st.lists(JSON_VALUES, max_size=12), events=JSON_VALUES, extra=JSON_VALUES)
+def test_history_and_episode_formulas_accept_any_json(messages, events, extra):
+    from bench_pipeline.attempt_metrics import derive_episode, derive_history
+
+    hist = derive_history(messages)
+    assert hist.tool_errors >= 0 and hist.device_actions <= hist.tool_calls
+    epi = derive_episode({"events": events, "extra": extra})
+    assert epi.tool_errors is None or epi.tool_errors >= 0
+
+
+def test_a_formula_failure_marks_the_file_invalid_and_keeps_the_run_going(tmp_path, monkeypatch):
+    """The safety net: an unforeseen error in a formula is a located data-quality finding."""
+    import bench_pipeline.attempt_metrics as am
+
+    def broken(messages):
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(am, "derive_history", broken)
+    run = make_run(tmp_path, [row("t", status="failed", metrics={"llm_calls": 4}), row("u", status="passed")],
+                   artifacts={"tasks/t": {"history.json": [model()]}})
+    processed = process_run(run)
+    a = next(x for x in processed.attempts if x["task_id"] == "t")
+    assert a["llm_calls"] == 4 and a["provenance"]["llm_calls"] == "recorded"
+    (finding,) = processed.metrics["data_quality"]["invalid_artifacts"]
+    assert finding["file"] == "tasks/t/history.json" and finding["line"] == 1 and finding["status"] == "invalid"
+    assert finding["reason"].startswith("could not be evaluated (KeyError")
+    assert len(processed.attempts) == 2
