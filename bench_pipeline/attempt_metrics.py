@@ -275,33 +275,60 @@ def _usage_count(usage: dict, key: str, fallback: str | None) -> int | float | N
     return value
 
 
-def usage_tokens(usage: dict) -> tuple:
-    """(input, output, total, cached, reasoning) tokens of one model call (3.5, R9, R36).
+def _usage_sum(usages: list[dict], key: str, fallback: str | None) -> int | float | None:
+    """One token field summed over model calls (3.5): ``key``, else ``fallback`` per call;
+    None as soon as a call has neither (the sum is then unavailable for good)."""
+    total: int | float = 0
+    for usage in usages:
+        value = usage.get(key)
+        if type(value) is not int or not -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
+            value = _usage_count(usage, key, fallback)  # not a plain integer: the careful path
+            if value is None:
+                return None
+        total += value
+    return total
 
-    Each falls back to its older key when the primary is absent or not a number; total
-    falls back to input + output of the same message when both are known. (A count that
-    is a plain integer in float range is taken as is; anything else goes through
-    ``_usage_count``: the same rule, without a call in the common case.)
+
+def _total_tokens_sum(usages: list[dict]) -> int | float | None:
+    """total_tokens summed over model calls (3.5, R9): a call without a total counts its own
+    input + output when both are known; None as soon as a call has neither."""
+    total: int | float = 0
+    for usage in usages:
+        value = usage.get("total_tokens")
+        if type(value) is int and -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
+            total += value
+            continue
+        if value is None:  # the common case of a missing total: two plain integers?
+            inp, out = usage.get("input_tokens"), usage.get("output_tokens")
+            if (type(inp) is int and type(out) is int
+                    and -FLOAT_MAX_INT <= inp <= FLOAT_MAX_INT and -FLOAT_MAX_INT <= out <= FLOAT_MAX_INT):
+                total += inp + out
+                continue
+        value = _usage_count(usage, "total_tokens", None)  # the careful path
+        if value is None:
+            inp = _usage_count(usage, "input_tokens", "prompt_tokens")
+            out = _usage_count(usage, "output_tokens", "completion_tokens")
+            if inp is None or out is None:
+                return None
+            value = inp + out
+        total += value
+    return total
+
+
+def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
+    """The five history token fields over the model calls' ``usage`` mappings (3.5, R9, R36).
+
+    Each field falls back to its older key per call (input_tokens -> prompt_tokens,
+    output_tokens -> completion_tokens, cached_input_tokens -> cached_tokens); a field that
+    some call lacks is unavailable (None) for the whole attempt.
     """
-    get = usage.get
-    inp = get("input_tokens")
-    if type(inp) is not int or not -FLOAT_MAX_INT <= inp <= FLOAT_MAX_INT:
-        inp = _usage_count(usage, "input_tokens", "prompt_tokens")
-    out = get("output_tokens")
-    if type(out) is not int or not -FLOAT_MAX_INT <= out <= FLOAT_MAX_INT:
-        out = _usage_count(usage, "output_tokens", "completion_tokens")
-    total = get("total_tokens")
-    if type(total) is not int or not -FLOAT_MAX_INT <= total <= FLOAT_MAX_INT:
-        total = _usage_count(usage, "total_tokens", None)
-        if total is None and inp is not None and out is not None:
-            total = inp + out
-    cached = get("cached_input_tokens")
-    if type(cached) is not int or not -FLOAT_MAX_INT <= cached <= FLOAT_MAX_INT:
-        cached = _usage_count(usage, "cached_input_tokens", "cached_tokens")
-    reasoning = get("reasoning_tokens")
-    if type(reasoning) is not int or not -FLOAT_MAX_INT <= reasoning <= FLOAT_MAX_INT:
-        reasoning = _usage_count(usage, "reasoning_tokens", None)
-    return inp, out, total, cached, reasoning
+    return {
+        "input_tokens": _usage_sum(usages, "input_tokens", "prompt_tokens"),
+        "output_tokens": _usage_sum(usages, "output_tokens", "completion_tokens"),
+        "total_tokens": _total_tokens_sum(usages),
+        "cached_input_tokens": _usage_sum(usages, "cached_input_tokens", "cached_tokens"),
+        "reasoning_tokens": _usage_sum(usages, "reasoning_tokens", None),
+    }
 
 
 #: Kinds of the ordered events behind the pending-image flag (3.3).
@@ -323,12 +350,7 @@ def derive_history(messages: list) -> HistoryMetrics:
     n_model = 0
     time_sum: float = 0
     time_complete = True
-    # Running token sums; a field missing on any call becomes None for good (3.5).
-    s_in: float | None = 0
-    s_out: float | None = 0
-    s_total: float | None = 0
-    s_cached: float | None = 0
-    s_reasoning: float | None = 0
+    usages: list[dict] = []  # of the model calls, for the token sums (3.5)
 
     for i, msg in enumerate(messages):
         if type(msg) is not dict:
@@ -350,17 +372,7 @@ def derive_history(messages: list) -> HistoryMetrics:
                     duration = None
                     time_complete = False
                 vision_events.append((i, _MODEL, duration))
-                inp, outp, total, cached, reasoning = usage_tokens(usage)
-                if s_in is not None:
-                    s_in = None if inp is None else s_in + inp
-                if s_out is not None:
-                    s_out = None if outp is None else s_out + outp
-                if s_total is not None:
-                    s_total = None if total is None else s_total + total
-                if s_cached is not None:
-                    s_cached = None if cached is None else s_cached + cached
-                if s_reasoning is not None:
-                    s_reasoning = None if reasoning is None else s_reasoning + reasoning
+                usages.append(usage)
             if kind == "tool_call":
                 calls.append(i)
         attachments = msg.get("attachments")
@@ -423,7 +435,7 @@ def derive_history(messages: list) -> HistoryMetrics:
         out.llm_time_ms = time_sum if time_complete else None
         out.vision_llm_calls = vision_calls
         out.vision_llm_time_ms = vision_time if vision_calls and vision_complete else None
-        out.tokens = dict(zip(TOKEN_FIELDS, (s_in, s_out, s_total, s_cached, s_reasoning)))
+        out.tokens = token_sums(usages)
     else:
         out.tokens = {f: None for f in TOKEN_FIELDS}
     return out
