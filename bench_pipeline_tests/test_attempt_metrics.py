@@ -1471,3 +1471,43 @@ def test_a_formula_failure_marks_the_file_invalid_and_keeps_the_run_going(tmp_pa
     assert finding["file"] == "tasks/t/history.json" and finding["line"] == 1 and finding["status"] == "invalid"
     assert finding["reason"].startswith("could not be evaluated (KeyError")
     assert len(processed.attempts) == 2
+
+
+def _token_sums_by_the_letter(usages: list[dict]) -> dict:
+    """3.5 as written: per call each field (primary, else fallback; total else input +
+    output of that call), summed; a field missing on any call is None."""
+    from bench_pipeline.stats import number_or_none
+
+    def field(usage, key, fallback=None):
+        value = number_or_none(usage.get(key))
+        return value if value is not None or fallback is None else number_or_none(usage.get(fallback))
+
+    sums = {f: 0 for f in TOKENS}
+    for usage in usages:
+        inp, out = field(usage, "input_tokens", "prompt_tokens"), field(usage, "output_tokens", "completion_tokens")
+        total = field(usage, "total_tokens")
+        if total is None and inp is not None and out is not None:
+            total = inp + out
+        values = (inp, out, total, field(usage, "cached_input_tokens", "cached_tokens"), field(usage, "reasoning_tokens"))
+        for f, v in zip(TOKENS, values):
+            sums[f] = None if sums[f] is None or v is None else sums[f] + v
+    return sums
+
+
+TOKEN_VALUES = (st.none() | st.booleans() | st.integers(-10**3, 10**6) | st.integers(10**308, 10**309)
+                | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=3))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["input_tokens", "prompt_tokens", "output_tokens", "completion_tokens",
+                                                 "total_tokens", "cached_input_tokens", "cached_tokens",
+                                                 "reasoning_tokens"]), TOKEN_VALUES, max_size=8), max_size=6))
+def test_token_sums_equal_the_reference_rule_call_by_call(usages):
+    from bench_pipeline.attempt_metrics import token_sums
+
+    expected = _token_sums_by_the_letter(usages)
+    got = token_sums(usages)
+    assert set(got) == set(TOKENS)
+    for f in TOKENS:
+        assert (got[f] is None and expected[f] is None) or got[f] == expected[f] or (
+            isinstance(got[f], float) and math.isnan(got[f]) and math.isnan(expected[f])), (f, got, expected)
