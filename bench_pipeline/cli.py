@@ -35,24 +35,28 @@ class _Progress:
 
 def cmd_process(args: argparse.Namespace) -> int:
     """Process RUN_DIR into OUTPUT_DIR: metrics.json, attempts.jsonl, summary.md, report.html."""
-    from .outputs import write_run_outputs
+    from .bulk import gc_paused
+
+    with gc_paused():  # one pause for the whole command: see bulk.py
+        return _process(args)
+
+
+def _process(args: argparse.Namespace) -> int:
     from .bulk import default_workers
-    from .process import process_run
+    from .outputs import process_and_write
 
     started = time.monotonic()
-    run_dir = Path(args.run_dir)
-    workers = args.workers or default_workers()
+    out_dir = Path(args.output_dir)
     try:
-        processed = process_run(
-            run_dir,
+        processed, written = process_and_write(
+            Path(args.run_dir), out_dir,
+            workers=args.workers or default_workers(),
             progress=_Progress("attempts derived"),
-            workers=workers,
+            keep_evidence=args.publish,  # the Langfuse trace output shows each attempt's evidence
         )
     except NotARunFolderError as exc:
         _say(f"error: {exc}")
         return 2
-    out_dir = Path(args.output_dir)
-    written = write_run_outputs(out_dir, processed, workers)
     quality = processed.metrics["data_quality"]
     findings = sum(len(v) for v in quality.values())
     _say(

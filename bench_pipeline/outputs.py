@@ -1,22 +1,62 @@
-"""Writing a processed run's files: metrics.json, attempts.jsonl, summary.md, report.html."""
+"""Writing a processed run's files: metrics.json, attempts.jsonl, summary.md, report.html.
+
+Two ways in. ``write_run_outputs`` writes the files of a run already processed (the Dagster
+assets do the same stage by stage). ``process_and_write`` is what `bench-pipeline process`
+runs: the per-attempt share of the files (attempts.jsonl lines, report.html rows) is made
+right where each chunk of attempts is derived, so on a large run it is spread over the
+worker processes with the derivation, and only the small, run-level rest is left for the end.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .bulk import fork_map, gc_paused
-from .process import ProcessedRun, attempt_record, write_metrics_files
-from .reports import report_view, write_report_html, write_summary_md
+from .process import (
+    ProcessedRun,
+    assemble,
+    attempt_record,
+    derive_chunks,
+    encode_attempt_lines,
+    write_metrics_files,
+)
+from .reports import (
+    AttemptRows,
+    duplicate_lines,
+    join_attempt_rows,
+    render_attempt_rows,
+    report_view,
+    write_report_html,
+    write_summary_md,
+)
+from .run_reader import read_run
+
+OUTPUT_FILES = ("metrics.json", "attempts.jsonl", "summary.md", "report.html")
+
+#: Evidence only the per-attempt outputs show (report details, attempts.jsonl, Langfuse):
+#: once those are made, ``process_and_write`` keeps attempts without it.
+BULKY_EVIDENCE = ("tool_calls", "final_response")
+
+
+@dataclass
+class Rendered:
+    """The per-attempt share of the output files, for consecutive attempts."""
+
+    attempt_lines: bytes  # attempts.jsonl lines
+    rows: AttemptRows | None  # report.html attempt-table rows (None: to be made from the records)
 
 
 @gc_paused()
-def write_run_outputs(out_dir: Path, processed: ProcessedRun, workers: int = 1) -> dict[str, Path]:
+def write_run_outputs(
+    out_dir: Path, processed: ProcessedRun, workers: int = 1, rendered: Rendered | None = None
+) -> dict[str, Path]:
     """Every per-run output file into ``out_dir``; returns {file name: path}.
 
-    With ``workers`` > 1, report.html (the largest, its rows in ``workers`` processes) is
-    written by this process while a forked child writes metrics.json, attempts.jsonl and
-    summary.md.
+    With ``workers`` > 1, report.html (the largest) is written by this process while a
+    forked child writes metrics.json, attempts.jsonl and summary.md. ``rendered``: the
+    per-attempt share of the files, already made (see ``process_and_write``).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -25,15 +65,52 @@ def write_run_outputs(out_dir: Path, processed: ProcessedRun, workers: int = 1) 
     view = report_view(out_dir, metrics, records, raw.manifest, raw.run_id, run_dir=raw.run_dir)
 
     def report_html() -> dict[str, Path]:
-        return write_report_html(out_dir, view, metrics, records, workers)
+        rows = rendered.rows if rendered is not None else None
+        return write_report_html(out_dir, view, metrics, records, workers, rows=rows)
 
     def the_rest() -> dict[str, Path]:
-        return {**write_metrics_files(out_dir, metrics, processed.attempts), **write_summary_md(out_dir, view)}
+        lines = rendered.attempt_lines if rendered is not None else None
+        return {**write_metrics_files(out_dir, metrics, processed.attempts, lines), **write_summary_md(out_dir, view)}
 
     def run(_start: int, jobs: list[Callable[[], dict[str, Path]]]) -> dict[str, Path]:
         return {name: path for job in jobs for name, path in job().items()}
 
     parts = fork_map(run, [report_html, the_rest], workers=min(workers, 2), chunk_size=1)
     written = {name: path for part in parts for name, path in part.items()}
-    order = ("metrics.json", "attempts.jsonl", "summary.md", "report.html")
-    return {name: written[name] for name in order}
+    return {name: written[name] for name in OUTPUT_FILES}
+
+
+@gc_paused()
+def process_and_write(
+    run_dir: Path | str,
+    out_dir: Path,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    keep_evidence: bool = False,
+) -> tuple[ProcessedRun, dict[str, Path]]:
+    """Process one run folder and write every output file: `bench-pipeline process`.
+
+    The same stages and files as ``process_run`` + ``write_run_outputs`` (byte-identical,
+    tested). Without ``keep_evidence`` the returned attempts lack BULKY_EVIDENCE, which
+    nothing after the files needs (publication does: it passes ``keep_evidence=True``).
+    """
+    raw = read_run(run_dir)
+    dup_info = duplicate_lines(raw.duplicate_rows)
+
+    def render(start: int, attempts: list[dict]) -> tuple[list[dict], Rendered]:
+        records = [attempt_record(a) for a in attempts]
+        unsafe_lines = {a["line"] for a in attempts if a["evidence"]["findings"]["unsafe_dir"] is not None}
+        rendered = Rendered(encode_attempt_lines(attempts), render_attempt_rows(start, records, dup_info, unsafe_lines))
+        return (attempts if keep_evidence else [_without_bulky_evidence(a) for a in attempts]), rendered
+
+    chunks = derive_chunks(raw, render, progress, workers)
+    processed = assemble(raw, [a for attempts, _ in chunks for a in attempts])
+    rendered = Rendered(b"".join(r.attempt_lines for _, r in chunks), join_attempt_rows([r.rows for _, r in chunks]))
+    if any(a.line >= b.line for a, b in zip(raw.rows, raw.rows[1:])):
+        rendered.rows = None  # rows are rendered in line order; make them after all (never for runner output)
+    return processed, write_run_outputs(out_dir, processed, workers, rendered)
+
+
+def _without_bulky_evidence(attempt: dict) -> dict:
+    evidence = {k: v for k, v in attempt["evidence"].items() if k not in BULKY_EVIDENCE}
+    return {**attempt, "evidence": evidence}

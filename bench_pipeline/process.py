@@ -10,7 +10,7 @@ import datetime as dt
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import orjson
 
@@ -22,6 +22,7 @@ from .run_reader import RawRun, read_run
 from .task_groups import group_tasks
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 
 #: Keys of an attempts.jsonl line, in outputs.md order, then provenance and evidence.
 ATTEMPT_KEYS = (
@@ -52,6 +53,31 @@ _CHUNK_ROWS = 250
 
 
 @gc_paused()
+def derive_chunks(
+    raw: RawRun,
+    then: Callable[[int, list[dict]], T],
+    progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
+) -> list[T]:
+    """Stage 2 in chunks: ``then(start, attempts)`` for each chunk of derived attempt rows.
+
+    ``then`` runs in the process that derived the chunk: with ``workers`` > 1 and a large
+    run, chunks are derived (and followed up) in this process and forked children, so
+    per-attempt work after the derivation (encoding, rendering) is parallel too. ``start``
+    is the chunk's first position in ``raw.rows``.
+    """
+    ctx = RunContext.of(raw)
+
+    def derive_chunk(start: int, rows: list) -> T:
+        return then(start, [derive_attempt(row, ctx) for row in rows])
+
+    return fork_map(
+        derive_chunk, raw.rows,
+        workers=workers if len(raw.rows) >= PARALLEL_MIN_ROWS else 1,
+        chunk_size=_CHUNK_ROWS, progress=progress,
+    )
+
+
 def derive_attempts(
     raw: RawRun, progress: Callable[[int, int], None] | None = None, workers: int = 1
 ) -> list[dict]:
@@ -61,16 +87,7 @@ def derive_attempts(
     processes (parsing artifacts is the dominant cost and is independent per attempt);
     the result is identical to the sequential one.
     """
-    ctx = RunContext.of(raw)
-
-    def derive_chunk(_start: int, rows: list) -> list[dict]:
-        return [derive_attempt(row, ctx) for row in rows]
-
-    chunks = fork_map(
-        derive_chunk, raw.rows,
-        workers=workers if len(raw.rows) >= PARALLEL_MIN_ROWS else 1,
-        chunk_size=_CHUNK_ROWS, progress=progress,
-    )
+    chunks = derive_chunks(raw, lambda _start, attempts: attempts, progress, workers)
     return [attempt for chunk in chunks for attempt in chunk]
 
 
@@ -119,7 +136,11 @@ def process_run(
 ) -> ProcessedRun:
     """Run every metric stage on one run folder; raises NotARunFolderError for a non-run."""
     raw = read_run(run_dir)
-    attempts = derive_attempts(raw, progress, workers)
+    return assemble(raw, derive_attempts(raw, progress, workers))
+
+
+def assemble(raw: RawRun, attempts: list[dict]) -> ProcessedRun:
+    """Stages 3 and 4 over derived attempts: task groups and the metrics.json document."""
     tasks = group_tasks(attempts, raw.metrics_k)
     metrics = build_metrics(raw, attempts, tasks, data_quality(raw, attempts))
     return ProcessedRun(raw, attempts, tasks, metrics)
@@ -128,6 +149,11 @@ def process_run(
 def attempt_record(row: dict) -> dict:
     """An attempts.jsonl line: outputs.md names in order (internal keys dropped)."""
     return {k: row[k] for k in ATTEMPT_KEYS}
+
+
+def encode_attempt_lines(attempts: list[dict]) -> bytes:
+    """attempts.jsonl lines (outputs.md): one compact JSON object per attempt row."""
+    return b"".join(orjson.dumps(attempt_record(a)) + b"\n" for a in attempts)
 
 
 def dumps(value: object) -> bytes:
@@ -143,11 +169,16 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 @gc_paused()
-def write_metrics_files(out_dir: Path, metrics: dict, attempts: list[dict]) -> dict[str, Path]:
-    """metrics.json and attempts.jsonl into ``out_dir`` (created when needed)."""
+def write_metrics_files(out_dir: Path, metrics: dict, attempts: list[dict],
+                        attempt_lines: bytes | None = None) -> dict[str, Path]:
+    """metrics.json and attempts.jsonl into ``out_dir`` (created when needed).
+
+    ``attempt_lines``, when given, is attempts.jsonl's content already encoded (with
+    ``encode_attempt_lines``, chunk by chunk where the attempts were derived).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics_path = out_dir / "metrics.json"
     attempts_path = out_dir / "attempts.jsonl"
     write_atomic(metrics_path, dumps(metrics) + b"\n")
-    write_atomic(attempts_path, b"".join(orjson.dumps(attempt_record(a)) + b"\n" for a in attempts))
+    write_atomic(attempts_path, attempt_lines if attempt_lines is not None else encode_attempt_lines(attempts))
     return {"metrics.json": metrics_path, "attempts.jsonl": attempts_path}

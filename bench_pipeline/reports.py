@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -1265,15 +1266,6 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
     return [facts, sections]
 
 
-def _duplicate_lines(view: Mapping[str, Any]) -> dict[tuple[Any, int], list[int]]:
-    """{(task_id, attempt): results.jsonl lines} of every duplicated task/attempt."""
-    dup_info: dict[tuple[Any, int], list[int]] = {}
-    for d in view["dq"]["duplicate_rows"]:
-        lines = [v for v in d.get("lines") or [] if isinstance(v, int)]
-        dup_info[(d.get("task_id"), d.get("attempt") if isinstance(d.get("attempt"), int) else 1)] = lines
-    return dup_info
-
-
 def attempt_row(rec: Mapping[str, Any], dup_info: Mapping[tuple[Any, int], list[int]],
                 unsafe_lines: set[int]) -> tuple[list[str], list[Any], list[Any]]:
     """One attempt's table cells, sort/filter keys and expandable details."""
@@ -1311,30 +1303,49 @@ PARALLEL_MIN_ATTEMPTS = 2000
 _CHUNK_ATTEMPTS = 250
 
 
-def _attempt_rows(attempts: Sequence[Mapping[str, Any]], view: Mapping[str, Any],
-                  workers: int = 1) -> tuple[Markup, list[list[Any]], Markup]:
-    """The attempt table in line order: (rows HTML, sort keys, details JSON items).
+@dataclass
+class AttemptRows:
+    """report.html's attempt table for consecutive attempts (in results.jsonl line order)."""
 
-    Chunks of attempts are rendered independently (the row template and the details JSON
-    of each chunk), in forked workers for large runs; the pieces join in order.
-    """
-    dup_info = _duplicate_lines(view)
+    html: str  # the rows' markup
+    keys: list[list[Any]]  # sort/filter keys, one list per row
+    details: str  # the rows' details as JSON array items, without the brackets
+
+
+def duplicate_lines(duplicate_rows: Sequence[Any]) -> dict[tuple[Any, int], list[int]]:
+    """{(task_id, attempt): results.jsonl lines} of every duplicated task/attempt."""
+    dup_info: dict[tuple[Any, int], list[int]] = {}
+    for d in duplicate_rows:
+        if not isinstance(d, dict):
+            continue
+        lines = [v for v in d.get("lines") or [] if isinstance(v, int)]
+        dup_info[(d.get("task_id"), d.get("attempt") if isinstance(d.get("attempt"), int) else 1)] = lines
+    return dup_info
+
+
+def render_attempt_rows(start: int, records: Sequence[Mapping[str, Any]],
+                        dup_info: Mapping[tuple[Any, int], list[int]], unsafe_lines: set[int]) -> AttemptRows:
+    """The table rows of ``records`` (already in line order), the first being row ``start``."""
+    rows = [attempt_row(rec, dup_info, unsafe_lines) for rec in records]
+    html = _env(True).get_template("attempt_rows.html.j2").render(start=start, cells=[r[0] for r in rows])
+    details = str(script_json([r[2] for r in rows]))[1:-1]  # the items, without [ ]
+    return AttemptRows(html, [r[1] for r in rows], details)
+
+
+def join_attempt_rows(parts: Sequence[AttemptRows]) -> AttemptRows:
+    """Consecutive chunks of rows as one table."""
+    return AttemptRows("".join(p.html for p in parts), [k for p in parts for k in p.keys],
+                       ",".join(p.details for p in parts if p.details))
+
+
+def _attempt_rows(attempts: Sequence[Mapping[str, Any]], view: Mapping[str, Any], workers: int = 1) -> AttemptRows:
+    """The attempt table in line order, in chunks (in forked workers for large runs)."""
+    dup_info = duplicate_lines(view["dq"]["duplicate_rows"])
     unsafe_lines = view["unsafe_lines"]
-    row_template = _env(True).get_template("attempt_rows.html.j2")
-
-    def render_chunk(start: int, records: Sequence[Mapping[str, Any]]) -> tuple[str, list, str]:
-        rows = [attempt_row(rec, dup_info, unsafe_lines) for rec in records]
-        html = row_template.render(start=start, cells=[r[0] for r in rows])
-        details = str(script_json([r[2] for r in rows]))[1:-1]  # the items, without [ ]
-        return html, [r[1] for r in rows], details
-
     ordered = sorted(attempts, key=line_no)
-    chunks = fork_map(render_chunk, ordered, workers=workers if len(ordered) >= PARALLEL_MIN_ATTEMPTS else 1,
-                      chunk_size=_CHUNK_ATTEMPTS)
-    html = Markup("".join(c[0] for c in chunks))
-    keys = [k for c in chunks for k in c[1]]
-    details = Markup(",".join(c[2] for c in chunks if c[2]))
-    return html, keys, details
+    parts = fork_map(lambda start, chunk: render_attempt_rows(start, chunk, dup_info, unsafe_lines), ordered,
+                     workers=workers if len(ordered) >= PARALLEL_MIN_ATTEMPTS else 1, chunk_size=_CHUNK_ATTEMPTS)
+    return join_attempt_rows(parts)
 
 
 def _histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -1427,9 +1438,12 @@ def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_
     return _report_html(view, metrics, attempts, workers)
 
 
-def _report_html(view: Mapping[str, Any], metrics: dict, attempts: list[dict], workers: int) -> str:
+def _report_html(view: Mapping[str, Any], metrics: dict, attempts: list[dict], workers: int,
+                 rows: AttemptRows | None = None) -> str:
     records = [a for a in attempts if isinstance(a, dict)]
-    rows_html, keys, details = _attempt_rows(records, view, workers)
+    if rows is None:
+        rows = _attempt_rows(records, view, workers)
+    keys = rows.keys
     task_keys = [[t["task_id"], t["category"], t["attempts"], t["eligible"], t["passed"], t["failed"],
                   num(t["pass_rate"]), num(t["best_quality"]), num(t["avg_quality"]),
                   num(t["avg_wall_ms"]), t["mean_tokens"], t["has_nonpass"]]
@@ -1445,12 +1459,12 @@ def _report_html(view: Mapping[str, Any], metrics: dict, attempts: list[dict], w
         stage_svg=svg_hbar_chart(view["stage_items"], css="bar stg", label_width=150),
         status_svg=svg_stacked_bar([(s, c, f"st-{s}" if s in STATUS_ORDER else "st-other")
                                     for s, c in view["status_items"]]),
-        attempt_rows=rows_html,
+        attempt_rows=Markup(rows.html),
         n_attempts=len(keys),
         statuses=statuses,
         classes=classes,
         payload=script_json(payload),
-        details=Markup(f'{{"labels":{script_json(FACT_LABELS)},"details":[{details}]}}'),
+        details=Markup(f'{{"labels":{script_json(FACT_LABELS)},"details":[{rows.details}]}}'),
         failed_cap=HTML_FAILED_TASKS_CAP,
         style=Markup(_asset("report.css")),
         script=Markup(script),
@@ -1483,10 +1497,14 @@ def write_summary_md(out_dir: Path, view: Mapping[str, Any]) -> dict[str, Path]:
 
 
 def write_report_html(out_dir: Path, view: Mapping[str, Any], metrics: dict, attempts: list[dict],
-                      workers: int = 1) -> dict[str, Path]:
-    """report.html from a report_view; returns {"report.html": path}."""
+                      workers: int = 1, rows: AttemptRows | None = None) -> dict[str, Path]:
+    """report.html from a report_view; returns {"report.html": path}.
+
+    ``rows``: the attempt table already rendered (render_attempt_rows over every attempt
+    in line order, for instance where the attempts were derived); else it is built here.
+    """
     path = Path(out_dir) / "report.html"
-    _atomic_write(path, _report_html(view, metrics, attempts, workers))
+    _atomic_write(path, _report_html(view, metrics, attempts, workers, rows))
     return {"report.html": path}
 
 

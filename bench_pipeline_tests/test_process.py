@@ -175,6 +175,28 @@ def test_parallel_outputs_equal_sequential_outputs(fifty_runs, tmp_path, monkeyp
         assert parallel[name].read_bytes() == path.read_bytes(), name
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_process_and_write_equals_process_run_then_write(fifty_runs, tmp_path, monkeypatch, workers):
+    """The command's path (attempts.jsonl lines and report rows made where each chunk is
+    derived, bulky evidence then dropped) writes the same bytes as the stage-by-stage path."""
+    from bench_pipeline.outputs import BULKY_EVIDENCE, process_and_write
+
+    monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 1)
+    monkeypatch.setattr("bench_pipeline.process._CHUNK_ROWS", 5)
+    # One generated_at for both paths, so that every byte can be compared.
+    monkeypatch.setattr("bench_pipeline.process.build_metrics.__defaults__", ("2026-11-30T00:00:00Z",))
+    for run in fifty_runs[:6]:
+        expected = write_run_outputs(tmp_path / "staged" / run.name, process_run(run))
+        processed, written = process_and_write(run, tmp_path / "command" / run.name, workers=workers)
+        assert list(written) == list(expected)
+        for name, path in expected.items():
+            assert written[name].read_bytes() == path.read_bytes(), (run.name, name)
+        assert len(processed.attempts) == len(processed.raw.rows)
+        assert not any(k in a["evidence"] for a in processed.attempts for k in BULKY_EVIDENCE)
+        kept, _ = process_and_write(run, tmp_path / "kept" / run.name, workers=workers, keep_evidence=True)
+        assert kept.attempts == process_run(run).attempts
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), tasks=st.integers(1, 9), repeats=st.integers(1, 4), edge=st.booleans())
 def test_invariants_hold_on_generated_runs(tmp_path_factory, seed, tasks, repeats, edge):
