@@ -488,7 +488,8 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
         raw_input = event.get("tool_input")
         if event.get("type") == "tool_result":
             # 3.4: the result's own input, else the last preceding input for the same name (R23).
-            effective = raw_input if raw_input is not None else last_input.get(json_key(name))
+            effective = raw_input if raw_input is not None else last_input.get(
+                name if type(name) is str else json_key(name))
             device = is_device_call(name, effective)
             if device:
                 duration = event.get("duration_ms")
@@ -502,7 +503,7 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
                     out.first_error_ref = f"episode:{i}"
                     out.first_error_stage = "device_execution" if device else "unknown"
         if raw_input is not None:
-            last_input[json_key(name)] = raw_input
+            last_input[name if type(name) is str else json_key(name)] = raw_input
 
     if events:
         out.device_execution_ms = device_sum if device_complete else None

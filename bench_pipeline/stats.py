@@ -13,27 +13,28 @@ from typing import Iterable, Sequence
 WILSON_Z = 1.959963984540054
 
 
+#: The largest integer that still converts to a float (larger ones are unavailable, R42).
+FLOAT_MAX_INT = int(sys.float_info.max)
+
+
 def is_number(value: object) -> bool:
     """True for a finite, non-Boolean JSON number (run-directory.md, R42).
 
     Booleans are never numbers; NaN, infinities and integers beyond the float range
-    are unavailable.
+    (larger in magnitude than the largest float) are unavailable.
     """
+    kind = type(value)
+    if kind is int:
+        return -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT
+    if kind is float:
+        return value - value == 0  # NaN and infinities give NaN
     if isinstance(value, bool):
         return False
-    if isinstance(value, int):
-        try:
-            float(value)
-        except OverflowError:
-            return False
-        return True
+    if isinstance(value, int):  # int subclasses: the same rule
+        return -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT
     if isinstance(value, float):
         return math.isfinite(value)
     return False
-
-
-#: The largest integer that still converts to a float (larger ones are unavailable, R42).
-FLOAT_MAX_INT = int(sys.float_info.max)
 
 
 def number_or_none(value: object) -> int | float | None:
@@ -42,7 +43,7 @@ def number_or_none(value: object) -> int | float | None:
     if kind is int:
         return value if -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT else None
     if kind is float:
-        return value if value - value == 0 else None  # NaN and infinities give NaN
+        return value if value - value == 0 else None
     if kind is bool or value is None:
         return None
     return value if is_number(value) else None  # int/float subclasses: the careful path

@@ -145,3 +145,32 @@ def test_attempt_success_interval_through_pipeline(tmp_path):
     lower, upper = _reference_wilson(1, 3)
     assert asr["ci95"]["lower"] == pytest.approx(lower)
     assert asr["ci95"]["upper"] == pytest.approx(upper)
+
+
+def test_the_float_range_boundary_is_the_largest_float():
+    """R42 "integers beyond the float range": larger than the largest float, even where
+    float() would still round such an integer down to it."""
+    from bench_pipeline.stats import FLOAT_MAX_INT, number_or_none
+
+    assert FLOAT_MAX_INT == int(1.7976931348623157e308)
+    assert is_number(FLOAT_MAX_INT) and is_number(-FLOAT_MAX_INT)
+    assert float(FLOAT_MAX_INT + 1) == 1.7976931348623157e308  # rounds, yet is beyond the range
+    assert not is_number(FLOAT_MAX_INT + 1) and number_or_none(FLOAT_MAX_INT + 1) is None
+
+
+class _Int(int):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+@pytest.mark.parametrize("value", [0, -7, 2.5, 10**308, 10**309, float("nan"), float("-inf"), True, None, "3",
+                                   _Int(4), _Int(10**400), _Float(1.5), _Float("inf")])
+def test_number_or_none_agrees_with_is_number(value):
+    from bench_pipeline.stats import number_or_none
+
+    got = number_or_none(value)
+    assert (got is not None) == is_number(value)
+    assert got is None or got is value
