@@ -49,7 +49,7 @@ class ProcessedRun:
 
 #: Below this many rows a run is derived in one process (forking costs more than it saves).
 PARALLEL_MIN_ROWS = 2000
-_CHUNK_ROWS = 250
+_CHUNK_ROWS = 100
 
 
 @gc_paused()
