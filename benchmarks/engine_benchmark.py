@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,21 +51,24 @@ def parse_floor(run_dir: Path) -> float:
 def process_command(run_dir: Path, out_dir: Path) -> tuple[float, int]:
     """Seconds and peak RSS (KiB) of the whole CLI command in a fresh process."""
     shutil.rmtree(out_dir, ignore_errors=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
-    subprocess.run([*CLI, "process", str(run_dir), "--output-dir", str(out_dir)], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    child = subprocess.Popen([*CLI, "process", str(run_dir), "--output-dir", str(out_dir)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the largest so far
     elapsed = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return elapsed, max(peak, before)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"bench-pipeline process failed on {run_dir} (exit {child.returncode})")
+    return elapsed, usage.ru_maxrss
 
 
 METRICS_ONLY = (
-    "import sys; from pathlib import Path; "
+    "import gc, os, sys; from pathlib import Path; gc.disable(); "
     "from bench_pipeline.bulk import default_workers; "
     "from bench_pipeline.process import process_run, write_metrics_files; "
     "p = process_run(sys.argv[1], workers=default_workers()); "
-    "write_metrics_files(Path(sys.argv[2]), p.metrics, p.attempts)"
+    "write_metrics_files(Path(sys.argv[2]), p.metrics, p.attempts); "
+    "os._exit(0)"  # like the command: no interpreter teardown
 )
 
 
@@ -100,42 +103,57 @@ def generate(root: Path, tasks: int) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=None, help="keep generated runs here between invocations")
-    parser.add_argument("--repeat", type=int, default=3, help="best of N for each measurement")
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds (best and median of N are shown)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of processing the large run")
     args = parser.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     small, large = generate(workdir, 200), generate(workdir, 2000)
-    results = {}
-    for label, run in (("small", small), ("large", large)):
+    runs = {"small": small, "large": large}
+    for run in runs.values():
         warm(run)
-        floor = min(parse_floor(run) for _ in range(args.repeat))
-        timings = [process_command(run, workdir / f"out-{label}") for _ in range(args.repeat)]
-        engine = min(metrics_only(run, workdir / f"engine-{label}") for _ in range(args.repeat))
-        results[label] = {"floor": floor, "process": min(t for t, _ in timings), "peak_kib": max(p for _, p in timings),
-                          "engine": engine}
-        attempts = sum(1 for _ in open(run / "results.jsonl", "rb"))
-        print(f"{label}: {attempts} attempts, parse floor {floor:.2f}s, process {results[label]['process']:.2f}s "
-              f"(engine without reports {engine:.2f}s), peak RSS {results[label]['peak_kib'] / 1024:.0f} MiB", flush=True)
+    # Interleaved rounds, so that a drift in the machine's speed affects both runs alike.
+    samples: dict[str, dict[str, list]] = {label: {"floor": [], "process": [], "peak": [], "engine": []} for label in runs}
+    for round_no in range(1, args.repeat + 1):
+        for label, run in runs.items():
+            got = samples[label]
+            got["floor"].append(parse_floor(run))
+            seconds, peak = process_command(run, workdir / f"out-{label}")
+            got["process"].append(seconds)
+            got["peak"].append(peak)
+            got["engine"].append(metrics_only(run, workdir / f"engine-{label}"))
+        print(f"round {round_no}/{args.repeat} done", file=sys.stderr, flush=True)
 
-    s, lg = results["small"], results["large"]
-    ratio = (lg["process"] - s["process"]) / (lg["floor"] - s["floor"])
-    print(f"marginal ratio (b_large - b_small) / (a_large - a_small) = {ratio:.2f}")
-    engine_ratio = (lg["engine"] - s["engine"]) / (lg["floor"] - s["floor"])
-    print(f"marginal ratio of the engine alone (no summary.md/report.html) = {engine_ratio:.2f}")
-    print(f"small run end to end: {s['process']:.2f}s")
+    def summary(pick) -> dict[str, dict[str, float]]:
+        return {label: {k: pick(v) for k, v in got.items() if k != "peak"} for label, got in samples.items()}
+
+    for label, run in runs.items():
+        best = summary(min)[label]
+        attempts = sum(1 for _ in open(run / "results.jsonl", "rb"))
+        print(f"{label}: {attempts} attempts, parse floor {best['floor']:.2f}s, process {best['process']:.2f}s "
+              f"(engine without reports {best['engine']:.2f}s), peak RSS {max(samples[label]['peak']) / 1024:.0f} MiB")
+
+    def ratio(figures: dict, key: str) -> float:
+        s, lg = figures["small"], figures["large"]
+        return (lg[key] - s[key]) / (lg["floor"] - s["floor"])
+
+    best, median = summary(min), summary(statistics.median)
+    print(f"marginal ratio (b_large - b_small) / (a_large - a_small) = {ratio(best, 'process'):.2f} "
+          f"(best of {args.repeat}; from medians {ratio(median, 'process'):.2f})")
+    print(f"marginal ratio of the engine alone (no summary.md/report.html) = {ratio(best, 'engine'):.2f} "
+          f"(from medians {ratio(median, 'engine'):.2f})")
+    print(f"small run end to end: {best['small']['process']:.2f}s (median {median['small']['process']:.2f}s)")
 
     if args.profile:
         import cProfile
         import pstats
 
-        from bench_pipeline.outputs import write_run_outputs
-        from bench_pipeline.process import process_run
+        from bench_pipeline.outputs import process_and_write
 
         profiler = cProfile.Profile()
         profiler.enable()
-        write_run_outputs(workdir / "out-profile", process_run(large))
+        process_and_write(large, workdir / "out-profile")  # one process: workers are not profiled
         profiler.disable()
         pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
 
