@@ -7,6 +7,7 @@ artifacts, choosing per field between the derived and the recorded value (3.1, R
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -279,40 +280,55 @@ def _usage_sum(usages: list[dict], key: str, fallback: str | None) -> int | floa
     """One token field summed over model calls (3.5): ``key``, else ``fallback`` per call;
     None as soon as a call has neither (the sum is then unavailable for good)."""
     total: int | float = 0
-    for usage in usages:
-        value = usage.get(key)
-        if type(value) is not int or not -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
-            value = _usage_count(usage, key, fallback)  # not a plain integer: the careful path
-            if value is None:
-                return None
-        total += value
-    return total
+    try:
+        for usage in usages:
+            value = usage.get(key)
+            if type(value) is not int or not -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
+                value = _usage_count(usage, key, fallback)  # not a plain integer: the careful path
+                if value is None:
+                    return None
+            total += value
+    except OverflowError:  # an integer sum beyond the float range met a float
+        return None
+    return number_or_none(total)  # a total beyond the float range is unavailable (R42)
 
 
 def _total_tokens_sum(usages: list[dict]) -> int | float | None:
     """total_tokens summed over model calls (3.5, R9): a call without a total counts its own
     input + output when both are known; None as soon as a call has neither."""
     total: int | float = 0
-    for usage in usages:
-        value = usage.get("total_tokens")
-        if type(value) is int and -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
-            total += value
-            continue
-        if value is None:  # the common case of a missing total: two plain integers?
-            inp, out = usage.get("input_tokens"), usage.get("output_tokens")
-            if (type(inp) is int and type(out) is int
-                    and -FLOAT_MAX_INT <= inp <= FLOAT_MAX_INT and -FLOAT_MAX_INT <= out <= FLOAT_MAX_INT):
-                total += inp + out
+    try:
+        for usage in usages:
+            value = usage.get("total_tokens")
+            if type(value) is int and -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
+                total += value
                 continue
-        value = _usage_count(usage, "total_tokens", None)  # the careful path
-        if value is None:
-            inp = _usage_count(usage, "input_tokens", "prompt_tokens")
-            out = _usage_count(usage, "output_tokens", "completion_tokens")
-            if inp is None or out is None:
-                return None
-            value = inp + out
-        total += value
-    return total
+            if value is None:  # the common case of a missing total: two plain integers?
+                inp, out = usage.get("input_tokens"), usage.get("output_tokens")
+                if (type(inp) is int and type(out) is int
+                        and -FLOAT_MAX_INT <= inp <= FLOAT_MAX_INT and -FLOAT_MAX_INT <= out <= FLOAT_MAX_INT):
+                    total += inp + out
+                    continue
+            value = _usage_count(usage, "total_tokens", None)  # the careful path
+            if value is None:
+                inp = _usage_count(usage, "input_tokens", "prompt_tokens")
+                out = _usage_count(usage, "output_tokens", "completion_tokens")
+                if inp is None or out is None:
+                    return None
+                value = inp + out
+            total += value
+    except OverflowError:
+        return None
+    return number_or_none(total)
+
+
+def _add(total: int | float, value: int | float) -> int | float:
+    """A running sum of in-range numbers; infinity once it cannot be represented (an integer
+    sum beyond the float range meeting a float), so the final check makes it unavailable."""
+    try:
+        return total + value
+    except OverflowError:
+        return math.inf
 
 
 def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
@@ -367,7 +383,7 @@ def derive_history(messages: list) -> HistoryMetrics:
                 if type(duration) is not int:
                     duration = number_or_none(duration)
                 if duration is not None and 0 <= duration <= FLOAT_MAX_INT:
-                    time_sum += duration
+                    time_sum = _add(time_sum, duration)
                 else:
                     duration = None
                     time_complete = False
@@ -421,7 +437,7 @@ def derive_history(messages: list) -> HistoryMetrics:
                 if duration is None:
                     vision_complete = False
                 else:
-                    vision_time += duration
+                    vision_time = _add(vision_time, duration)
                 pending = False
         elif kind == _IMAGE:
             pending = True
@@ -432,9 +448,9 @@ def derive_history(messages: list) -> HistoryMetrics:
 
     if n_model:  # R8: no qualifying model message -> all of these stay null
         out.llm_calls = n_model
-        out.llm_time_ms = time_sum if time_complete else None
+        out.llm_time_ms = number_or_none(time_sum) if time_complete else None
         out.vision_llm_calls = vision_calls
-        out.vision_llm_time_ms = vision_time if vision_calls and vision_complete else None
+        out.vision_llm_time_ms = number_or_none(vision_time) if vision_calls and vision_complete else None
         out.tokens = token_sums(usages)
     else:
         out.tokens = {f: None for f in TOKEN_FIELDS}
@@ -494,7 +510,7 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
             if device:
                 duration = event.get("duration_ms")
                 if is_number(duration):
-                    device_sum += max(0, duration)
+                    device_sum = _add(device_sum, max(0, duration))
                 else:
                     device_complete = False
             if event.get("is_error"):
@@ -506,7 +522,7 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
             last_input[name if type(name) is str else json_key(name)] = raw_input
 
     if events:
-        out.device_execution_ms = device_sum if device_complete else None
+        out.device_execution_ms = number_or_none(device_sum) if device_complete else None
         out.tool_errors = errors
     out.replan_count = replans if replan_seen else None
     ttft = extra.get("first_token_time_ms")
@@ -571,20 +587,25 @@ def recorded(row: dict, key: str) -> object:
 
 def recorded_number(row: dict, key: str) -> float | None:
     """A recorded number, None when unavailable; integral for count fields."""
-    value = recorded(row, key)
+    return _number_or_none(recorded(row, key), key)
+
+
+#: Counts beyond a 64-bit integer are unavailable: no run gets there, and the typed frames
+#: of the Dagster stages (nullable Int64) could not hold them (docs/metric-choices.md).
+COUNT_LIMIT = 2 ** 63 - 1
+
+
+def _number_or_none(value: object, key: str) -> float | None:
+    """A number (R42), None otherwise; for count fields an integer within COUNT_LIMIT."""
     if not is_number(value):
         return None
     if key in COUNT_FIELDS:
         if isinstance(value, float):
-            return int(value) if value.is_integer() else None
-    return value
-
-
-def _number_or_none(value: object, key: str) -> float | None:
-    if not is_number(value):
-        return None
-    if key in COUNT_FIELDS and isinstance(value, float):
-        return int(value) if value.is_integer() else None
+            if not value.is_integer():
+                return None
+            value = int(value)
+        if not -COUNT_LIMIT <= value <= COUNT_LIMIT:
+            return None
     return value
 
 

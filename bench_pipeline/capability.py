@@ -7,7 +7,7 @@ Every function here is pure: attempt rows (all rows, duplicates included, R29) a
 from __future__ import annotations
 
 from .attempt_metrics import FAILURE_CLASSES, STAGES
-from .stats import distribution, is_number, ratio, short_distribution, wilson_interval
+from .stats import distribution, finite_mean, is_number, ratio, short_distribution, wilson_interval
 from .task_groups import COST_FIELDS
 
 EFFICIENCY_FIELDS = (
@@ -57,7 +57,7 @@ def capability(attempts: list[dict], tasks: list[dict]) -> dict:
             "coverage": len(eligible_rows) / len(attempts) if attempts else 0,  # R25
         },
         "oracle_best_score_at_k": {
-            "value": sum(best) / len(best) if best else None,
+            "value": finite_mean(best),
             "count": len(best),
             "eligible_tasks": len(ek),
         },
@@ -131,7 +131,7 @@ def categories(attempts: list[dict]) -> dict:
         rubric_total = sum(r["rubric_total"] for r in scored)
         result[name] = {
             "pass_rate": sum(1 for r in rows if r["status"] == "passed") / len(rows),
-            "rubric_pass_rate": sum(r["rubric_pass_count"] for r in scored) / rubric_total if rubric_total > 0 else None,
+            "rubric_pass_rate": ratio(sum(r["rubric_pass_count"] for r in scored), rubric_total) if rubric_total > 0 else None,
             "attempts": len(rows),
         }
     return result

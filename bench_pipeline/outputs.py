@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .bulk import fork_map, gc_paused
+from . import process
 from .process import (
     ProcessedRun,
     assemble,
@@ -54,8 +55,8 @@ def write_run_outputs(
 ) -> dict[str, Path]:
     """Every per-run output file into ``out_dir``; returns {file name: path}.
 
-    With ``workers`` > 1, report.html (the largest) is written by this process while a
-    forked child writes metrics.json, attempts.jsonl and summary.md. ``rendered``: the
+    With ``workers`` > 1 and a run that is not small, report.html (the largest) is written
+    by this process while a forked child writes metrics.json, attempts.jsonl and summary.md. ``rendered``: the
     per-attempt share of the files, already made (see ``process_and_write``).
     """
     out_dir = Path(out_dir)
@@ -75,7 +76,8 @@ def write_run_outputs(
     def run(_start: int, jobs: list[Callable[[], dict[str, Path]]]) -> dict[str, Path]:
         return {name: path for job in jobs for name, path in job().items()}
 
-    parts = fork_map(run, [report_html, the_rest], workers=min(workers, 2), chunk_size=1)
+    parallel = workers > 1 and len(records) >= process.PARALLEL_MIN_ROWS  # a small run's files take less than a fork
+    parts = fork_map(run, [report_html, the_rest], workers=2 if parallel else 1, chunk_size=1)
     written = {name: path for part in parts for name, path in part.items()}
     return {name: written[name] for name in OUTPUT_FILES}
 

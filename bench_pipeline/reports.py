@@ -456,6 +456,9 @@ def histogram_bins(values: Sequence[float], max_bins: int = 20) -> tuple[list[tu
         overflow = sum(1 for v in data if v > p99)
         data = [v for v in data if v <= p99]
     lo, hi = data[0], data[-1]
+    if not math.isfinite(float(hi) - float(lo)) or max(abs(float(lo)), abs(float(hi))) >= 2 ** 52:
+        # Beyond 2^52 floats no longer step by one, and a span can overflow: one bin.
+        return [(lo, hi, len(data))], overflow, threshold
     integral = all(float(v).is_integer() for v in data)
     if integral and hi - lo + 1 <= max_bins:
         edges = [(lo + i, lo + i + 1) for i in range(int(hi - lo) + 1)]
@@ -510,7 +513,10 @@ def svg_histogram(values: Sequence[float], field: str, *, markers: Mapping[str, 
     lo_all, hi_all = bins[0][0], bins[-1][1]
 
     def xpos(v: float) -> float:
-        return ml + (v - lo_all) / (hi_all - lo_all) * (len(bins) * slot) if hi_all > lo_all else ml
+        span = float(hi_all) - float(lo_all)
+        if not (math.isfinite(span) and span > 0):
+            return ml
+        return ml + (float(v) - float(lo_all)) / span * (len(bins) * slot)
 
     if integral_bins:
         last = bins[-1][0]
@@ -519,7 +525,7 @@ def svg_histogram(values: Sequence[float], field: str, *, markers: Mapping[str, 
         if last - lo_all >= 4:
             ticks.insert(1, (mid, "middle"))
     else:
-        ticks = [(lo_all, "start"), ((lo_all + hi_all) / 2, "middle"), (hi_all, "end")]
+        ticks = [(lo_all, "start"), (float(lo_all) / 2 + float(hi_all) / 2, "middle"), (hi_all, "end")]
     for v, anchor in ticks:
         x = xpos(v + 0.5) if integral_bins else xpos(v)
         parts.append(f'<text class="axis" x="{_x(x)}" y="{height - 12}" text-anchor="{anchor}">'
@@ -1299,7 +1305,7 @@ def attempt_row(rec: Mapping[str, Any], dup_info: Mapping[tuple[Any, int], list[
 
 
 #: Above this many attempts, report.html's attempt rows are built in forked workers.
-PARALLEL_MIN_ATTEMPTS = 2000
+PARALLEL_MIN_ATTEMPTS = 500
 _CHUNK_ATTEMPTS = 250
 
 

@@ -49,6 +49,30 @@ def number_or_none(value: object) -> int | float | None:
     return value if is_number(value) else None  # int/float subclasses: the careful path
 
 
+def finite_sum(values: Iterable[float]) -> int | float | None:
+    """The sum of numbers, None when it leaves the float range (R42 for results).
+
+    Every value is in range (``is_number``), but their total may not be: an integer sum
+    larger than the largest float, a float sum that overflows to infinity, or an integer
+    that can no longer be added to a float. Such a total is unavailable, not infinite.
+    """
+    total: int | float = 0
+    try:
+        for value in values:
+            total += value
+    except OverflowError:
+        return None
+    return total if is_number(total) else None
+
+
+def finite_mean(values: Sequence[float]) -> float | None:
+    """The mean of numbers (None for none, or when their sum leaves the float range)."""
+    total = finite_sum(values)
+    if total is None or not values:
+        return None
+    return total / len(values)
+
+
 def percentile(sorted_values: Sequence[float], p: float) -> float | None:
     """Linearly interpolated percentile of already sorted values (reference 3.8).
 
@@ -64,7 +88,16 @@ def percentile(sorted_values: Sequence[float], p: float) -> float | None:
     lo, hi = sorted_values[f], sorted_values[c]
     if lo == hi:
         return lo
-    return lo + (hi - lo) * (h - f)
+    t = h - f
+    try:
+        value = lo + (hi - lo) * t
+    except OverflowError:  # an integer hi - lo beyond the float range
+        value = math.inf
+    if not is_number(value):
+        # hi - lo overflowed (values of both signs near the float range's ends): the same
+        # interpolation, written so that no intermediate leaves the range.
+        value = float(lo) * (1 - t) + float(hi) * t
+    return value if is_number(value) else None
 
 
 def distribution(values: Iterable[float]) -> dict:
@@ -76,11 +109,11 @@ def distribution(values: Iterable[float]) -> dict:
     n = len(xs)
     if n == 0:
         return {"count": 0, "sum": None, "mean": None, "p50": None, "p90": None, "p95": None}
-    total = sum(xs)
+    total = finite_sum(xs)
     return {
         "count": n,
         "sum": total,
-        "mean": total / n,
+        "mean": total / n if total is not None else None,
         "p50": percentile(xs, 50),
         "p90": percentile(xs, 90),
         "p95": percentile(xs, 95),
@@ -116,7 +149,12 @@ def wilson_interval(successes: int, n: int, z: float = WILSON_Z) -> tuple[float 
 
 
 def ratio(numerator: int | float, denominator: int | float) -> float | None:
-    """numerator / denominator, None when the denominator is zero."""
+    """numerator / denominator, None when the denominator is zero or the quotient leaves
+    the float range."""
     if denominator == 0:
         return None
-    return numerator / denominator
+    try:
+        value = numerator / denominator
+    except OverflowError:
+        return None
+    return value if is_number(value) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .stats import is_number
+from .stats import finite_mean, finite_sum, is_number
 
 #: Resource fields summed up to the first success (reference 2, cost_to_first_success).
 COST_FIELDS = ("task_wall_ms", "total_tokens", "cost_usd")
@@ -36,7 +36,7 @@ def first_success(by_attempt: dict[int, dict]) -> tuple[int | None, dict[str, fl
             costs: dict[str, float | None] = {}
             for f in COST_FIELDS:
                 values = [by_attempt[a][f] for a in range(1, n + 1)]
-                costs[f] = sum(values) if all(is_number(v) for v in values) else None
+                costs[f] = finite_sum(values) if all(is_number(v) for v in values) else None
             return n, costs
         n += 1
     return None, {f: None for f in COST_FIELDS}
@@ -70,8 +70,8 @@ def task_group(task_id: str, by_attempt: dict[int, dict], k: int | None) -> dict
         "failed": failed,
         "pass_rate": passed / len(eligible) if eligible else None,  # R31
         "best_quality": max(qualities) if qualities else None,  # R30
-        "avg_quality": sum(qualities) / len(qualities) if qualities else None,
-        "avg_wall_ms": sum(walls) / len(walls) if walls else None,
+        "avg_quality": finite_mean(qualities),
+        "avg_wall_ms": finite_mean(walls),
         # Reference 2: the first *eligible* attempt after sorting, unlike pass_at_1 (R31).
         "first_attempt_passed": eligible[0]["success"] if eligible else None,
         "in_e1": in_e1,

@@ -1476,13 +1476,13 @@ def test_a_formula_failure_marks_the_file_invalid_and_keeps_the_run_going(tmp_pa
 def _token_sums_by_the_letter(usages: list[dict]) -> dict:
     """3.5 as written: per call each field (primary, else fallback; total else input +
     output of that call), summed; a field missing on any call is None."""
-    from bench_pipeline.stats import number_or_none
+    from bench_pipeline.stats import finite_sum, number_or_none
 
     def field(usage, key, fallback=None):
         value = number_or_none(usage.get(key))
         return value if value is not None or fallback is None else number_or_none(usage.get(fallback))
 
-    sums = {f: 0 for f in TOKENS}
+    per_call: dict[str, list] = {f: [] for f in TOKENS}
     for usage in usages:
         inp, out = field(usage, "input_tokens", "prompt_tokens"), field(usage, "output_tokens", "completion_tokens")
         total = field(usage, "total_tokens")
@@ -1490,8 +1490,9 @@ def _token_sums_by_the_letter(usages: list[dict]) -> dict:
             total = inp + out
         values = (inp, out, total, field(usage, "cached_input_tokens", "cached_tokens"), field(usage, "reasoning_tokens"))
         for f, v in zip(TOKENS, values):
-            sums[f] = None if sums[f] is None or v is None else sums[f] + v
-    return sums
+            per_call[f].append(v)
+    # A field missing on a call is unavailable; so is a sum beyond the float range (R42).
+    return {f: None if None in vs else finite_sum(vs) for f, vs in per_call.items()}
 
 
 TOKEN_VALUES = (st.none() | st.booleans() | st.integers(-10**3, 10**6) | st.integers(10**308, 10**309)

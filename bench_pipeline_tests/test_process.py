@@ -168,6 +168,7 @@ def test_parallel_outputs_equal_sequential_outputs(fifty_runs, tmp_path, monkeyp
     sequential = write_run_outputs(tmp_path / "one", processed, workers=1)
     monkeypatch.setattr("bench_pipeline.reports.PARALLEL_MIN_ATTEMPTS", 1)
     monkeypatch.setattr("bench_pipeline.reports._CHUNK_ATTEMPTS", 7)
+    monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 1)  # the outputs' fork, too
     parallel = write_run_outputs(tmp_path / "two", processed, workers=2)
     assert list(parallel) == list(sequential) == ["metrics.json", "attempts.jsonl", "summary.md", "report.html"]
     for name, path in sequential.items():
@@ -209,3 +210,28 @@ def test_invariants_hold_on_generated_runs(tmp_path_factory, seed, tasks, repeat
     first.metrics.pop("generated_at")
     again.metrics.pop("generated_at")
     assert again.metrics == first.metrics  # deterministic
+
+
+def test_extreme_but_valid_numbers_process_end_to_end(tmp_path):
+    """Numbers inside the float range (R42) whose totals overflow it or pass 64 bits never
+    stop a run: totals beyond the range are unavailable, 64-bit-plus integers are written
+    exactly, counts beyond 64 bits are unavailable, and the Dagster frames accept the rows.
+    (The JSON parser reads an integer beyond 64 bits as the nearest float.)"""
+    from bench_pipeline_tests.run_builder import make_run, row
+
+    rows = [row("t", status="failed", metrics={"input_tokens": 2 ** 63, "task_wall_ms": 1.7e308, "llm_calls": 2 ** 70}),
+            row("u", status="passed", metrics={"input_tokens": 2 ** 63, "task_wall_ms": 1.7e308, "retry_count": 2 ** 64})]
+    run = make_run(tmp_path, rows)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(run), "--output-dir", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    wall = metrics["efficiency"]["task_wall_ms"]
+    assert (wall["count"], wall["sum"], wall["mean"], wall["p50"]) == (2, None, None, 1.7e308)
+    assert metrics["efficiency"]["input_tokens"]["sum"] == 2 ** 64  # exact, beyond 64 bits
+    lines = [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()]
+    assert lines[0]["input_tokens"] == 2 ** 63
+    assert lines[0]["llm_calls"] is None and lines[1]["retry_count"] is None  # counts beyond 64 bits
+    assert (out / "report.html").stat().st_size > 0 and "n/a" in (out / "summary.md").read_text()
+    assert len(attempts_frame(process_run(run).attempts)) == 2

@@ -174,3 +174,29 @@ def test_number_or_none_agrees_with_is_number(value):
     got = number_or_none(value)
     assert (got is not None) == is_number(value)
     assert got is None or got is value
+
+
+# --- totals that leave the float range (R42 for results) ---------------------------------
+
+def test_a_sum_beyond_the_float_range_is_unavailable():
+    from bench_pipeline.stats import FLOAT_MAX_INT, finite_mean, finite_sum, ratio
+
+    assert finite_sum([1, 2.5, 3]) == 6.5 and finite_sum([]) == 0
+    assert finite_sum([1.7e308, 1.7e308]) is None  # a float sum overflowing to infinity
+    assert finite_sum([FLOAT_MAX_INT, FLOAT_MAX_INT]) is None  # an integer sum beyond the range
+    assert finite_sum([FLOAT_MAX_INT, FLOAT_MAX_INT, 0.5]) is None  # ... that then meets a float
+    assert finite_sum([FLOAT_MAX_INT, -FLOAT_MAX_INT, 7]) == 7  # exact integer arithmetic
+    assert finite_mean([]) is None and finite_mean([1.7e308, 1.7e308]) is None and finite_mean([1, 2]) == 1.5
+    assert ratio(FLOAT_MAX_INT, 1) is not None and ratio(10**400, 1) is None and ratio(1, 0) is None
+
+
+def test_percentiles_of_values_near_both_ends_of_the_float_range():
+    """x[f] + (x[c] - x[f]) * t overflows when the values span more than the float range;
+    the same interpolation is then computed without leaving it."""
+    from bench_pipeline.stats import FLOAT_MAX_INT
+
+    assert percentile([-1.7e308, 1.7e308], 50) == 0.0
+    assert percentile([-FLOAT_MAX_INT, FLOAT_MAX_INT], 50) == 0.0
+    assert percentile([1, 2, 3, 4], 90) == pytest.approx(3.7)
+    d = distribution([1.7e308, 1.7e308, 1.0])
+    assert (d["count"], d["sum"], d["mean"], d["p50"]) == (3, None, None, 1.7e308)
