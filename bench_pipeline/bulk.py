@@ -6,6 +6,10 @@ collector spends time in proportion to the heap on every pass and turns a linear
 a much slower one (measured in docs/benchmarks.md: about a third of the whole command).
 The stages create no reference cycles worth collecting (plain dicts and lists freed by
 reference counting), so automatic collection is paused while they run and restored after.
+
+``fork_map`` spreads chunks of a list over this process and forked children (the command
+line's large runs; the Dagster assets stay in one process and let Dagster parallelize
+across runs). Forking hands the inputs over for free; only results travel back, pickled.
 """
 
 from __future__ import annotations
