@@ -235,3 +235,31 @@ def test_extreme_but_valid_numbers_process_end_to_end(tmp_path):
     assert lines[0]["llm_calls"] is None and lines[1]["retry_count"] is None  # counts beyond 64 bits
     assert (out / "report.html").stat().st_size > 0 and "n/a" in (out / "summary.md").read_text()
     assert len(attempts_frame(process_run(run).attempts)) == 2
+
+
+def test_cli_process_publish_keeps_the_evidence_the_trace_output_shows(fifty_runs, tmp_path):
+    """--publish keeps each attempt's trace final response and tool calls (the command
+    otherwise drops them once the files are written); without keys they go to the outbox."""
+    import os
+
+    run = fifty_runs[0]
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANGFUSE_")}
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(run), "--output-dir", str(out),
+                           "--publish"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    finals = [json.loads(line)["evidence"]["final_response"]
+              for line in (out / "attempts.jsonl").read_text().splitlines()]
+    expected = next(f for f in finals if f)
+    published = set()
+    for line in (out / "langfuse_outbox.jsonl").read_text().splitlines():
+        request = json.loads(line)
+        if request["kind"] != "spans":
+            continue
+        for resource in request["body"]["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    for attr in span["attributes"]:
+                        if attr["key"] == "langfuse.observation.output":
+                            published.add(json.loads(attr["value"]["stringValue"]).get("final_response"))
+    assert expected in published
