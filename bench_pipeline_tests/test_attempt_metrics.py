@@ -1512,3 +1512,14 @@ def test_token_sums_equal_the_reference_rule_call_by_call(usages):
     for f in TOKENS:
         assert (got[f] is None and expected[f] is None) or got[f] == expected[f] or (
             isinstance(got[f], float) and math.isnan(got[f]) and math.isnan(expected[f])), (f, got, expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(ALLOWLIST + ["screenshot", "search", ""]) | JSON_VALUES,
+       raw_input=JSON_VALUES | st.sampled_from(['{"list": true}', '{"action": "Query"}', '{"action": "send"}', "{oops"]))
+def test_is_device_call_parses_only_when_needed_and_agrees_with_the_rule(name, raw_input):
+    """3.4: deciding without parsing the input of tools whose input cannot matter gives the
+    same answer as parsing every input first."""
+    from bench_pipeline.attempt_metrics import is_device_action, is_device_call, parse_tool_input
+
+    assert is_device_call(name, raw_input) == is_device_action(name, parse_tool_input(raw_input))
