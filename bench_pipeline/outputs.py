@@ -46,7 +46,7 @@ class Rendered:
     """The per-attempt share of the output files, for consecutive attempts."""
 
     attempt_lines: bytes  # attempts.jsonl lines
-    rows: AttemptRows | None  # report.html attempt-table rows (None: to be made from the records)
+    rows: AttemptRows  # report.html attempt-table rows
 
 
 @gc_paused()
@@ -107,9 +107,8 @@ def process_and_write(
 
     chunks = derive_chunks(raw, render, progress, workers)
     processed = assemble(raw, [a for attempts, _ in chunks for a in attempts])
+    # raw.rows are in file order, so the chunks' rows are in line order: the report's order.
     rendered = Rendered(b"".join(r.attempt_lines for _, r in chunks), join_attempt_rows([r.rows for _, r in chunks]))
-    if any(a.line >= b.line for a, b in zip(raw.rows, raw.rows[1:])):
-        rendered.rows = None  # rows are rendered in line order; make them after all (never for runner output)
     return processed, write_run_outputs(out_dir, processed, workers, rendered)
 
 
