@@ -114,6 +114,7 @@ HISTOGRAM_FIELDS: tuple[tuple[str, str], ...] = (
 
 TOP_N = 10
 LIST_CAP = 25
+STRIP_CAP = 50  # attempt cells per task in the task table's strip
 TEXT_CAP = 8_000
 ARGS_CAP = 1_000
 TOOL_CALLS_CAP = 100
@@ -277,6 +278,20 @@ def dedupe_attempts(attempts: Iterable[Mapping[str, Any]]) -> dict[str, dict[int
         if isinstance(task_id, str):
             tasks.setdefault(task_id, {})[attempt_no(record)] = record
     return tasks
+
+
+def _as_list(value: Any) -> list:
+    """A run value that should be a list, or an empty one (the runner may write anything)."""
+    return value if isinstance(value, list) else []
+
+
+def _key(value: Any) -> Any:
+    """A dict key for any run value (an id may be a list or an object)."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return _json_text(value)
 
 
 def md_code(value: Any, table: bool = True) -> str:
@@ -785,7 +800,13 @@ def _task_exclusions(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], k: An
         if reason:
             at1.append((task_id, reason))
         if isinstance(k, int) and k >= 1:
-            reasons = [r for n in range(1, k + 1) if (r := why(by_attempt.get(n), n))]
+            # In attempt order; at most LIST_CAP missing attempts by number (k may be large).
+            missing = [n for n in range(1, min(k, LIST_CAP + len(by_attempt)) + 1) if n not in by_attempt]
+            numbered = sorted([a for a in by_attempt if isinstance(a, int) and a <= k] + missing[:LIST_CAP])
+            reasons = [r for n in numbered if (r := why(by_attempt.get(n), n))]
+            n_missing = k - sum(1 for a in by_attempt if isinstance(a, int) and a <= k)
+            if n_missing > LIST_CAP:
+                reasons.append(f"{n_missing - LIST_CAP:,} more attempts missing")
             if reasons:
                 atk.append((task_id, "; ".join(reasons)))
     return {"pass_at_1": at1, "fixed_k": atk}
@@ -803,11 +824,11 @@ def _attempt_note(rec: Mapping[str, Any]) -> str:
     for key in ERROR_KEYS[:4]:
         if errors.get(key):
             return one_line(f"{key}: {errors[key]}")
-    for item in ev.get("hard_assertion_failures") or []:
+    for item in _as_list(ev.get("hard_assertion_failures")):
         if isinstance(item, dict):
             return one_line(f"hard assertion {item.get('id')}: {item.get('requirement')} "
                             f"(actual: {_compact_json(item.get('actual'))})")
-    for item in ev.get("environment_state_assertions") or []:
+    for item in _as_list(ev.get("environment_state_assertions")):
         if isinstance(item, dict) and item.get("passed") is False:
             return one_line(f"state check {item.get('id')} failed (expected {_compact_json(item.get('expected'))}, "
                             f"actual {_compact_json(item.get('actual'))})")
@@ -815,7 +836,7 @@ def _attempt_note(rec: Mapping[str, Any]) -> str:
         return "expected answer did not match"
     if ev.get("expected_recalled_memory_match") is False:
         return one_line(f"expected memory not recalled (source: {fmt_text(ev.get('memory_recall_evidence_source'))})")
-    for item in ev.get("rubric") or []:
+    for item in _as_list(ev.get("rubric")):
         if isinstance(item, dict) and item.get("verdict") == "no":
             return one_line(f"rubric {item.get('id')}: no ({item.get('reason')})")
     judge = ev.get("judge")
@@ -911,7 +932,7 @@ def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: M
         max_attempt = max(by_attempt) if by_attempt else 0
         span = max(max_attempt, k if isinstance(k, int) else 0)
         strip = []
-        for n in range(1, span + 1):
+        for n in range(1, min(span, STRIP_CAP) + 1):
             r = by_attempt.get(n)
             if r is None:
                 strip.append(("missing", f"#{n} missing"))
@@ -919,6 +940,8 @@ def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: M
                 status = str(r.get("status"))
                 elig = "" if r.get("agent_eligible") is True else ", ineligible"
                 strip.append((status if status in STATUS_ORDER else "other", f"#{n} {status}{elig}"))
+        if span > STRIP_CAP:
+            strip.append(("other", f"#{STRIP_CAP + 1}-#{span}: see the attempt table"))
         rows.append({
             "task_id": task_id,
             "category": category,
@@ -1050,7 +1073,8 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
             continue
         rows = []
         present = {attempt_no(rec) for rec in t["records"]}
-        for n in range(1, max(present | {k if isinstance(k, int) else 0}) + 1):
+        expected = max(present | {k if isinstance(k, int) else 0})
+        for n in range(1, min(expected, LIST_CAP + len(present)) + 1):  # placeholders: at most LIST_CAP
             if n not in present:
                 rows.append({"attempt": n, "status": None, "cls": None, "eligible": NA, "stage": None,
                              "quality": NA, "folder": None, "folder_text": "n/a (no result row)", "href": None,
@@ -1242,12 +1266,12 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
                 for f in hard_fail if isinstance(f, dict)]
         sections.append(["Hard-assertion failures", "table", [["id", "requirement", "actual"], rows]])
 
-    spec = {s.get("id"): s.get("requirement") for s in ev.get("rubric_spec") or [] if isinstance(s, dict)}
+    spec = {_key(s.get("id")): s.get("requirement") for s in _as_list(ev.get("rubric_spec")) if isinstance(s, dict)}
     rubric = ev.get("rubric")
     judge = ev.get("judge") if isinstance(ev.get("judge"), dict) else {}
     verdicts = rubric if isinstance(rubric, list) and rubric else judge.get("verdicts")
     if isinstance(verdicts, list) and verdicts:
-        rows = [[fmt_text(v.get("id")), fmt_text(spec.get(v.get("id"))), fmt_text(v.get("verdict")),
+        rows = [[fmt_text(v.get("id")), fmt_text(spec.get(_key(v.get("id")))), fmt_text(v.get("verdict")),
                  clip(fmt_text(v.get("reason")), TEXT_CAP)] for v in verdicts if isinstance(v, dict)]
         sections.append(["Rubric verdicts", "table", [["id", "requirement", "verdict", "reason"], rows]])
     elif spec:
@@ -1324,7 +1348,7 @@ def duplicate_lines(duplicate_rows: Sequence[Any]) -> dict[tuple[Any, int], list
     for d in duplicate_rows:
         if not isinstance(d, dict):
             continue
-        lines = [v for v in d.get("lines") or [] if isinstance(v, int)]
+        lines = [v for v in _as_list(d.get("lines")) if isinstance(v, int)]
         dup_info[(d.get("task_id"), d.get("attempt") if isinstance(d.get("attempt"), int) else 1)] = lines
     return dup_info
 

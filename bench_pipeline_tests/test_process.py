@@ -263,3 +263,61 @@ def test_cli_process_publish_keeps_the_evidence_the_trace_output_shows(fifty_run
                         if attr["key"] == "langfuse.observation.output":
                             published.add(json.loads(attr["value"]["stringValue"]).get("final_response"))
     assert expected in published
+
+
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 2 ** 64) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from(["", "t", "passed", "failed", "timeout", "judge_error", "skipped", "agent", "environment",
+                       "tasks/t", "../x", "/abs", "setup", "evaluation", "tap", "screenshot observation"]),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(
+        st.sampled_from(["task_id", "attempt", "status", "success", "agent_eligible", "failure_class", "metrics",
+                         "artifact_dir", "quality_score", "category", "rubric", "judge", "tasks", "id", "metrics_k",
+                         "type", "usage", "events", "extra", "final_response", "tool_calls", "passed", "lines",
+                         "hard_assertions", "trace_observations", "input_tokens", "task_wall_ms", "llm_calls"]),
+        children, max_size=5),
+    max_leaves=20,
+)
+ROW_FIELDS = st.fixed_dictionaries(
+    {"task_id": st.sampled_from(["t", "u"]) | ANY_JSON},
+    optional={k: ANY_JSON for k in ("attempt", "status", "success", "agent_eligible", "failure_class", "metrics",
+                                    "artifact_dir", "quality_score", "category", "rubric", "trace_observations",
+                                    "hard_assertions", "task_wall_ms", "llm_calls", "first_failure_stage")},
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(rows=st.lists(ROW_FIELDS, min_size=1, max_size=4), manifest=ANY_JSON, suite=ANY_JSON,
+       history=ANY_JSON, episode=ANY_JSON, trace=ANY_JSON)
+def test_any_json_anywhere_never_stops_a_run(tmp_path_factory, rows, manifest, suite, history, episode, trace):
+    """Whatever JSON the runner leaves in the rows, manifest, suite and artifacts, the run is
+    processed and every output file is written (bad input becomes nulls and findings)."""
+    from bench_pipeline.outputs import process_and_write
+    from bench_pipeline_tests.run_builder import make_run
+
+    root = tmp_path_factory.mktemp("fuzz")
+    artifacts = {"tasks/t": {"history.json": history, "episode.json": episode, "trace.json": trace}}
+    run = make_run(root, rows, manifest=manifest, suite=suite, artifacts=artifacts)
+    processed, written = process_and_write(run, root / "out")
+    assert list(written) == ["metrics.json", "attempts.jsonl", "summary.md", "report.html"]
+    metrics = json.loads(written["metrics.json"].read_text())
+    assert metrics["coverage"]["attempts"] == len(processed.attempts)
+    assert len(written["attempts.jsonl"].read_text().splitlines()) == len(processed.attempts)
+
+
+def test_a_large_k_with_few_attempts_is_listed_compactly(tmp_path):
+    """metrics_k = 1,000 with 2 attempts per task: the reports name a few missing attempts
+    per task and count the rest, instead of a thousand entries per task."""
+    from bench_pipeline.outputs import process_and_write
+    from bench_pipeline.reports import LIST_CAP, STRIP_CAP
+    from bench_pipeline_tests.run_builder import make_run, row
+
+    rows = [row(f"t{i}", attempt=a, status="failed") for i in range(40) for a in (1, 2)]
+    run = make_run(tmp_path, rows, manifest={"status": "completed", "metrics_k": 1000})
+    processed, written = process_and_write(run, tmp_path / "out")
+    assert processed.raw.metrics_k == 1000 and processed.metrics["capability"]["pass_at_k"]["eligible_tasks"] == 0
+    summary = written["summary.md"].read_text()
+    assert f"{998 - LIST_CAP:,} more attempts missing" in summary
+    page = written["report.html"].read_text()
+    assert f"#{STRIP_CAP + 1}-#1000: see the attempt table" in page
+    assert page.count("attempt 999 missing") == 0 and written["report.html"].stat().st_size < 2_000_000

@@ -387,3 +387,21 @@ def test_suite_with_odd_task_entries(tmp_path):
     suite = {"name": "s", "tasks": [5, None, {"category": "no-id"}, {"id": "t", "category": "c"}]}
     p = process_run(make_run(tmp_path, [row("t", category=None)], suite=suite))
     assert _attempt(p, "t")["category"] == "c"
+
+
+# --- implausible attempt numbers (docs/metric-choices.md) ---------------------------------
+
+def test_attempt_numbers_planned_counts_and_k_above_the_limit_are_invalid(tmp_path):
+    """One typo (attempts: 10**9) must not make the pipeline enumerate a billion attempts."""
+    from bench_pipeline.run_reader import MAX_ATTEMPT, read_run
+
+    manifest = {"status": "completed", "metrics_k": 10 ** 6,
+                "planned": [{"task_id": "t", "attempts": 10 ** 9}, {"task_id": "u", "attempts": MAX_ATTEMPT}]}
+    run = make_run(tmp_path, [row("t"), row("t", attempt=MAX_ATTEMPT), row("t", attempt=MAX_ATTEMPT + 1)],
+                   manifest=manifest)
+    raw = read_run(run)
+    assert [r.attempt for r in raw.rows] == [1, MAX_ATTEMPT]
+    (bad,) = raw.bad_rows
+    assert bad["line"] == 3 and "from 1 to 1,000" in bad["reason"]
+    assert raw.metrics_k == MAX_ATTEMPT  # metrics_k ignored; the valid planned entry decides
+    assert len(raw.planned) == MAX_ATTEMPT  # only u's entry is valid
