@@ -20,7 +20,7 @@ from .process import (
     assemble,
     attempt_record,
     derive_chunks,
-    encode_attempt_lines,
+    encode_records,
     write_metrics_files,
 )
 from .reports import (
@@ -102,7 +102,7 @@ def process_and_write(
     def render(start: int, attempts: list[dict]) -> tuple[list[dict], Rendered]:
         records = [attempt_record(a) for a in attempts]
         unsafe_lines = {a["line"] for a in attempts if a["evidence"]["findings"]["unsafe_dir"] is not None}
-        rendered = Rendered(encode_attempt_lines(attempts), render_attempt_rows(start, records, dup_info, unsafe_lines))
+        rendered = Rendered(encode_records(records), render_attempt_rows(start, records, dup_info, unsafe_lines))
         return (attempts if keep_evidence else [_without_bulky_evidence(a) for a in attempts]), rendered
 
     chunks = derive_chunks(raw, render, progress, workers)

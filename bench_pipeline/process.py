@@ -155,7 +155,12 @@ def attempt_record(row: dict) -> dict:
 
 def encode_attempt_lines(attempts: list[dict]) -> bytes:
     """attempts.jsonl lines (outputs.md): one compact JSON object per attempt row."""
-    return b"".join(json_bytes(attempt_record(a)) + b"\n" for a in attempts)
+    return encode_records([attempt_record(a) for a in attempts])
+
+
+def encode_records(records: list[dict]) -> bytes:
+    """attempts.jsonl lines of records already made with ``attempt_record``."""
+    return b"".join(json_bytes(r) + b"\n" for r in records)
 
 
 def json_bytes(value: object, indent: bool = False) -> bytes:

@@ -30,6 +30,7 @@ import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from .attempt_metrics import json_key
 from .bulk import fork_map, gc_paused
 from .stats import is_number, percentile
 
@@ -283,15 +284,6 @@ def dedupe_attempts(attempts: Iterable[Mapping[str, Any]]) -> dict[str, dict[int
 def _as_list(value: Any) -> list:
     """A run value that should be a list, or an empty one (the runner may write anything)."""
     return value if isinstance(value, list) else []
-
-
-def _key(value: Any) -> Any:
-    """A dict key for any run value (an id may be a list or an object)."""
-    try:
-        hash(value)
-        return value
-    except TypeError:
-        return _json_text(value)
 
 
 def md_code(value: Any, table: bool = True) -> str:
@@ -1266,16 +1258,18 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
                 for f in hard_fail if isinstance(f, dict)]
         sections.append(["Hard-assertion failures", "table", [["id", "requirement", "actual"], rows]])
 
-    spec = {_key(s.get("id")): s.get("requirement") for s in _as_list(ev.get("rubric_spec")) if isinstance(s, dict)}
+    # {id as a key (ids may be any JSON, R14's rule): (id, requirement)}
+    spec = {json_key(s.get("id")): (s.get("id"), s.get("requirement"))
+            for s in _as_list(ev.get("rubric_spec")) if isinstance(s, dict)}
     rubric = ev.get("rubric")
     judge = ev.get("judge") if isinstance(ev.get("judge"), dict) else {}
     verdicts = rubric if isinstance(rubric, list) and rubric else judge.get("verdicts")
     if isinstance(verdicts, list) and verdicts:
-        rows = [[fmt_text(v.get("id")), fmt_text(spec.get(_key(v.get("id")))), fmt_text(v.get("verdict")),
+        rows = [[fmt_text(v.get("id")), fmt_text(spec.get(json_key(v.get("id")), (None, None))[1]), fmt_text(v.get("verdict")),
                  clip(fmt_text(v.get("reason")), TEXT_CAP)] for v in verdicts if isinstance(v, dict)]
         sections.append(["Rubric verdicts", "table", [["id", "requirement", "verdict", "reason"], rows]])
     elif spec:
-        rows = [[fmt_text(i), fmt_text(r), NA, "not evaluated"] for i, r in spec.items()]
+        rows = [[fmt_text(i), fmt_text(r), NA, "not evaluated"] for i, r in spec.values()]
         sections.append(["Rubric (no verdicts: the judge may not have run)", "table",
                          [["id", "requirement", "verdict", "reason"], rows]])
     if judge:
