@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench_pipeline.generate import DEVICE_TOOLS, generate_runs
+from bench_pipeline_tests.test_reference_examples import OUTCOME_TABLE as REFERENCE_OUTCOMES
 
 RUN_ID = re.compile(r"^2026-\d\d-\d\dT\d\d-\d\d-\d\dZ-[0-9a-f]{6}$")
 ROW_KEYS = {
@@ -27,17 +28,7 @@ ROW_KEYS = {
     "pre_screenshot_file", "post_screenshot_file", "started_at", "finished_at", "metrics",
 }
 # The reference's outcome table: (status, failure_class, raw success, agent_eligible).
-OUTCOME_TABLE = {
-    ("passed", None, True, True),
-    ("failed", "agent", False, True),
-    ("timeout", "agent", False, True),
-    ("timeout", "unknown", None, False),
-    ("failed", "unknown", False, True),
-    ("failed", "unknown", None, False),
-    ("skipped", "skipped", None, False),
-    ("failed", "environment", False, False),
-    ("judge_error", "evaluation", None, False),
-}
+OUTCOME_TABLE = set(REFERENCE_OUTCOMES)
 NUMERIC_METRICS = {"task_wall_ms", "wall_ms", "setup_ms", "screenshot_capture_ms", "cost_usd", "llm_calls",
                    "tool_calls", "input_tokens", "output_tokens", "total_tokens"}
 EDGE_CASES = [
