@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .attempt_metrics import COUNT_LIMIT
+
 CATALOG_COLUMNS = [
     "run_id", "suite", "model", "started_at", "formula_version", "metrics_k",
     "pass_at_1", "pass_at_1_lower", "pass_at_1_upper",
@@ -12,6 +14,8 @@ CATALOG_COLUMNS = [
     "unique_tasks", "attempts", "eligible_attempts", "missing_attempts",
     "total_tokens_sum", "cost_usd_sum", "cost_usd_count", "data_quality_findings",
 ]
+COUNT_COLUMNS = ["metrics_k", "unique_tasks", "attempts", "eligible_attempts", "missing_attempts",
+                 "cost_usd_count", "data_quality_findings"]
 
 
 def catalog_row(run_id: str, metrics: dict, manifest: dict) -> dict:
@@ -53,6 +57,9 @@ def catalog_row(run_id: str, metrics: dict, manifest: dict) -> dict:
 def catalog_frame(rows: list[dict]) -> pd.DataFrame:
     """The catalog, ordered by suite and start time."""
     frame = pd.DataFrame.from_records(rows, columns=CATALOG_COLUMNS)
+    for column in COUNT_COLUMNS:  # nullable 64-bit counts; a larger one (a huge plan) is n/a here
+        frame[column] = pd.array(
+            [v if isinstance(v, int) and abs(v) <= COUNT_LIMIT else None for v in frame[column]], dtype="Int64")
     return frame.sort_values(["suite", "started_at", "run_id"], na_position="last").reset_index(drop=True)
 
 

@@ -101,25 +101,32 @@ def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
     lists; see docs/metric-choices.md.
     """
     findings = [a["evidence"]["findings"] for a in attempts]
+    missing = raw.missing_attempts or []
+    run_files = list(raw.run_files)
+    if raw.missing_count is not None and raw.missing_count > len(missing):
+        run_files.append({
+            "file": "manifest.json", "status": "available",
+            "reason": f"planned attempts missing from results.jsonl: {raw.missing_count}; "
+                      f"data_quality.missing_attempts lists the first {len(missing)} in plan order",
+        })
     return {
         "bad_rows": raw.bad_rows,
         "duplicate_rows": raw.duplicate_rows,
-        "missing_attempts": raw.missing_attempts or [],
+        "missing_attempts": missing,
         "unsafe_artifact_dirs": [f["unsafe_dir"] for f in findings if f["unsafe_dir"] is not None],
         "invalid_artifacts": [p for f in findings for p in f["artifacts"]],
-        "run_files": raw.run_files,
+        "run_files": run_files,
     }
 
 
 def build_metrics(raw: RawRun, attempts: list[dict], tasks: list[dict], quality: dict, generated_at: str | None = None) -> dict:
     """Stage 4: the metrics.json document (outputs.md)."""
-    missing = raw.missing_attempts
     body = run_metrics(
         attempts,
         tasks,
         metrics_k=raw.metrics_k,
-        planned_attempts=len(raw.planned) if raw.planned is not None else None,
-        missing_attempts=len(missing) if missing is not None else None,
+        planned_attempts=raw.planned.size if raw.planned is not None else None,
+        missing_attempts=raw.missing_count,
     )
     return {
         "schema_version": SCHEMA_VERSION,

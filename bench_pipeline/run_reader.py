@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .artifacts import AVAILABLE, JsonFile, loads_json, read_json_file
 
@@ -41,7 +42,7 @@ class RawRun:
     suite: str | None
     rows: list[RawRow]
     metrics_k: int | None
-    planned: list[tuple[str, int]] | None  # distinct planned (task, attempt), plan order
+    planned: Plan | None  # the manifest's distinct planned (task, attempt) pairs (R26, R32)
     bad_rows: list[dict] = field(default_factory=list)
     duplicate_rows: list[dict] = field(default_factory=list)
     run_files: list[dict] = field(default_factory=list)  # manifest/suite problems
@@ -56,11 +57,19 @@ class RawRun:
 
     @property
     def missing_attempts(self) -> list[dict] | None:
-        """Planned (task, attempt) pairs with no usable row, in plan order (R32, R33)."""
-        if self.planned is None:
-            return None
-        observed = {(r.task_id, r.attempt) for r in self.rows}
-        return [{"task_id": t, "attempt": a} for t, a in self.planned if (t, a) not in observed]
+        """Planned (task, attempt) pairs with no usable row, in plan order (R32, R33);
+        at most MISSING_LIST_CAP of them (``missing_count`` counts them all)."""
+        return None if self.planned is None else self._missing[1]
+
+    @property
+    def missing_count(self) -> int | None:
+        """How many planned (task, attempt) pairs have no usable row (R32); None without a plan."""
+        return None if self.planned is None else self._missing[0]
+
+    @cached_property
+    def _missing(self) -> tuple[int, list[dict]]:
+        assert self.planned is not None
+        return self.planned.missing({(r.task_id, r.attempt) for r in self.rows}, MISSING_LIST_CAP)
 
 
 def is_positive_int(value: object) -> bool:
@@ -132,19 +141,72 @@ def valid_planned_entries(manifest: dict) -> list[dict] | None:
     ]
 
 
-def planned_attempts(manifest: dict) -> list[tuple[str, int]] | None:
-    """Distinct planned (task, attempt) pairs from valid ``planned`` entries (R26, R32).
+MISSING_LIST_CAP = 100_000
+"""data_quality.missing_attempts names at most this many pairs; the count is always exact."""
 
-    No list (absent or not a list) gives None; an empty list gives [].
+
+@dataclass(frozen=True)
+class Plan:
+    """The distinct planned (task, attempt) pairs, held as ranges (R26, R32).
+
+    An entry ``{"task_id": t, "attempts": n}`` plans attempts 1..n of t; an entry naming a
+    task again adds only the attempts beyond those already planned. ``segments`` keeps
+    them in plan order as (task_id, first, last), so a plan of any size costs one tuple
+    per entry and every count is arithmetic (R26 sets no upper bound on ``attempts``).
+    """
+
+    segments: tuple[tuple[str, int, int], ...]
+
+    @property
+    def size(self) -> int:
+        """Number of distinct planned pairs (planned_attempts)."""
+        return sum(last - first + 1 for _task, first, last in self.segments)
+
+    def highest(self) -> dict[str, int]:
+        """The highest planned attempt of each planned task (each plans 1..highest)."""
+        return {task: last for task, _first, last in self.segments}
+
+    def pairs(self) -> Iterator[tuple[str, int]]:
+        """Every planned pair in plan order (as many as ``size``: mind huge plans)."""
+        for task, first, last in self.segments:
+            for attempt in range(first, last + 1):
+                yield task, attempt
+
+    def missing(self, observed: set[tuple[str, int]], cap: int) -> tuple[int, list[dict]]:
+        """(how many planned pairs are not ``observed``, the first ``cap`` of them in plan
+        order as ``{"task_id", "attempt"}``). Work is proportional to the segments, the
+        observed pairs and ``cap``, never to the plan's size."""
+        highest = self.highest()
+        covered = sum(1 for task, attempt in observed if attempt <= highest.get(task, 0))
+        count = self.size - covered
+        listed: list[dict] = []
+        for task, first, last in self.segments:
+            attempt = first
+            while attempt <= last and len(listed) < min(cap, count):
+                if (task, attempt) not in observed:
+                    listed.append({"task_id": task, "attempt": attempt})
+                attempt += 1
+            if len(listed) >= min(cap, count):
+                break
+        return count, listed
+
+
+def planned_attempts(manifest: dict) -> Plan | None:
+    """The distinct planned (task, attempt) pairs of valid ``planned`` entries (R26, R32).
+
+    No list (absent or not a list) gives None; an empty list gives an empty plan.
     """
     entries = valid_planned_entries(manifest)
     if entries is None:
         return None
-    pairs: dict[tuple[str, int], None] = {}
+    highest: dict[str, int] = {}
+    segments: list[tuple[str, int, int]] = []
     for entry in entries:
-        for attempt in range(1, entry["attempts"] + 1):
-            pairs[(entry["task_id"], attempt)] = None
-    return list(pairs)
+        task, attempts = entry["task_id"], entry["attempts"]
+        if attempts > highest.get(task, 0):
+            segments.append((task, highest.get(task, 0) + 1, attempts))
+            highest[task] = attempts
+    return Plan(tuple(segments))
 
 
 def resolve_metrics_k(manifest: dict, rows: list[RawRow]) -> int | None:
@@ -237,7 +299,9 @@ def read_results_bytes(run_dir: Path, real: str) -> bytes:
 
 
 __all__ = [
+    "MISSING_LIST_CAP",
     "NotARunFolderError",
+    "Plan",
     "RawRow",
     "RawRun",
     "find_duplicates",

@@ -47,9 +47,11 @@ def task_group(task_id: str, by_attempt: dict[int, dict], k: int | None) -> dict
     first = by_attempt.get(1)
     in_e1 = first is not None and bool(first["agent_eligible"])
     window = range(1, k + 1) if k else range(0)
+    # The window is walked only as far as the task has attempts: k may be any size (R26).
     in_ek = bool(k) and all(a in by_attempt and by_attempt[a]["agent_eligible"] for a in window)
-    successes_k = [by_attempt[a]["success"] is True for a in window] if in_ek else []
-    qualities_k = [by_attempt[a]["quality_score"] for a in window if in_ek and is_number(by_attempt[a]["quality_score"])]
+    window_rows = [by_attempt[a] for a in window] if in_ek else []
+    successes_k = [r["success"] is True for r in window_rows]
+    qualities_k = [r["quality_score"] for r in window_rows if is_number(r["quality_score"])]
     fs_attempt, fs_costs = first_success(by_attempt)
 
     ordered = [by_attempt[a] for a in sorted(by_attempt)]

@@ -44,3 +44,23 @@ def test_catalog_and_trend(tmp_path):
 def test_empty_catalog_has_the_trend_columns():
     trend = suite_trends(catalog_frame([]))
     assert trend.empty and "pass_at_1_change" in trend.columns
+
+
+def test_catalog_counts_are_nullable_64_bit_and_a_huge_plan_fits(tmp_path):
+    """A run planned beyond 64 bits of attempts (R26 has no bound) keeps its exact count in
+    metrics.json; the catalog, a Parquet table, shows that count as unavailable."""
+    import io
+
+    import pandas as pd
+
+    huge = {"status": "aborted", "planned": [{"task_id": t, "attempts": 9 * 10 ** 18} for t in "abc"]}
+    metrics = process_run(make_run(tmp_path, [row("a")], run_id="huge", manifest=huge)).metrics
+    assert metrics["coverage"]["missing_attempts"] == 27 * 10 ** 18 - 1
+    plain = _metrics(tmp_path, "plain", ["passed", "failed"])
+    catalog = catalog_frame([catalog_row("huge", metrics, {}), catalog_row("plain", plain, {})])
+    assert str(catalog["missing_attempts"].dtype) == "Int64"
+    assert catalog.set_index("run_id")["missing_attempts"].isna().to_dict() == {"huge": True, "plain": True}
+    assert catalog.set_index("run_id")["attempts"].to_dict() == {"huge": 1, "plain": 2}
+    buffer = io.BytesIO()
+    catalog.to_parquet(buffer)
+    assert pd.read_parquet(io.BytesIO(buffer.getvalue()))["attempts"].tolist() == catalog["attempts"].tolist()

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from bench_pipeline.process import process_run
-from bench_pipeline.run_reader import NotARunFolderError, read_run
+from bench_pipeline.run_reader import NotARunFolderError, planned_attempts, read_run
 
 from .run_builder import make_run, row
 
@@ -331,6 +331,55 @@ def test_legacy_row_without_attempt_satisfies_planned_attempt_one(tmp_path):
     legacy = {"task_id": "a", "status": "passed"}
     m = process_run(make_run(tmp_path, [legacy], manifest=manifest)).metrics
     assert m["coverage"]["missing_attempts"] == 0
+
+
+def test_plan_keeps_plan_order_and_counts_a_repeated_task_once():
+    """R26/R32: a task named again adds only attempts beyond those already planned; the
+    pairs keep the order in which they were first planned."""
+    plan = planned_attempts({"planned": [
+        {"task_id": "a", "attempts": 2}, {"task_id": "b", "attempts": 1},
+        {"task_id": "a", "attempts": 3}, {"task_id": "a", "attempts": 1},
+        {"task_id": "b", "attempts": True},  # not a positive integer: not planned
+    ]})
+    assert list(plan.pairs()) == [("a", 1), ("a", 2), ("b", 1), ("a", 3)]
+    assert plan.size == 4
+    assert plan.missing({("a", 2), ("a", 7), ("c", 1)}, cap=10) == (
+        3, [{"task_id": "a", "attempt": 1}, {"task_id": "b", "attempt": 1}, {"task_id": "a", "attempt": 3}])
+    assert plan.missing({("a", 2)}, cap=2) == (3, [{"task_id": "a", "attempt": 1}, {"task_id": "b", "attempt": 1}])
+    assert planned_attempts({"planned": []}).size == 0
+    assert planned_attempts({}) is None
+
+
+def test_huge_planned_attempts_are_counted_not_enumerated(tmp_path):
+    """R26 sets no upper bound on ``attempts`` or metrics_k: plans of 10**9 and 10**18
+    attempts per task are counted exactly and quickly; data_quality names the first
+    MISSING_LIST_CAP missing pairs in plan order, and run_files says the listing stops."""
+    import time
+
+    from bench_pipeline.outputs import process_and_write
+    from bench_pipeline.run_reader import MISSING_LIST_CAP
+
+    manifest = {"status": "aborted", "planned": [
+        {"task_id": "a", "attempts": 10 ** 9}, {"task_id": "b", "attempts": 10 ** 18}]}
+    rows = [row("a", 1), row("a", 3), row("b", 10 ** 17), row("b", 10 ** 19)]
+    run = make_run(tmp_path, rows, manifest=manifest)
+    started = time.monotonic()
+    processed, written = process_and_write(run, tmp_path / "out")
+    assert time.monotonic() - started < 30  # the plan is never enumerated (was: hours)
+    m = json.loads(written["metrics.json"].read_text())
+    assert m["coverage"]["metrics_k"] == 10 ** 9  # the smallest planned attempts (R26)
+    assert m["coverage"]["planned_attempts"] == 10 ** 9 + 10 ** 18
+    assert m["coverage"]["missing_attempts"] == 10 ** 9 + 10 ** 18 - 3  # b#10**19 is outside the plan
+    listed = m["data_quality"]["missing_attempts"]
+    assert len(listed) == MISSING_LIST_CAP
+    assert listed[:2] == [{"task_id": "a", "attempt": 2}, {"task_id": "a", "attempt": 4}]
+    assert listed[-1] == {"task_id": "a", "attempt": MISSING_LIST_CAP + 2}
+    assert m["data_quality"]["run_files"] == [{
+        "file": "manifest.json", "status": "available",
+        "reason": f"planned attempts missing from results.jsonl: {10 ** 9 + 10 ** 18 - 3}; "
+                  f"data_quality.missing_attempts lists the first {MISSING_LIST_CAP} in plan order",
+    }]
+    assert "Missing planned attempts" in written["summary.md"].read_text()
 
 
 # --- R43: NUL bytes in identity ---------------------------------------------------------

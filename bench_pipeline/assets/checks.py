@@ -34,12 +34,14 @@ def _artifact_quality(context, settings: PipelineSettings, raw_results: pd.DataF
     return data_quality(raw, [{"evidence": json.loads(e)} for e in attempt_metrics["evidence"]])
 
 
-def _result(findings: list, severity: dg.AssetCheckSeverity, what: str) -> dg.AssetCheckResult:
+def _result(findings: list, severity: dg.AssetCheckSeverity, what: str, count: int | None = None) -> dg.AssetCheckResult:
+    """A check over located findings; ``count`` when there are more than the list names."""
+    count = len(findings) if count is None else count
     return dg.AssetCheckResult(
         passed=not findings,
         severity=severity,
-        description=f"{len(findings)} {what}" if findings else f"no {what}",
-        metadata={"count": len(findings), "examples": dg.MetadataValue.json(findings[:20])},
+        description=f"{count} {what}" if findings else f"no {what}",
+        metadata={"count": count, "examples": dg.MetadataValue.json(findings[:20])},
     )
 
 
@@ -60,7 +62,8 @@ def no_duplicate_rows(context: dg.AssetCheckExecutionContext, settings: Pipeline
 @dg.asset_check(partitions_def=runs_partitions, asset=raw_results, description="Attempts planned in the manifest but absent from results.jsonl (R32).")
 def no_missing_attempts(context: dg.AssetCheckExecutionContext, settings: PipelineSettings, raw_results: pd.DataFrame) -> dg.AssetCheckResult:
     raw = raw_run_from_frame(settings.run_dir(context.partition_key), raw_results)
-    return _result(raw.missing_attempts or [], dg.AssetCheckSeverity.WARN, "planned attempts missing")
+    return _result(raw.missing_attempts or [], dg.AssetCheckSeverity.WARN, "planned attempts missing",
+                   count=raw.missing_count)
 
 
 @dg.asset_check(partitions_def=runs_partitions, asset=attempt_metrics, additional_ins={"raw_results": dg.AssetIn("raw_results")}, description="artifact_dir values refused as absolute or leaving the run folder (R5).")

@@ -106,3 +106,26 @@ def test_schema_violation_fails_the_step_with_a_readable_message(run_env):
     failure = result.get_step_failure_events()[0].step_failure_data.error
     assert "AttemptMetricsSchema" in failure.message
     assert "attempt" in failure.message
+
+
+def test_a_huge_plan_materializes_with_exact_counts(tmp_path, monkeypatch):
+    """R26 sets no upper bound on planned attempts: two tasks planned 9 * 10**18 times
+    each (more pairs than a 64-bit integer counts) go through every stage and check."""
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    resources = make_resources(tmp_path)
+    huge = 9 * 10 ** 18
+    manifest = {"status": "aborted", "planned": [{"task_id": "a", "attempts": huge}, {"task_id": "b", "attempts": huge}]}
+    make_run(tmp_path / "runs", [row("a", 1), row("b", 2, "failed")], run_id="run-h", manifest=manifest)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["run-h"])
+    result = dg.materialize([*per_run_assets, *run_checks], partition_key="run-h", instance=instance, resources=resources)
+    assert result.success
+    written = json.loads((tmp_path / "reports" / "run-h" / "metrics.json").read_text())
+    assert written["coverage"]["planned_attempts"] == 2 * huge
+    assert written["coverage"]["missing_attempts"] == 2 * huge - 2
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    missing = checks["no_missing_attempts"]
+    assert missing.passed is False
+    assert missing.metadata["count"].value == 2 * huge - 2
+    assert missing.description == f"{2 * huge - 2} planned attempts missing"
