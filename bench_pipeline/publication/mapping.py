@@ -37,6 +37,8 @@ from typing import Any
 import orjson
 from langfuse import LangfuseOtelSpanAttributes as A
 
+from ..run_reader import planned_attempts
+
 MAX_ITEM_ID_LENGTH = 255
 UNKNOWN_SUITE = "unknown-suite"
 SCOPE_NAME = "bench_pipeline.publication"
@@ -352,12 +354,10 @@ def manifest_facts(manifest: Mapping | None, metrics: Mapping | None = None) -> 
     """
     manifest = manifest or {}
     facts = {k: _scrub(manifest[k]) for k in MANIFEST_FACT_KEYS if k in manifest}
-    planned = manifest.get("planned")
-    if isinstance(planned, list):
-        facts["planned_tasks"] = len(planned)
-        facts["planned_attempts"] = sum(
-            p["attempts"] for p in planned if isinstance(p, Mapping) and is_number(p.get("attempts"))
-        )
+    plan = planned_attempts(dict(manifest))
+    if plan is not None:  # the same valid entries and distinct pairs as coverage (R26, R32)
+        facts["planned_tasks"] = len(plan.highest())
+        facts["planned_attempts"] = plan.size
     if metrics:
         facts["formula_version"] = metrics.get("formula_version")
         facts["metrics_schema_version"] = metrics.get("schema_version")

@@ -226,6 +226,18 @@ def test_manifest_facts_never_carry_secrets():
     assert "planned" not in facts
 
 
+def test_manifest_facts_count_the_plan_as_coverage_does():
+    """planned_tasks/planned_attempts in the experiment metadata are the distinct valid
+    planned tasks and (task, attempt) pairs, the same count as coverage.planned_attempts
+    (R26, R32): invalid entries are not planned, a repeated task is counted once."""
+    planned = [{"task_id": "a", "attempts": 2}, {"task_id": "a", "attempts": 3}, {"task_id": "b", "attempts": -5},
+               {"task_id": "c", "attempts": 1e308}, {"task_id": "d", "attempts": 10 ** 12}, "x"]
+    facts = m.manifest_facts({"planned": planned})
+    assert (facts["planned_tasks"], facts["planned_attempts"]) == (2, 3 + 10 ** 12)
+    assert "planned_attempts" not in m.manifest_facts({"planned": "not a list"})
+    assert m.manifest_facts({"planned": []})["planned_attempts"] == 0
+
+
 def test_score_timestamps_are_fixed():
     p = plan()
     assert p.run_timestamp == "2026-11-28T11:02:13.000Z"
