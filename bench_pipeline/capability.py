@@ -6,6 +6,8 @@ Every function here is pure: attempt rows (all rows, duplicates included, R29) a
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from .attempt_metrics import FAILURE_CLASSES, STAGES
 from .stats import distribution, finite_mean, is_number, ratio, short_distribution, wilson_interval
 from .task_groups import COST_FIELDS
@@ -153,10 +155,11 @@ def observations(attempts: list[dict]) -> dict:
 
 def distributions(attempts: list[dict], fields: tuple[str, ...]) -> dict:
     """Numeric values of eligible rows per field; setup_ms from every row (3.8)."""
+    eligible = [a for a in attempts if a["agent_eligible"]]
     result = {}
     for f in fields:
-        rows = attempts if f == "setup_ms" else (a for a in attempts if a["agent_eligible"])
-        result[f] = distribution(a[f] for a in rows if is_number(a[f]))
+        values = map(itemgetter(f), attempts if f == "setup_ms" else eligible)
+        result[f] = distribution(filter(is_number, values))
     return result
 
 

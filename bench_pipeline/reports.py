@@ -994,11 +994,15 @@ def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, An
             fields = [f for f, v in prov.items() if v == "recorded"]
             recorded += bool(fields)
             recorded_fields.update(fields)
-    findings = len(bad) + len(dups) + len(missing) + len(unsafe)
+    # The list names at most the first 100,000 missing attempts; coverage counts them all.
+    counted = dig(metrics, "coverage", "missing_attempts")
+    missing_count = counted if type(counted) is int and counted >= len(missing) else len(missing)
+    findings = len(bad) + len(dups) + missing_count + len(unsafe)
     return {
         "bad_rows": bad,
         "duplicate_rows": dups,
         "missing_attempts": missing,
+        "missing_count": missing_count,
         "unsafe_artifact_dirs": unsafe,
         "findings": findings,
         "present": bool(dq),

@@ -379,7 +379,13 @@ def test_huge_planned_attempts_are_counted_not_enumerated(tmp_path):
         "reason": f"planned attempts missing from results.jsonl: {10 ** 9 + 10 ** 18 - 3}; "
                   f"data_quality.missing_attempts lists the first {MISSING_LIST_CAP} in plan order",
     }]
-    assert "Missing planned attempts" in written["summary.md"].read_text()
+    total = 10 ** 9 + 10 ** 18 - 3
+    summary = written["summary.md"].read_text()
+    assert f"Planned attempts missing from results.jsonl (they escape coverage): {total}: `a` attempt 2," in summary
+    assert f"… and {total - 25} more" in summary  # the reports name 25, then count the rest
+    html = written["report.html"].read_text()
+    assert f"planned attempts with no result row: {total}." in html
+    assert f"<li>… and {total - 25} more</li>" in html
 
 
 # --- R43: NUL bytes in identity ---------------------------------------------------------
