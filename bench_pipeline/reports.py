@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 from urllib.parse import quote
 
@@ -1013,6 +1014,52 @@ def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, An
     }
 
 
+@dataclass
+class FailedTask:
+    """A task with an attempt that did not pass, as both reports list it.
+
+    ``attempts`` (one row per attempt, plus placeholders for missing ones) is built when a
+    report first reads it: summary.md lists every failed task, report.html the first
+    HTML_FAILED_TASKS_CAP, so a large run's page does not wait for rows it never shows.
+    """
+
+    task_id: str
+    category: Any
+    passed: int  # attempts with status passed
+    n: int  # attempts observed
+    eligible_failed: int
+    records: list[Mapping[str, Any]]
+    k: Any
+    unsafe_lines: set[int]
+    evidence_base: str | None
+
+    @cached_property
+    def attempts(self) -> list[dict[str, Any]]:
+        rows = []
+        present = {attempt_no(rec) for rec in self.records}
+        expected = max(present | {self.k if isinstance(self.k, int) else 0})
+        for n in range(1, min(expected, LIST_CAP + len(present)) + 1):  # placeholders: at most LIST_CAP
+            if n not in present:
+                rows.append({"attempt": n, "status": None, "cls": None, "eligible": NA, "stage": None,
+                             "quality": NA, "folder": None, "folder_text": "n/a (no result row)", "href": None,
+                             "trace": NA, "note": "planned or expected attempt missing from results.jsonl",
+                             "missing": True})
+        for rec in self.records:
+            folder, folder_text = _evidence_dir(rec, self.unsafe_lines)
+            href = evidence_href(self.evidence_base, folder)
+            rows.append({
+                "attempt": attempt_no(rec), "status": rec.get("status"), "cls": rec.get("failure_class"),
+                "eligible": fmt_bool(rec.get("agent_eligible")), "stage": rec.get("first_failure_stage"),
+                "quality": fmt_quality(rec.get("quality_score")), "folder": folder, "folder_text": folder_text,
+                "href": href or None,
+                "trace": fmt_text(dig(rec, "evidence", "trace_artifact", "status")),
+                "note": _attempt_note(rec) if rec.get("status") != "passed" else "",
+                "missing": False,
+            })
+        rows.sort(key=lambda r: r["attempt"])
+        return rows
+
+
 def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any],
                run_id: str, evidence_base: str | None = None) -> dict[str, Any]:
     """Everything both reports show, pre-formatted (strings from the run left raw for escaping)."""
@@ -1062,38 +1109,14 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
         expensive = sorted([t for t in task_rows if t["mean_tokens"] is not None],
                            key=lambda t: (-t["mean_tokens"], t["task_id"]))[:TOP_N]
 
-    # failed tasks with evidence folders
-    failed_tasks = []
-    for t in task_rows:
-        if not t["has_nonpass"]:
-            continue
-        rows = []
-        present = {attempt_no(rec) for rec in t["records"]}
-        expected = max(present | {k if isinstance(k, int) else 0})
-        for n in range(1, min(expected, LIST_CAP + len(present)) + 1):  # placeholders: at most LIST_CAP
-            if n not in present:
-                rows.append({"attempt": n, "status": None, "cls": None, "eligible": NA, "stage": None,
-                             "quality": NA, "folder": None, "folder_text": "n/a (no result row)", "href": None,
-                             "trace": NA, "note": "planned or expected attempt missing from results.jsonl",
-                             "missing": True})
-        for rec in t["records"]:
-            folder, folder_text = _evidence_dir(rec, unsafe_lines)
-            href = evidence_href(evidence_base, folder)
-            rows.append({
-                "attempt": attempt_no(rec), "status": rec.get("status"), "cls": rec.get("failure_class"),
-                "eligible": fmt_bool(rec.get("agent_eligible")), "stage": rec.get("first_failure_stage"),
-                "quality": fmt_quality(rec.get("quality_score")), "folder": folder, "folder_text": folder_text,
-                "href": href or None,
-                "trace": fmt_text(dig(rec, "evidence", "trace_artifact", "status")),
-                "note": _attempt_note(rec) if rec.get("status") != "passed" else "",
-                "missing": False,
-            })
-        rows.sort(key=lambda r: r["attempt"])
-        failed_tasks.append({"task_id": t["task_id"], "category": t["category"],
-                             "passed": t["n_passed_status"], "n": len(t["records"]), "attempts": rows,
-                             "eligible_failed": sum(1 for rec in t["records"] if rec.get("agent_eligible") is True
-                                                    and rec.get("success") is not True)})
-    failed_tasks.sort(key=lambda f: (f["passed"] / max(f["n"], 1), -f["eligible_failed"], f["task_id"]))
+    # failed tasks with evidence folders (each task's attempt rows are built when listed)
+    failed_tasks = [
+        FailedTask(t["task_id"], t["category"], t["n_passed_status"], len(t["records"]),
+                   sum(1 for rec in t["records"] if rec.get("agent_eligible") is True and rec.get("success") is not True),
+                   t["records"], k, unsafe_lines, evidence_base)
+        for t in task_rows if t["has_nonpass"]
+    ]
+    failed_tasks.sort(key=lambda f: (f.passed / max(f.n, 1), -f.eligible_failed, f.task_id))
 
     categories = []
     for name, entry in sorted((metrics.get("category") or {}).items()):
@@ -1466,6 +1489,25 @@ def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_
     return _report_html(view, metrics, attempts, workers)
 
 
+def task_table_rows(task_rows: Sequence[Mapping[str, Any]]) -> Markup:
+    """report.html's task table rows, escaped (a plain loop: thousands of tasks take a
+    fraction of the time a template loop takes)."""
+    out = []
+    for i, t in enumerate(task_rows):
+        task = escape(t["task_id"])
+        strip = "".join(f'<i class="o st-{escape(s)}" title="{escape(title)}"></i>' for s, title in t["strip"])
+        out.append(
+            f'      <tr data-i="{i}"><td><button type="button" class="tlink" data-task="{task}" '
+            f'title="Show this task\'s attempts">{task}</button></td><td>{escape(fmt_text(t["category"]))}</td>'
+            f'<td><span class="strip">{strip}</span> {escape(fmt_int(t["attempts"]))}</td>'
+            f'<td class="num">{escape(fmt_int(t["eligible"]))}</td><td class="num">{escape(fmt_int(t["passed"]))}</td>'
+            f'<td class="num">{escape(fmt_int(t["failed"]))}</td><td class="num">{escape(fmt_pct(t["pass_rate"]))}</td>'
+            f'<td class="num">{escape(fmt_quality(t["best_quality"]))}</td><td class="num">{escape(fmt_quality(t["avg_quality"]))}</td>'
+            f'<td class="num">{escape(fmt_ms(t["avg_wall_ms"]))}</td><td class="num">{escape(fmt_round(t["mean_tokens"]))}</td></tr>\n'
+        )
+    return Markup("".join(out))
+
+
 def _report_html(view: Mapping[str, Any], metrics: dict, attempts: list[dict], workers: int,
                  rows: AttemptRows | None = None) -> str:
     records = [a for a in attempts if isinstance(a, dict)]
@@ -1488,6 +1530,7 @@ def _report_html(view: Mapping[str, Any], metrics: dict, attempts: list[dict], w
         status_svg=svg_stacked_bar([(s, c, f"st-{s}" if s in STATUS_ORDER else "st-other")
                                     for s, c in view["status_items"]]),
         attempt_rows=Markup(rows.html),
+        task_rows=task_table_rows(view["task_rows"]),
         n_attempts=len(keys),
         statuses=statuses,
         classes=classes,
