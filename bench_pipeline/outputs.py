@@ -62,7 +62,7 @@ def write_run_outputs(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics, raw = processed.metrics, processed.raw
-    records = [attempt_record(a) for a in processed.attempts]
+    records = processed.attempts  # attempt rows carry every attempts.jsonl field (and "observations")
     view = report_view(out_dir, metrics, records, raw.manifest, raw.run_id, run_dir=raw.run_dir)
 
     def report_html() -> dict[str, Path]:

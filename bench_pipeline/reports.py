@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
@@ -987,14 +988,10 @@ def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, An
     missing = listed("missing_attempts")
     unsafe = listed("unsafe_artifact_dirs")
     trace_status = Counter(str(dig(r, "evidence", "trace_artifact", "status") or "n/a") for r in attempts)
-    recorded = 0
-    recorded_fields: Counter = Counter()
-    for rec in attempts:
-        prov = rec.get("provenance")
-        if isinstance(prov, dict):
-            fields = [f for f, v in prov.items() if v == "recorded"]
-            recorded += bool(fields)
-            recorded_fields.update(fields)
+    recorded_lists = [[f for f, v in prov.items() if v == "recorded"]
+                      for rec in attempts if isinstance(prov := rec.get("provenance"), dict)]
+    recorded = sum(1 for fields in recorded_lists if fields)
+    recorded_fields = Counter(f for fields in recorded_lists for f in fields)
     # The list names at most the first 100,000 missing attempts; coverage counts them all.
     counted = dig(metrics, "coverage", "missing_attempts")
     missing_count = counted if type(counted) is int and counted >= len(missing) else len(missing)
@@ -1358,9 +1355,9 @@ _CHUNK_ATTEMPTS = 250
 class AttemptRows:
     """report.html's attempt table for consecutive attempts (in results.jsonl line order)."""
 
-    html: str  # the rows' markup
+    html: bytes  # the rows' markup, UTF-8
     keys: list[list[Any]]  # sort/filter keys, one list per row
-    details: str  # the rows' details as JSON array items, without the brackets
+    details: bytes  # the rows' details as JSON array items, without the brackets, UTF-8
 
 
 def duplicate_lines(duplicate_rows: Sequence[Any]) -> dict[tuple[Any, int], list[int]]:
@@ -1380,13 +1377,14 @@ def render_attempt_rows(start: int, records: Sequence[Mapping[str, Any]],
     rows = [attempt_row(rec, dup_info, unsafe_lines) for rec in records]
     html = _env(True).get_template("attempt_rows.html.j2").render(start=start, cells=[r[0] for r in rows])
     details = str(script_json([r[2] for r in rows]))[1:-1]  # the items, without [ ]
-    return AttemptRows(html, [r[1] for r in rows], details)
+    # Encoded here, where the chunk is made: the page is written from these bytes as they are.
+    return AttemptRows(html.encode(), [r[1] for r in rows], details.encode())
 
 
 def join_attempt_rows(parts: Sequence[AttemptRows]) -> AttemptRows:
     """Consecutive chunks of rows as one table."""
-    return AttemptRows("".join(p.html for p in parts), [k for p in parts for k in p.keys],
-                       ",".join(p.details for p in parts if p.details))
+    return AttemptRows(b"".join(p.html for p in parts), [k for p in parts for k in p.keys],
+                       b",".join(p.details for p in parts if p.details))
 
 
 def _attempt_rows(attempts: Sequence[Mapping[str, Any]], view: Mapping[str, Any], workers: int = 1) -> AttemptRows:
@@ -1476,7 +1474,29 @@ def render_summary_md(metrics: dict, attempts: list[dict], manifest: dict, run_i
 
 
 def _summary_md(view: Mapping[str, Any]) -> str:
-    return _env(False).get_template("summary.md.j2").render(v=view)
+    return _env(False).get_template("summary.md.j2").render(v=view, failed_rows=failed_task_md_rows(view["failed_tasks"]))
+
+
+def failed_task_md_rows(failed_tasks: Sequence[FailedTask]) -> str:
+    """summary.md's failed-task table rows, one per attempt (a plain loop: a large run has
+    thousands of them)."""
+    lines = []
+    for f in failed_tasks:
+        task = md_code(f.task_id)
+        for a in f.attempts:
+            status = "missing" if a["missing"] else md_code(a["status"])
+            cls = md_code(a["cls"]) if a["cls"] is not None else "—"
+            stage = md_code(a["stage"]) if a["stage"] is not None else "—"
+            if a["href"]:
+                folder = f'[{md_code(a["folder_text"])}](<{a["href"]}>)'
+            elif a["folder"] is not None:
+                folder = md_code(a["folder_text"])
+            else:
+                folder = a["folder_text"]
+            note = md_code(a["note"]) if a["note"] else ""
+            lines.append(f"| {task} | {a['attempt']} | {status} | {cls} | {a['eligible']} | {stage} | "
+                         f"{a['quality']} | {folder} | {a['trace']} | {note} |")
+    return "\n".join(lines)
 
 
 def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
@@ -1510,6 +1530,14 @@ def task_table_rows(task_rows: Sequence[Mapping[str, Any]]) -> Markup:
 
 def _report_html(view: Mapping[str, Any], metrics: dict, attempts: list[dict], workers: int,
                  rows: AttemptRows | None = None) -> str:
+    return b"".join(_report_html_parts(view, metrics, attempts, workers, rows)).decode()
+
+
+def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[dict], workers: int,
+                       rows: AttemptRows | None = None) -> list[bytes]:
+    """report.html as consecutive UTF-8 pieces: the page is rendered around two markers that
+    the attempt rows and their details (the bulk of a large page, already encoded) replace,
+    so they are never copied into one big string."""
     records = [a for a in attempts if isinstance(a, dict)]
     if rows is None:
         rows = _attempt_rows(records, view, workers)
@@ -1522,31 +1550,43 @@ def _report_html(view: Mapping[str, Any], metrics: dict, attempts: list[dict], w
     payload = {"tasks": {"keys": task_keys}, "attempts": {"keys": keys}}
     statuses = sorted({k[2] for k in keys if isinstance(k[2], str)}, key=_sort_key_status)
     classes = sorted({k[3] for k in keys if isinstance(k[3], str)}, key=_sort_key_class)
-    return _env(True).get_template("report.html.j2").render(
+    marker = f"\x00{uuid.uuid4().hex}"
+    rows_marker, details_marker = f"{marker}:rows\x00", f"{marker}:details\x00"
+    page = _env(True).get_template("report.html.j2").render(
         v=view,
         histograms=_histograms(metrics if isinstance(metrics, dict) else {}, records),
         class_svg=svg_hbar_chart(view["class_items"], css="bar cls"),
         stage_svg=svg_hbar_chart(view["stage_items"], css="bar stg", label_width=150),
         status_svg=svg_stacked_bar([(s, c, f"st-{s}" if s in STATUS_ORDER else "st-other")
                                     for s, c in view["status_items"]]),
-        attempt_rows=Markup(rows.html),
+        attempt_rows=Markup(rows_marker),
         task_rows=task_table_rows(view["task_rows"]),
         n_attempts=len(keys),
         statuses=statuses,
         classes=classes,
         payload=script_json(payload),
-        details=Markup(f'{{"labels":{script_json(FACT_LABELS)},"details":[{rows.details}]}}'),
+        details=Markup(f'{{"labels":{script_json(FACT_LABELS)},"details":[{details_marker}]}}'),
         failed_cap=HTML_FAILED_TASKS_CAP,
         style=Markup(_asset("report.css")),
         script=Markup(script),
         csp=_csp(script),
     )
+    if page.count(rows_marker) != 1 or page.count(details_marker) != 1:
+        raise RuntimeError("report.html: the attempt-table markers did not come out exactly once")
+    head, rest = page.split(rows_marker)
+    middle, tail = rest.split(details_marker)
+    return [head.encode(), rows.html, middle.encode(), rows.details, tail.encode()]
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write text via a temporary file and rename, so readers never see half a report."""
+def _atomic_write(path: Path, content: str | Sequence[bytes]) -> None:
+    """Write text (UTF-8) or consecutive byte pieces via a temporary file and rename, so
+    readers never see half a report."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8", newline="\n")
+    with open(tmp, "wb") as fh:
+        if isinstance(content, str):
+            fh.write(content.encode())
+        else:
+            fh.writelines(content)
     os.replace(tmp, path)
 
 
@@ -1575,7 +1615,7 @@ def write_report_html(out_dir: Path, view: Mapping[str, Any], metrics: dict, att
     in line order, for instance where the attempts were derived); else it is built here.
     """
     path = Path(out_dir) / "report.html"
-    _atomic_write(path, _report_html(view, metrics, attempts, workers, rows))
+    _atomic_write(path, _report_html_parts(view, metrics, attempts, workers, rows))
     return {"report.html": path}
 
 
