@@ -208,7 +208,8 @@ def pair_tool_calls(messages: list, calls: list[int], results: list[int]) -> dic
     for r in results:
         rid = messages[r].get("tool_call_id")
         if rid is not None:
-            rid = json_key(rid)
+            if type(rid) is not str:  # strings are their own key (the common case)
+                rid = json_key(rid)
             if rid in by_id:
                 by_id[rid].append(r)
             else:
@@ -224,7 +225,7 @@ def pair_tool_calls(messages: list, calls: list[int], results: list[int]) -> dic
         msg = messages[c]
         cid = msg.get("tool_call_id")
         if cid is not None:
-            key = json_key(cid)
+            key = cid if type(cid) is str else json_key(cid)
             candidates, cursor = by_id.get(key, ()), id_cursor
         else:
             if by_name is None:
@@ -284,7 +285,12 @@ def _usage_sum(usages: list[dict], key: str, fallback: str | None) -> int | floa
         for usage in usages:
             value = usage.get(key)
             if type(value) is not int or not -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
-                value = _usage_count(usage, key, fallback)  # not a plain integer: the careful path
+                # Not a plain integer: the number it is, else the older key's (same checks).
+                value = number_or_none(value)
+                if value is None and fallback is not None:
+                    value = usage.get(fallback)
+                    if type(value) is not int or not -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
+                        value = number_or_none(value)
                 if value is None:
                     return None
             total += value

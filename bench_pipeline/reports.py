@@ -1371,11 +1371,21 @@ def duplicate_lines(duplicate_rows: Sequence[Any]) -> dict[tuple[Any, int], list
     return dup_info
 
 
+def _attempt_row_html(index: int, cells: Sequence[str]) -> str:
+    """One attempt-table row: a ``<details>`` whose summary holds the cells (status as a
+    pill); ``data-i`` is the row's index in the whole table, matching its keys and details."""
+    c = [escape(cell) for cell in cells]
+    return (f'<details class="a" data-i="{index}"><summary><span>{c[0]}</span><span>{c[1]}</span>'
+            f'{status_pill(cells[2])}<span>{c[3]}</span><span>{c[4]}</span><span>{c[5]}</span>'
+            f'<span>{c[6]}</span><span>{c[7]}</span><span>{c[8]}</span><span>{c[9]}</span>'
+            f'<span>{c[10]}</span></summary></details>\n')
+
+
 def render_attempt_rows(start: int, records: Sequence[Mapping[str, Any]],
                         dup_info: Mapping[tuple[Any, int], list[int]], unsafe_lines: set[int]) -> AttemptRows:
     """The table rows of ``records`` (already in line order), the first being row ``start``."""
     rows = [attempt_row(rec, dup_info, unsafe_lines) for rec in records]
-    html = _env(True).get_template("attempt_rows.html.j2").render(start=start, cells=[r[0] for r in rows])
+    html = "".join(_attempt_row_html(start + i, row[0]) for i, row in enumerate(rows))
     details = str(script_json([r[2] for r in rows]))[1:-1]  # the items, without [ ]
     # Encoded here, where the chunk is made: the page is written from these bytes as they are.
     return AttemptRows(html.encode(), [r[1] for r in rows], details.encode())
