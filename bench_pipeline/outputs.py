@@ -16,6 +16,7 @@ from pathlib import Path
 from .bulk import fork_map, gc_paused
 from . import process
 from .process import (
+    BackgroundWrite,
     ProcessedRun,
     assemble,
     attempt_record,
@@ -45,8 +46,9 @@ BULKY_EVIDENCE = ("tool_calls", "final_response")
 class Rendered:
     """The per-attempt share of the output files, for consecutive attempts."""
 
-    attempt_lines: bytes  # attempts.jsonl lines
+    attempt_lines: bytes | None  # attempts.jsonl lines (None: attempts_file writes them)
     rows: AttemptRows  # report.html attempt-table rows
+    attempts_file: BackgroundWrite | None = None  # attempts.jsonl, being written
 
 
 @gc_paused()
@@ -69,9 +71,13 @@ def write_run_outputs(
         rows = rendered.rows if rendered is not None else None
         return write_report_html(out_dir, view, metrics, records, workers, rows=rows)
 
+    # attempts.jsonl, when a thread writes it, is finished before any fork (a child gets no threads).
+    attempts_written = rendered.attempts_file.wait() if rendered is not None and rendered.attempts_file else None
+
     def the_rest() -> dict[str, Path]:
         lines = rendered.attempt_lines if rendered is not None else None
-        return {**write_metrics_files(out_dir, metrics, processed.attempts, lines), **write_summary_md(out_dir, view)}
+        return {**write_metrics_files(out_dir, metrics, processed.attempts, lines, attempts_written),
+                **write_summary_md(out_dir, view)}
 
     def run(_start: int, jobs: list[Callable[[], dict[str, Path]]]) -> dict[str, Path]:
         return {name: path for job in jobs for name, path in job().items()}
@@ -106,9 +112,12 @@ def process_and_write(
         return (attempts if keep_evidence else [_without_bulky_evidence(a) for a in attempts]), rendered
 
     chunks = derive_chunks(raw, render, progress, workers)
+    # raw.rows are in file order, so the chunks' rows are in line order: the file's and the
+    # report's order. attempts.jsonl is written while the run-level rest is computed.
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    attempts_file = BackgroundWrite(Path(out_dir) / "attempts.jsonl", [r.attempt_lines for _, r in chunks])
     processed = assemble(raw, [a for attempts, _ in chunks for a in attempts])
-    # raw.rows are in file order, so the chunks' rows are in line order: the report's order.
-    rendered = Rendered(b"".join(r.attempt_lines for _, r in chunks), join_attempt_rows([r.rows for _, r in chunks]))
+    rendered = Rendered(None, join_attempt_rows([r.rows for _, r in chunks]), attempts_file)
     return processed, write_run_outputs(out_dir, processed, workers, rendered)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -198,15 +199,49 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 @gc_paused()
 def write_metrics_files(out_dir: Path, metrics: dict, attempts: list[dict],
-                        attempt_lines: bytes | None = None) -> dict[str, Path]:
+                        attempt_lines: bytes | None = None,
+                        attempts_written: Path | None = None) -> dict[str, Path]:
     """metrics.json and attempts.jsonl into ``out_dir`` (created when needed).
 
     ``attempt_lines``, when given, is attempts.jsonl's content already encoded (with
-    ``encode_attempt_lines``, chunk by chunk where the attempts were derived).
+    ``encode_attempt_lines``, chunk by chunk where the attempts were derived);
+    ``attempts_written``, when given, is attempts.jsonl already written (BackgroundWrite).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics_path = out_dir / "metrics.json"
-    attempts_path = out_dir / "attempts.jsonl"
     write_atomic(metrics_path, dumps(metrics) + b"\n")
-    write_atomic(attempts_path, attempt_lines if attempt_lines is not None else encode_attempt_lines(attempts))
+    if attempts_written is not None:
+        attempts_path = attempts_written
+    else:
+        attempts_path = out_dir / "attempts.jsonl"
+        write_atomic(attempts_path, attempt_lines if attempt_lines is not None else encode_attempt_lines(attempts))
     return {"metrics.json": metrics_path, "attempts.jsonl": attempts_path}
+
+
+class BackgroundWrite:
+    """A file written atomically by a thread while this process goes on computing.
+
+    The write system calls release the interpreter lock, so the kernel copies a large file
+    (attempts.jsonl of a large run: tens of MB) on another core meanwhile. ``wait()``
+    returns the path, or raises what the write raised.
+    """
+
+    def __init__(self, path: Path, pieces: list[bytes]) -> None:
+        self.path, self.error = path, None
+        self.thread = threading.Thread(target=self._write, args=(pieces,), name=f"write {path.name}")
+        self.thread.start()
+
+    def _write(self, pieces: list[bytes]) -> None:
+        try:
+            tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+            with open(tmp, "wb") as fh:
+                fh.writelines(pieces)
+            os.replace(tmp, self.path)
+        except BaseException as exc:  # noqa: BLE001 - raised again by wait()
+            self.error = exc
+
+    def wait(self) -> Path:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.path

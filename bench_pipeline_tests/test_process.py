@@ -321,3 +321,14 @@ def test_a_large_k_with_few_attempts_is_listed_compactly(tmp_path):
     page = written["report.html"].read_text()
     assert f"#{STRIP_CAP + 1}-#1000: see the attempt table" in page
     assert page.count("attempt 999 missing") == 0 and written["report.html"].stat().st_size < 2_000_000
+
+
+def test_background_write_writes_the_pieces_atomically_and_reports_failure(tmp_path):
+    from bench_pipeline.process import BackgroundWrite
+
+    target = tmp_path / "attempts.jsonl"
+    assert BackgroundWrite(target, [b'{"a":1}\n', b'{"a":2}\n']).wait() == target
+    assert target.read_bytes() == b'{"a":1}\n{"a":2}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["attempts.jsonl"]  # no temporary file left
+    with pytest.raises(FileNotFoundError):
+        BackgroundWrite(tmp_path / "no-such-folder" / "attempts.jsonl", [b"x"]).wait()
