@@ -38,8 +38,10 @@ from .run_reader import read_run
 OUTPUT_FILES = ("metrics.json", "attempts.jsonl", "summary.md", "report.html")
 
 #: Evidence only the per-attempt outputs show (report details, attempts.jsonl, Langfuse):
-#: once those are made, ``process_and_write`` keeps attempts without it.
-BULKY_EVIDENCE = ("tool_calls", "final_response")
+#: once those are made, ``process_and_write`` keeps attempts without it (on a large run,
+#: worker processes then send back less).
+BULKY_EVIDENCE = ("tool_calls", "final_response", "hard_assertions", "rubric_spec", "trace_observations",
+                  "episode_id", "trace_id", "started_at", "finished_at")
 
 
 @dataclass
