@@ -1247,7 +1247,9 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
         sections.append(["Errors", "table", [["source", "text"], err_rows]])
 
     final = ev.get("final_response")
-    if final is None:
+    if final is None and trace.get("status") == "available":  # reference 1: null is unavailable evidence
+        sections.append(["Final response", "note", "n/a: evidence unavailable (trace.json records final_response null)."])
+    elif final is None:
         sections.append(["Final response", "note", "n/a: evidence unavailable (trace.json missing or unreadable)."])
     elif final == "":
         sections.append(["Final response", "note", "(empty: the recorded response is an empty string)"])

@@ -283,6 +283,20 @@ def test_attempt_details_carry_the_evidence(page: str) -> None:
     assert rubric[1][3] == ["r4", "Final answer confirms sending", "no", "The answer says the message was drafted, not sent."]
 
 
+def test_null_final_response_in_an_available_trace_is_not_called_a_missing_file() -> None:
+    """Reference 1: a null final_response is unavailable evidence; the note says where it
+    comes from (the trace exists and records null, e.g. an attempt that timed out)."""
+    from bench_pipeline.reports import _details_payload
+
+    def final_note(trace_status: str) -> list:
+        rec = {"evidence": {"trace_artifact": {"status": trace_status, "path": "t/trace.json"}, "final_response": None}}
+        return [s[2] for s in _details_payload(rec, [], "t")[1] if s[0] == "Final response"]
+
+    assert final_note("available") == ["n/a: evidence unavailable (trace.json records final_response null)."]
+    assert final_note("missing") == ["n/a: evidence unavailable (trace.json missing or unreadable)."]
+    assert final_note("invalid") == ["n/a: evidence unavailable (trace.json missing or unreadable)."]
+
+
 def test_write_reports(tmp_path: Path, run: tuple) -> None:
     paths = write_reports(tmp_path / "out", *run)
     assert set(paths) == {"summary.md", "report.html"}
