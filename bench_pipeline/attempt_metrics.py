@@ -208,8 +208,7 @@ def pair_tool_calls(messages: list, calls: list[int], results: list[int]) -> dic
     for r in results:
         rid = messages[r].get("tool_call_id")
         if rid is not None:
-            if type(rid) is not str:  # strings are their own key (the common case)
-                rid = json_key(rid)
+            rid = json_key(rid)
             if rid in by_id:
                 by_id[rid].append(r)
             else:
@@ -225,7 +224,7 @@ def pair_tool_calls(messages: list, calls: list[int], results: list[int]) -> dic
         msg = messages[c]
         cid = msg.get("tool_call_id")
         if cid is not None:
-            key = cid if type(cid) is str else json_key(cid)
+            key = json_key(cid)
             candidates, cursor = by_id.get(key, ()), id_cursor
         else:
             if by_name is None:
@@ -285,12 +284,7 @@ def _usage_sum(usages: list[dict], key: str, fallback: str | None) -> int | floa
         for usage in usages:
             value = usage.get(key)
             if type(value) is not int or not -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
-                # Not a plain integer: the number it is, else the older key's (same checks).
-                value = number_or_none(value)
-                if value is None and fallback is not None:
-                    value = usage.get(fallback)
-                    if type(value) is not int or not -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
-                        value = number_or_none(value)
+                value = _usage_count(usage, key, fallback)  # not a plain integer: the careful path
                 if value is None:
                     return None
             total += value
@@ -510,8 +504,7 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
         raw_input = event.get("tool_input")
         if event.get("type") == "tool_result":
             # 3.4: the result's own input, else the last preceding input for the same name (R23).
-            effective = raw_input if raw_input is not None else last_input.get(
-                name if type(name) is str else json_key(name))
+            effective = raw_input if raw_input is not None else last_input.get(json_key(name))
             device = is_device_call(name, effective)
             if device:
                 duration = event.get("duration_ms")
@@ -525,7 +518,7 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
                     out.first_error_ref = f"episode:{i}"
                     out.first_error_stage = "device_execution" if device else "unknown"
         if raw_input is not None:
-            last_input[name if type(name) is str else json_key(name)] = raw_input
+            last_input[json_key(name)] = raw_input
 
     if events:
         out.device_execution_ms = number_or_none(device_sum) if device_complete else None

@@ -65,8 +65,8 @@ def fork_map(
     With ``workers`` > 1, more than one chunk and a platform that can fork, this process
     and ``workers - 1`` forked children take chunks from a shared counter until none is
     left; the first chunk is always this process's. This process's own results need no
-    pickling; a child's are pickled back through
-    a queue. ``func`` and ``items`` reach the children by fork, so closures over large
+    pickling; a child's are pickled back through a queue. ``func`` and ``items`` reach the
+    children by fork, so closures over large
     read-only state cost nothing to hand over; ``func`` must not depend on anything that
     changes during the call. ``progress(done_items, total)`` follows each finished chunk.
     A child's exception is raised here; a child that dies is a RuntimeError.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .attempt_metrics import COUNT_LIMIT
+from .process import data_quality_findings
 
 CATALOG_COLUMNS = [
     "run_id", "suite", "model", "started_at", "formula_version", "metrics_k",
@@ -50,7 +51,7 @@ def catalog_row(run_id: str, metrics: dict, manifest: dict) -> dict:
         "total_tokens_sum": metrics["efficiency"]["total_tokens"]["sum"],
         "cost_usd_sum": metrics["efficiency"]["cost_usd"]["sum"],
         "cost_usd_count": metrics["efficiency"]["cost_usd"]["count"],
-        "data_quality_findings": sum(len(v) for v in metrics["data_quality"].values()),
+        "data_quality_findings": data_quality_findings(metrics),
     }
 
 

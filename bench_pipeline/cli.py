@@ -44,6 +44,7 @@ def cmd_process(args: argparse.Namespace) -> int:
 def _process(args: argparse.Namespace) -> int:
     from .bulk import default_workers
     from .outputs import process_and_write
+    from .process import data_quality_findings
 
     started = time.monotonic()
     out_dir = Path(args.output_dir)
@@ -57,8 +58,7 @@ def _process(args: argparse.Namespace) -> int:
     except NotARunFolderError as exc:
         _say(f"error: {exc}")
         return 2
-    quality = processed.metrics["data_quality"]
-    findings = sum(len(v) for v in quality.values())
+    findings = data_quality_findings(processed.metrics)
     _say(
         f"{processed.raw.run_id}: {len(processed.attempts)} attempts, {len(processed.tasks)} tasks, "
         f"{findings} data-quality finding(s), {time.monotonic() - started:.2f}s"

@@ -46,39 +46,38 @@ BULKY_EVIDENCE = ("tool_calls", "final_response", "hard_assertions", "rubric_spe
 
 @dataclass
 class Rendered:
-    """The per-attempt share of the output files, for consecutive attempts."""
+    """The per-attempt share of the output files for consecutive attempts, made where
+    those attempts were derived."""
 
-    attempt_lines: bytes | None  # attempts.jsonl lines (None: attempts_file writes them)
+    attempt_lines: bytes  # attempts.jsonl lines
     rows: AttemptRows  # report.html attempt-table rows
-    attempts_file: BackgroundWrite | None = None  # attempts.jsonl, being written
 
 
 @gc_paused()
 def write_run_outputs(
-    out_dir: Path, processed: ProcessedRun, workers: int = 1, rendered: Rendered | None = None
+    out_dir: Path, processed: ProcessedRun, workers: int = 1,
+    rows: AttemptRows | None = None, attempts_file: BackgroundWrite | None = None,
 ) -> dict[str, Path]:
     """Every per-run output file into ``out_dir``; returns {file name: path}.
 
     With ``workers`` > 1 and a run that is not small, report.html (the largest) is written
-    by this process while a forked child writes metrics.json, attempts.jsonl and summary.md. ``rendered``: the
-    per-attempt share of the files, already made (see ``process_and_write``).
+    by this process while a forked child writes metrics.json and summary.md. ``rows``:
+    report.html's attempt rows, already rendered; ``attempts_file``: attempts.jsonl, being
+    written (both from ``process_and_write``).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics, raw = processed.metrics, processed.raw
     records = processed.attempts  # attempt rows carry every attempts.jsonl field (and "observations")
     view = report_view(out_dir, metrics, records, raw.manifest, raw.run_id, run_dir=raw.run_dir)
+    # attempts.jsonl, when a thread writes it, is finished before any fork (a child gets no threads).
+    attempts_written = attempts_file.wait() if attempts_file is not None else None
 
     def report_html() -> dict[str, Path]:
-        rows = rendered.rows if rendered is not None else None
         return write_report_html(out_dir, view, metrics, records, workers, rows=rows)
 
-    # attempts.jsonl, when a thread writes it, is finished before any fork (a child gets no threads).
-    attempts_written = rendered.attempts_file.wait() if rendered is not None and rendered.attempts_file else None
-
     def the_rest() -> dict[str, Path]:
-        lines = rendered.attempt_lines if rendered is not None else None
-        return {**write_metrics_files(out_dir, metrics, processed.attempts, lines, attempts_written),
+        return {**write_metrics_files(out_dir, metrics, processed.attempts, attempts_written),
                 **write_summary_md(out_dir, view)}
 
     def run(_start: int, jobs: list[Callable[[], dict[str, Path]]]) -> dict[str, Path]:
@@ -119,8 +118,8 @@ def process_and_write(
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     attempts_file = BackgroundWrite(Path(out_dir) / "attempts.jsonl", [r.attempt_lines for _, r in chunks])
     processed = assemble(raw, [a for attempts, _ in chunks for a in attempts])
-    rendered = Rendered(None, join_attempt_rows([r.rows for _, r in chunks]), attempts_file)
-    return processed, write_run_outputs(out_dir, processed, workers, rendered)
+    rows = join_attempt_rows([r.rows for _, r in chunks])
+    return processed, write_run_outputs(out_dir, processed, workers, rows, attempts_file)
 
 
 def _without_bulky_evidence(attempt: dict) -> dict:

@@ -12,7 +12,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 import orjson
 
@@ -120,6 +120,14 @@ def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
     }
 
 
+def data_quality_findings(metrics: dict) -> int:
+    """How many data-quality findings a metrics.json records: every entry of its lists, with
+    every missing planned attempt counted (the list names at most MISSING_LIST_CAP)."""
+    quality = metrics["data_quality"]
+    listed = sum(len(entries) for entries in quality.values())
+    return listed - len(quality["missing_attempts"]) + (metrics["coverage"]["missing_attempts"] or 0)
+
+
 def build_metrics(raw: RawRun, attempts: list[dict], tasks: list[dict], quality: dict, generated_at: str | None = None) -> dict:
     """Stage 4: the metrics.json document (outputs.md)."""
     body = run_metrics(
@@ -190,31 +198,32 @@ def dumps(value: object) -> bytes:
     return json_bytes(value, indent=True)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write a file so that a reader never sees half of it."""
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (bytes, or byte pieces in order) to a temporary file and rename it,
+    so that a reader never sees half a file."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
+    with open(tmp, "wb") as fh:
+        if isinstance(data, bytes):
+            fh.write(data)
+        else:
+            fh.writelines(data)
     os.replace(tmp, path)
 
 
 @gc_paused()
 def write_metrics_files(out_dir: Path, metrics: dict, attempts: list[dict],
-                        attempt_lines: bytes | None = None,
                         attempts_written: Path | None = None) -> dict[str, Path]:
     """metrics.json and attempts.jsonl into ``out_dir`` (created when needed).
 
-    ``attempt_lines``, when given, is attempts.jsonl's content already encoded (with
-    ``encode_attempt_lines``, chunk by chunk where the attempts were derived);
-    ``attempts_written``, when given, is attempts.jsonl already written (BackgroundWrite).
+    ``attempts_written``, when given, is attempts.jsonl already written (``BackgroundWrite``
+    of the lines encoded where the attempts were derived).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics_path = out_dir / "metrics.json"
     write_atomic(metrics_path, dumps(metrics) + b"\n")
-    if attempts_written is not None:
-        attempts_path = attempts_written
-    else:
-        attempts_path = out_dir / "attempts.jsonl"
-        write_atomic(attempts_path, attempt_lines if attempt_lines is not None else encode_attempt_lines(attempts))
+    attempts_path = attempts_written or out_dir / "attempts.jsonl"
+    if attempts_written is None:
+        write_atomic(attempts_path, encode_attempt_lines(attempts))
     return {"metrics.json": metrics_path, "attempts.jsonl": attempts_path}
 
 
@@ -233,10 +242,7 @@ class BackgroundWrite:
 
     def _write(self, pieces: list[bytes]) -> None:
         try:
-            tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-            with open(tmp, "wb") as fh:
-                fh.writelines(pieces)
-            os.replace(tmp, self.path)
+            write_atomic(self.path, pieces)
         except BaseException as exc:  # noqa: BLE001 - raised again by wait()
             self.error = exc
 

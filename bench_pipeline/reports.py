@@ -34,6 +34,7 @@ from markupsafe import Markup, escape
 
 from .attempt_metrics import json_key
 from .bulk import fork_map, gc_paused
+from .process import write_atomic
 from .stats import is_number, percentile
 
 NA = "n/a"
@@ -1446,7 +1447,7 @@ def _csp(script: str) -> str:
             f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
 
 
-PILL_STATUSES = frozenset({"passed", "failed", "timeout", "judge_error", "skipped"})
+PILL_STATUSES = frozenset(STATUS_ORDER)
 
 
 def status_pill(status: Any) -> Markup:
@@ -1590,18 +1591,6 @@ def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[di
     return [head.encode(), rows.html, middle.encode(), rows.details, tail.encode()]
 
 
-def _atomic_write(path: Path, content: str | Sequence[bytes]) -> None:
-    """Write text (UTF-8) or consecutive byte pieces via a temporary file and rename, so
-    readers never see half a report."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        if isinstance(content, str):
-            fh.write(content.encode())
-        else:
-            fh.writelines(content)
-    os.replace(tmp, path)
-
-
 def report_view(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
                 run_dir: Path | None = None) -> dict[str, Any]:
     """The view both reports render; with ``run_dir``, evidence links are relative to out_dir."""
@@ -1615,7 +1604,7 @@ def report_view(out_dir: Path, metrics: dict, attempts: list[dict], manifest: di
 def write_summary_md(out_dir: Path, view: Mapping[str, Any]) -> dict[str, Path]:
     """summary.md from a report_view; returns {"summary.md": path}."""
     path = Path(out_dir) / "summary.md"
-    _atomic_write(path, _summary_md(view))
+    write_atomic(path, _summary_md(view).encode())
     return {"summary.md": path}
 
 
@@ -1627,7 +1616,7 @@ def write_report_html(out_dir: Path, view: Mapping[str, Any], metrics: dict, att
     in line order, for instance where the attempts were derived); else it is built here.
     """
     path = Path(out_dir) / "report.html"
-    _atomic_write(path, _report_html_parts(view, metrics, attempts, workers, rows))
+    write_atomic(path, _report_html_parts(view, metrics, attempts, workers, rows))
     return {"report.html": path}
 
 

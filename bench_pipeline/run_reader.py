@@ -179,14 +179,15 @@ class Plan:
         highest = self.highest()
         covered = sum(1 for task, attempt in observed if attempt <= highest.get(task, 0))
         count = self.size - covered
+        wanted = min(cap, count)
         listed: list[dict] = []
         for task, first, last in self.segments:
             attempt = first
-            while attempt <= last and len(listed) < min(cap, count):
+            while attempt <= last and len(listed) < wanted:
                 if (task, attempt) not in observed:
                     listed.append({"task_id": task, "attempt": attempt})
                 attempt += 1
-            if len(listed) >= min(cap, count):
+            if len(listed) >= wanted:
                 break
         return count, listed
 

@@ -25,7 +25,9 @@ from ..frames import (
     tasks_from_frame,
 )
 from ..partitions import runs_partitions
-from ..process import attempt_record, build_metrics, data_quality, derive_attempts, write_metrics_files
+from ..process import (
+    attempt_record, build_metrics, data_quality, data_quality_findings, derive_attempts, write_metrics_files,
+)
 from ..reports import write_reports
 from ..publication import publish_run
 from ..resources import LangfuseResource, PipelineSettings
@@ -161,7 +163,7 @@ def capability_aggregates(
         **_headline(metrics),
         "formula_version": FORMULA_VERSION,
         "metrics_json": dg.MetadataValue.path(str(written["metrics.json"])),
-        "data_quality_findings": sum(len(v) for v in metrics["data_quality"].values()),
+        "data_quality_findings": data_quality_findings(metrics),
     })
     return metrics
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ..process import write_atomic
 from . import mapping as m
 from .client import DeliveryFailure, LangfuseHttp, LangfuseSettings, PublishOptions
 
@@ -70,12 +70,6 @@ class PublicationResult:
 
 def _now() -> str:
     return m.iso_ms(dt.datetime.now(dt.UTC))
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _target_fingerprint(settings: LangfuseSettings) -> str:
@@ -175,7 +169,7 @@ def _write_outbox(plan: m.RunPlan, out_dir: Path, settings: LangfuseSettings, op
         if secret and secret.encode("utf-8") in data:  # partial configuration: never write a key
             raise PublicationError("refusing to write the outbox: a payload contains a Langfuse key")
     path = out_dir / OUTBOX_NAME
-    _write_atomic(path, data)
+    write_atomic(path, data)
     total = len(plan.attempts)
     if progress is not None:
         progress(total, total)
@@ -782,7 +776,7 @@ class _Publication:
             for k, v in rec["bindings"].items()
         }
         on_disk["updated_at"] = _now()
-        _write_atomic(self.record_path, orjson.dumps(on_disk, option=orjson.OPT_INDENT_2) + b"\n")
+        write_atomic(self.record_path, orjson.dumps(on_disk, option=orjson.OPT_INDENT_2) + b"\n")
 
     def _finish_record(self) -> None:
         rec = self.record
@@ -802,7 +796,7 @@ class _Publication:
         if self.plan.duplicates:
             rec["duplicates_ignored"] = self.plan.duplicates
         rec["sessions"] = (rec.get("sessions") or [])[-19:] + [self.session]
-        _write_atomic(self.record_path, orjson.dumps(rec, option=orjson.OPT_INDENT_2) + b"\n")
+        write_atomic(self.record_path, orjson.dumps(rec, option=orjson.OPT_INDENT_2) + b"\n")
 
     def _error_message(self) -> str:
         parts = "; ".join(f"{what}: {n} failed ({detail})" for what, n, detail in self.errors)
