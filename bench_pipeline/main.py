@@ -22,7 +22,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from .definitions import defs
 from .partitions import runs_partitions
 from .resources import default_settings
 from .run_folders import is_ready, scan
@@ -50,18 +49,23 @@ def ensure_sample_runs(runs_root: Path) -> None:
 
 def run_all(samples: bool = True) -> int:
     """Process every ready run; returns the number of failed runs."""
+    from .definitions import defs  # loaded only here: --samples-only does not need it
     settings = default_settings()
     runs_root = Path(settings.runs_root)
     if samples:
         ensure_sample_runs(runs_root)
+    # scripts/instance.sh seeds $DAGSTER_HOME/dagster.yaml (deploy/dagster.local.yaml); run
+    # directly, Dagster's defaults apply until such a file exists.
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").absolute())))
     home.mkdir(parents=True, exist_ok=True)
-    if not (home / "dagster.yaml").exists():  # scripts/run.sh copies deploy/dagster.local.yaml
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     instance = dg.DagsterInstance.get()
     found = scan(str(runs_root))
-    folders = [f for f in found if is_ready(f, settings.quiet_seconds)]
-    waiting = [f.run_id for f in found if f not in folders]
+    folders, waiting = [], []  # ready folders; run ids left for later
+    for folder in found:
+        if is_ready(folder, settings.quiet_seconds):
+            folders.append(folder)
+        else:
+            waiting.append(folder.run_id)
     if waiting:
         _say(f"not ready yet, left for later ({len(waiting)}): {', '.join(waiting[:10])}"
              f"{' ...' if len(waiting) > 10 else ''} (manifest status not completed/aborted, "
@@ -95,7 +99,7 @@ def run_all(samples: bool = True) -> int:
         _say(f"  {out / 'report.html'}")
         _say(f"  {out / 'summary.md'}")
     _say("")
-    _say(f"Dagster instance: {os.environ.get('DAGSTER_HOME', '(temporary)')}")
+    _say(f"Dagster instance: {home}")
     _say("See it in the UI: scripts/ui.sh  (dagster dev -w workspace.yaml on the same instance)")
     return failed
 

@@ -337,6 +337,16 @@ def dockerfile_requirements(path: Path) -> dict[str, Requirement]:
     return reqs
 
 
+def test_user_code_image_installs_the_k8s_extra_as_pinned_in_pyproject():
+    """`pip install '.[k8s]'` and the image install the same Kubernetes/S3 packages."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extra = {canonicalize_name(r.name): r for r in map(Requirement, project["optional-dependencies"]["k8s"])}
+    image = dockerfile_requirements(DOCKER / "user_code.Dockerfile")
+    assert set(extra) == K8S_EXTRAS
+    for name, req in extra.items():
+        assert image[name].specifier == req.specifier, (name, str(image[name].specifier), str(req.specifier))
+
+
 def test_user_code_image_installs_the_pyproject_pins():
     project = pyproject_requirements()
     image = dockerfile_requirements(DOCKER / "user_code.Dockerfile")
