@@ -332,3 +332,19 @@ def test_background_write_writes_the_pieces_atomically_and_reports_failure(tmp_p
     assert [p.name for p in tmp_path.iterdir()] == ["attempts.jsonl"]  # no temporary file left
     with pytest.raises(FileNotFoundError):
         BackgroundWrite(tmp_path / "no-such-folder" / "attempts.jsonl", [b"x"]).wait()
+
+
+def test_data_quality_findings_counts_every_missing_planned_attempt():
+    """The missing-attempts list names at most MISSING_LIST_CAP pairs; the count of
+    findings (CLI line, catalog, Dagster metadata) uses coverage's exact number."""
+    from bench_pipeline.process import data_quality_findings
+
+    metrics = {
+        "coverage": {"missing_attempts": 10 ** 12},
+        "data_quality": {"bad_rows": [{"line": 3}], "duplicate_rows": [], "missing_attempts": [{}] * 5,
+                         "unsafe_artifact_dirs": [], "invalid_artifacts": [{}, {}], "run_files": [{}]},
+    }
+    assert data_quality_findings(metrics) == 1 + 10 ** 12 + 2 + 1
+    metrics["coverage"]["missing_attempts"] = None  # no plan: nothing is missing
+    metrics["data_quality"]["missing_attempts"] = []
+    assert data_quality_findings(metrics) == 4
