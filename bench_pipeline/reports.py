@@ -990,7 +990,8 @@ def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, An
     unsafe = listed("unsafe_artifact_dirs")
     trace_status = Counter(str(dig(r, "evidence", "trace_artifact", "status") or "n/a") for r in attempts)
     recorded_lists = [[f for f, v in prov.items() if v == "recorded"]
-                      for rec in attempts if isinstance(prov := rec.get("provenance"), dict)]
+                      for rec in attempts
+                      if isinstance(prov := rec.get("provenance"), dict) and "recorded" in prov.values()]
     recorded = sum(1 for fields in recorded_lists if fields)
     recorded_fields = Counter(f for fields in recorded_lists for f in fields)
     # The list names at most the first 100,000 missing attempts; coverage counts them all.
