@@ -118,6 +118,14 @@ class DeliveryFailure(Exception):
         self.status = status
 
 
+class _Retryable(Exception):
+    """A failed attempt the retry policy may repeat (no answer, or a retryable status)."""
+
+    def __init__(self, failure: DeliveryFailure, retry_after: float | None = None):
+        super().__init__(str(failure))
+        self.failure, self.retry_after = failure, retry_after
+
+
 def _retry_after(headers: Any) -> float | None:
     if not headers:
         return None
@@ -227,30 +235,29 @@ class LangfuseHttp:
         if delay > 0:
             time.sleep(delay)
 
-    # ------------------------------------------------------------------ SDK calls
-    def call(self, what: str, fn: Callable[[dict], T]) -> T:
-        """Run ``fn(request_options)`` (an SDK API call) with the retry policy.
+    # ------------------------------------------------------------------ retry policy
+    def _with_retries(self, what: str, once: Callable[[], T], *, retry_unanswered: bool = True) -> T:
+        """``once()`` under the retry policy; returns its result or raises DeliveryFailure.
 
-        Retries transport errors and 408/425/429/5xx answers; raises DeliveryFailure.
-        Only idempotent calls (reads, upserts by id) are passed here.
+        ``once`` raises _Retryable for a request without an answer or with a retryable
+        status (408/425/429/5xx), and DeliveryFailure for a definite refusal, which ends the
+        attempts at once. With ``retry_unanswered=False`` a request without an answer is not
+        repeated either (the caller reads back first: the failure is ``in_doubt``).
         """
         self._check_breaker(what)
-        request_options = {"max_retries": 0}
         last: DeliveryFailure | None = None
         for attempt in range(self.options.retries + 1):
-            retry_after = None
             try:
-                result = fn(request_options)
-            except httpx.TransportError as exc:
-                last = DeliveryFailure(what, f"no answer ({type(exc).__name__})", in_doubt=True)
-            except ApiError as exc:
-                status = exc.status_code
-                detail = f"HTTP {status}: {_short(exc.body)}"
-                if status not in RETRYABLE_STATUS:
-                    self._outcome(None)  # the service answered: it is up
-                    raise DeliveryFailure(what, detail, status=status) from None
-                last = DeliveryFailure(what, detail, status=status)
-                retry_after = _retry_after(exc.headers)
+                result = once()
+            except _Retryable as retryable:
+                last = retryable.failure
+                if last.in_doubt and not retry_unanswered:
+                    self._outcome(last)
+                    raise last from None
+                retry_after = retryable.retry_after
+            except DeliveryFailure:
+                self._outcome(None)  # the service answered: it is up
+                raise
             else:
                 self._outcome(None)
                 return result
@@ -260,6 +267,29 @@ class LangfuseHttp:
         assert last is not None
         self._outcome(last)
         raise last
+
+    # ------------------------------------------------------------------ SDK calls
+    def call(self, what: str, fn: Callable[[dict], T]) -> T:
+        """Run ``fn(request_options)`` (an SDK API call) with the retry policy.
+
+        Retries transport errors and 408/425/429/5xx answers; raises DeliveryFailure.
+        Only idempotent calls (reads, upserts by id) are passed here.
+        """
+        request_options = {"max_retries": 0}
+
+        def once() -> T:
+            try:
+                return fn(request_options)
+            except httpx.TransportError as exc:
+                raise _Retryable(DeliveryFailure(what, f"no answer ({type(exc).__name__})", in_doubt=True)) from None
+            except ApiError as exc:
+                status = exc.status_code
+                failure = DeliveryFailure(what, f"HTTP {status}: {_short(exc.body)}", status=status)
+                if status not in RETRYABLE_STATUS:
+                    raise failure from None
+                raise _Retryable(failure, _retry_after(exc.headers)) from None
+
+        return self._with_retries(what, once)
 
     # ------------------------------------------------------------------ raw bulk writes
     def post(self, what: str, path: str, body: bytes, headers: dict[str, str], *,
@@ -271,34 +301,22 @@ class LangfuseHttp:
         reads back first (DeliveryFailure with ``in_doubt``).
         """
         self.guard(body, what)
-        self._check_breaker(what)
         url = f"{self.base_url}{path}"
-        last: DeliveryFailure | None = None
-        for attempt in range(self.options.retries + 1):
-            retry_after = None
+
+        def once() -> httpx.Response:
             try:
                 response = self.http.post(url, content=body, headers={**self._headers, **headers}, auth=self._auth)
             except httpx.TransportError as exc:
-                last = DeliveryFailure(what, f"no answer ({type(exc).__name__})", in_doubt=True)
-                if not retry_unanswered:
-                    self._outcome(last)
-                    raise last from None
-            else:
-                if 200 <= response.status_code < 300:
-                    self._outcome(None)
-                    return response
-                detail = f"HTTP {response.status_code}: {_short(response.text)}"
-                if response.status_code not in RETRYABLE_STATUS:
-                    self._outcome(None)
-                    raise DeliveryFailure(what, detail, status=response.status_code)
-                last = DeliveryFailure(what, detail, status=response.status_code)
-                retry_after = _retry_after(response.headers)
-            if attempt < self.options.retries:
-                log.info("%s failed (%s); retrying", what, last.detail)
-                self.wait(attempt, retry_after)
-        assert last is not None
-        self._outcome(last)
-        raise last
+                raise _Retryable(DeliveryFailure(what, f"no answer ({type(exc).__name__})", in_doubt=True)) from None
+            if 200 <= response.status_code < 300:
+                return response
+            failure = DeliveryFailure(what, f"HTTP {response.status_code}: {_short(response.text)}",
+                                      status=response.status_code)
+            if response.status_code not in RETRYABLE_STATUS:
+                raise failure
+            raise _Retryable(failure, _retry_after(response.headers))
+
+        return self._with_retries(what, once, retry_unanswered=retry_unanswered)
 
     def send_scores(self, what: str, scores: list[dict]) -> None:
         """POST /api/public/scores; success only when every score was accepted."""
