@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
@@ -129,7 +130,13 @@ def entry() -> None:
     interpreter shutdown takes a noticeable part of a second, for memory the operating
     system reclaims at once. Every output is written and closed by then, and a command
     that publishes to Langfuse exits normally (the SDK flushes at exit).
+
+    For the same reason the cyclic garbage collector stays paused to the end: were the
+    command's pause (``bulk.gc_paused``) lifted on its way out, the first allocation after
+    would collect the young generation, every object the command made (about 0.1 s on a
+    10,000-attempt run), only for the process to end.
     """
+    gc.disable()
     code = main()
     if not _LEFT_FOR_EXIT:
         sys.exit(code)

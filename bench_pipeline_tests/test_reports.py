@@ -398,3 +398,39 @@ def test_report_rows_built_in_forked_chunks_equal_the_sequential_page(run, monke
     assert indices == list(range(len(run[1])))
     details = json.loads(html.unescape(re.search(r'id="report-details">(.*?)</script>', chunked, re.S).group(1)))
     assert len(details["details"]) == len(run[1]) and details["labels"] == list(reports.FACT_LABELS)
+
+
+def _render_with_fresh_environment(run: tuple) -> str:
+    """report.html through a new jinja2 environment (as a new process would make)."""
+    reports._ENVS.clear()
+    try:
+        return render_report_html(*run)
+    finally:
+        reports._ENVS.clear()
+
+
+def test_compiled_templates_are_cached_on_disk_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            run: tuple) -> None:
+    monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(tmp_path / "cache"))
+    first = _render_with_fresh_environment(run)
+    entries = sorted((tmp_path / "cache").iterdir())
+    assert len(entries) == 1 and entries[0].stat().st_size > 1000  # report.html.j2, compiled
+    compiled = []
+    monkeypatch.setattr(reports.Environment, "compile", lambda *a, **k: compiled.append(a) or None)
+    second = _render_with_fresh_environment(run)
+    assert compiled == []  # loaded, not compiled again
+    assert second == first
+
+
+def test_a_damaged_or_unwritable_template_cache_only_means_compiling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     run: tuple) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(cache))
+    expected = _render_with_fresh_environment(run)
+    for entry in cache.iterdir():
+        entry.write_bytes(b"j2\x00 not a compiled template")
+    assert _render_with_fresh_environment(run) == expected
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(blocked / "cache"))
+    assert _render_with_fresh_environment(run) == expected
