@@ -110,7 +110,10 @@ def process_and_write(
         records = [attempt_record(a) for a in attempts]
         unsafe_lines = {a["line"] for a in attempts if a["evidence"]["findings"]["unsafe_dir"] is not None}
         rendered = Rendered(encode_records(records), render_attempt_rows(start, records, dup_info, unsafe_lines))
-        return (attempts if keep_evidence else [_without_bulky_evidence(a) for a in attempts]), rendered
+        if not keep_evidence:  # encoded above: the attempts themselves no longer need it
+            for a in attempts:
+                a["evidence"] = {k: v for k, v in a["evidence"].items() if k not in BULKY_EVIDENCE}
+        return attempts, rendered
 
     chunks = derive_chunks(raw, render, progress, workers)
     # raw.rows are in file order, so the chunks' rows are in line order: the file's and the
@@ -121,7 +124,3 @@ def process_and_write(
     rows = join_attempt_rows([r.rows for _, r in chunks])
     return processed, write_run_outputs(out_dir, processed, workers, rows, attempts_file)
 
-
-def _without_bulky_evidence(attempt: dict) -> dict:
-    evidence = {k: v for k, v in attempt["evidence"].items() if k not in BULKY_EVIDENCE}
-    return {**attempt, "evidence": evidence}

@@ -316,11 +316,28 @@ def md_text(value: Any) -> str:
     return "".join(out)
 
 
+class EncodedJSON:
+    """A value whose compact JSON is already made: ``_json_text`` writes ``encoded`` as is
+    instead of encoding ``value`` a second time. (Not a dataclass: orjson would encode a
+    dataclass's fields itself.)"""
+
+    __slots__ = ("value", "encoded")
+
+    def __init__(self, value: Any, encoded: bytes) -> None:
+        self.value, self.encoded = value, encoded
+
+
+def _fragment(value: Any) -> orjson.Fragment:
+    if type(value) is EncodedJSON:
+        return orjson.Fragment(value.encoded)
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
 def _json_text(data: Any, separators: tuple[str, str] = (",", ":")) -> str:
     """JSON text of run values: orjson (NaN/Infinity become null), else ``jsonable`` first."""
     if separators == (",", ":"):
         try:
-            return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
+            return orjson.dumps(data, default=_fragment, option=orjson.OPT_NON_STR_KEYS).decode()
         except TypeError:
             pass
     return json.dumps(jsonable(data), ensure_ascii=False, separators=separators, allow_nan=False)
@@ -341,6 +358,8 @@ def jsonable(value: Any) -> Any:
         return None
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, EncodedJSON):
+        return jsonable(value.value)
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -864,18 +883,20 @@ def _compact_json(value: Any, limit: int = ARGS_CAP) -> str:
 INLINE_CALLS_BYTES = 64_000
 
 
-def _inline_calls(calls: Any) -> list | None:
-    """The first TOOL_CALLS_CAP calls for report.js to render, when small and well formed."""
+def _inline_calls(calls: Any) -> EncodedJSON | None:
+    """The first TOOL_CALLS_CAP calls as [[name, arguments], ...] for report.js to render,
+    when well formed and at most INLINE_CALLS_BYTES of JSON (encoded once, here)."""
     if not isinstance(calls, list) or not calls:
         return None
     head = calls[:TOOL_CALLS_CAP]
     if not all(type(c) is dict for c in head):
         return None
+    pairs = [[c.get("name"), c.get("arguments")] for c in head]
     try:
-        size = len(orjson.dumps(head))
+        encoded = orjson.dumps(pairs)
     except TypeError:
         return None
-    return [[c.get("name"), c.get("arguments")] for c in head] if size <= INLINE_CALLS_BYTES else None
+    return EncodedJSON(pairs, encoded) if len(encoded) <= INLINE_CALLS_BYTES else None
 
 
 def _args_json(value: Any, limit: int = ARGS_CAP) -> str:
@@ -1264,7 +1285,7 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
     if inline is not None:
         # Rendered by report.js on expand (names and arguments as text, arguments clipped
         # to ARGS_CAP characters): formatting 10,000 attempts' calls here costs seconds.
-        sections.append([f"Tool calls ({len(calls):,})", "calls", [inline, len(calls) - len(inline), ARGS_CAP]])
+        sections.append([f"Tool calls ({len(calls):,})", "calls", [inline, len(calls) - len(inline.value), ARGS_CAP]])
     elif isinstance(calls, list):
         rows = []
         for i, call in enumerate(calls[:TOOL_CALLS_CAP], start=1):

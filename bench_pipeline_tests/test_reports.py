@@ -434,3 +434,12 @@ def test_a_damaged_or_unwritable_template_cache_only_means_compiling(tmp_path: P
     blocked.write_text("not a folder")
     monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(blocked / "cache"))
     assert _render_with_fresh_environment(run) == expected
+
+
+def test_json_made_once_is_written_as_is_on_both_encoding_paths() -> None:
+    pairs = [["tap", {"x": 1, "note": "a</script>"}], ["type", {"text": "ü"}]]
+    encoded = reports.EncodedJSON(pairs, b'[["tap",{"x":1,"note":"a</script>"}],["type",{"text":"\xc3\xbc"}]]')
+    assert reports._json_text([encoded, 2]) == reports._json_text([pairs, 2])
+    # a value orjson cannot write (an integer beyond 64 bits) takes the standard library's path
+    assert reports._json_text([encoded, 2**70]) == json.dumps([pairs, 2**70], ensure_ascii=False, separators=(",", ":"))
+    assert "</script>" not in reports.script_json([encoded])
