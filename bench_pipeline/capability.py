@@ -9,7 +9,7 @@ from __future__ import annotations
 from operator import itemgetter
 
 from .attempt_metrics import FAILURE_CLASSES, STAGES
-from .stats import distribution, finite_mean, is_number, ratio, short_distribution, wilson_interval
+from .stats import distribution, finite_mean, is_number, numbers, ratio, short_distribution, wilson_interval
 from .task_groups import COST_FIELDS
 
 EFFICIENCY_FIELDS = (
@@ -158,8 +158,7 @@ def distributions(attempts: list[dict], fields: tuple[str, ...]) -> dict:
     eligible = [a for a in attempts if a["agent_eligible"]]
     result = {}
     for f in fields:
-        values = map(itemgetter(f), attempts if f == "setup_ms" else eligible)
-        result[f] = distribution(filter(is_number, values))
+        result[f] = distribution(numbers(map(itemgetter(f), attempts if f == "setup_ms" else eligible)))
     return result
 
 

@@ -36,7 +36,7 @@ from markupsafe import Markup, escape
 from .attempt_metrics import json_key
 from .bulk import fork_map, gc_paused
 from .process import write_atomic
-from .stats import is_number, percentile
+from .stats import is_number, numbers, percentile
 
 NA = "n/a"
 
@@ -1438,7 +1438,7 @@ def _histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]
     eligible = [a for a in attempts if a.get("agent_eligible") is True]
     charts = []
     for field, title in HISTOGRAM_FIELDS:
-        values = [v for a in eligible if (v := num(a.get(field))) is not None]
+        values = list(map(float, numbers(a.get(field) for a in eligible)))
         stats = dig(metrics, "efficiency", field) or {}
         fmt = formatter_for(field)
         charts.append({
@@ -1591,9 +1591,13 @@ def task_table_rows(task_rows: Sequence[Mapping[str, Any]]) -> Markup:
     """report.html's task table rows, escaped (a plain loop: thousands of tasks take a
     fraction of the time a template loop takes)."""
     out = []
+    strips: dict[tuple, str] = {}  # most tasks share one of a few attempt strips
     for i, t in enumerate(task_rows):
         task = escape(t["task_id"])
-        strip = "".join(f'<i class="o st-{escape(s)}" title="{escape(title)}"></i>' for s, title in t["strip"])
+        key = tuple(t["strip"])
+        strip = strips.get(key)
+        if strip is None:
+            strip = strips[key] = "".join(f'<i class="o st-{escape(s)}" title="{escape(title)}"></i>' for s, title in key)
         out.append(
             f'      <tr data-i="{i}"><td><button type="button" class="tlink" data-task="{task}" '
             f'title="Show this task\'s attempts">{task}</button></td><td>{escape(fmt_text(t["category"]))}</td>'

@@ -49,6 +49,24 @@ def number_or_none(value: object) -> int | float | None:
     return value if is_number(value) else None  # int/float subclasses: the careful path
 
 
+def numbers(values: Iterable[object]) -> list:
+    """The values that are numbers (``is_number``), in their order.
+
+    A column of a large run is usually all plain integers, or all floats: those are
+    checked in bulk (types, range or finiteness) instead of value by value; anything
+    else takes ``is_number`` per value. The result is the same either way.
+    """
+    present = [v for v in values if v is not None]
+    kinds = set(map(type, present))
+    if not present:
+        return present
+    if kinds == {int} and -FLOAT_MAX_INT <= min(present) and max(present) <= FLOAT_MAX_INT:
+        return present
+    if kinds == {float} and all(map(math.isfinite, present)):
+        return present
+    return list(filter(is_number, present))
+
+
 def finite_sum(values: Iterable[float]) -> int | float | None:
     """The sum of numbers, None when it leaves the float range (R42 for results).
 

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from bench_pipeline.process import process_run
-from bench_pipeline.stats import WILSON_Z, distribution, is_number, percentile, wilson_interval
+from bench_pipeline.stats import WILSON_Z, distribution, is_number, numbers, percentile, wilson_interval
 
 from .run_builder import make_run, row
 
@@ -200,3 +200,14 @@ def test_percentiles_of_values_near_both_ends_of_the_float_range():
     assert percentile([1, 2, 3, 4], 90) == pytest.approx(3.7)
     d = distribution([1.7e308, 1.7e308, 1.0])
     assert (d["count"], d["sum"], d["mean"], d["p50"]) == (3, None, None, 1.7e308)
+
+
+@pytest.mark.parametrize("values", [
+    [], [None, None], [3, None, 1, 2], [2.5, None, -0.0, 1e308], [1, 2.5, None, 3],
+    [1, 10**309, -(10**309), 2], [1.5, float("nan"), 2.5, float("inf")], [True, 1, False, 0.0],
+    [_Int(4), 5], [_Float(1.5), 2.0], ["3", 3, [1], {"a": 1}], [10**308, -(10**308)],
+])
+def test_numbers_keeps_exactly_the_numbers_in_order(values):
+    got = numbers(iter(values))
+    expected = [v for v in values if is_number(v)]
+    assert got == expected and all(a is b for a, b in zip(got, expected))
