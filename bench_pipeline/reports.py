@@ -489,7 +489,7 @@ def histogram_bins(values: Sequence[float], max_bins: int = 20) -> tuple[list[tu
     if not math.isfinite(float(hi) - float(lo)) or max(abs(float(lo)), abs(float(hi))) >= 2 ** 52:
         # Beyond 2^52 floats no longer step by one, and a span can overflow: one bin.
         return [(lo, hi, len(data))], overflow, threshold
-    integral = all(float(v).is_integer() for v in data)
+    integral = all(map(float.is_integer, map(float, data)))
     if integral and hi - lo + 1 <= max_bins:
         edges = [(lo + i, lo + i + 1) for i in range(int(hi - lo) + 1)]
     else:
@@ -1577,6 +1577,35 @@ def failed_task_md_rows(failed_tasks: Sequence[FailedTask]) -> str:
     return "\n".join(lines)
 
 
+def failed_task_html_rows(failed_tasks: Sequence[FailedTask]) -> Markup:
+    """report.html's failed-task table bodies, one per task and one row per attempt, escaped
+    (a plain loop, like the task table: hundreds of tasks with several attempts each)."""
+    if not failed_tasks:
+        return Markup('      <tbody><tr><td colspan="8" class="muted">No task has an attempt that did not pass.</td></tr></tbody>')
+    out = []
+    for f in failed_tasks:
+        out.append("      <tbody>\n")
+        for i, a in enumerate(f.attempts):
+            head = (f'<th scope="rowgroup" rowspan="{len(f.attempts)}"><code>{escape(f.task_id)}</code>'
+                    f'<div class="muted small">{escape(fmt_text(f.category))} · {f.passed}/{f.n} passed</div></th>'
+                    if i == 0 else "")
+            status = '<span class="pill st-missing">missing</span>' if a["missing"] else status_pill(a["status"])
+            if a["href"]:
+                folder = f'<a href="{escape(a["href"])}"><code>{escape(a["folder_text"])}</code></a>'
+            elif a["folder"] is not None:
+                folder = f'<code>{escape(a["folder_text"])}</code>'
+            else:
+                folder = f'<span class="muted">{escape(a["folder_text"])}</span>'
+            out.append(
+                f'        <tr>{head}<td class="num">{escape(a["attempt"])}</td><td>{status}</td>'
+                f'<td>{escape(a["cls"] if a["cls"] is not None else "—")}</td><td>{escape(a["eligible"])}</td>'
+                f'<td>{escape(a["stage"] if a["stage"] is not None else "—")}</td><td>{folder}</td>'
+                f'<td class="note">{escape(a["note"])}</td></tr>\n'
+            )
+        out.append("      </tbody>\n")
+    return Markup("".join(out).removesuffix("\n"))
+
+
 def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
                        evidence_base: str | None = None, workers: int = 1) -> str:
     """report.html: one self-contained, escaped, interactive page.
@@ -1589,7 +1618,8 @@ def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_
 
 def task_table_rows(task_rows: Sequence[Mapping[str, Any]]) -> Markup:
     """report.html's task table rows, escaped (a plain loop: thousands of tasks take a
-    fraction of the time a template loop takes)."""
+    fraction of the time a template loop takes). Run text is escaped; the number
+    formatters' output (digits, separators, units, "n/a") has no markup characters."""
     out = []
     strips: dict[tuple, str] = {}  # most tasks share one of a few attempt strips
     for i, t in enumerate(task_rows):
@@ -1601,11 +1631,11 @@ def task_table_rows(task_rows: Sequence[Mapping[str, Any]]) -> Markup:
         out.append(
             f'      <tr data-i="{i}"><td><button type="button" class="tlink" data-task="{task}" '
             f'title="Show this task\'s attempts">{task}</button></td><td>{escape(fmt_text(t["category"]))}</td>'
-            f'<td><span class="strip">{strip}</span> {escape(fmt_int(t["attempts"]))}</td>'
-            f'<td class="num">{escape(fmt_int(t["eligible"]))}</td><td class="num">{escape(fmt_int(t["passed"]))}</td>'
-            f'<td class="num">{escape(fmt_int(t["failed"]))}</td><td class="num">{escape(fmt_pct(t["pass_rate"]))}</td>'
-            f'<td class="num">{escape(fmt_quality(t["best_quality"]))}</td><td class="num">{escape(fmt_quality(t["avg_quality"]))}</td>'
-            f'<td class="num">{escape(fmt_ms(t["avg_wall_ms"]))}</td><td class="num">{escape(fmt_round(t["mean_tokens"]))}</td></tr>\n'
+            f'<td><span class="strip">{strip}</span> {fmt_int(t["attempts"])}</td>'
+            f'<td class="num">{fmt_int(t["eligible"])}</td><td class="num">{fmt_int(t["passed"])}</td>'
+            f'<td class="num">{fmt_int(t["failed"])}</td><td class="num">{fmt_pct(t["pass_rate"])}</td>'
+            f'<td class="num">{fmt_quality(t["best_quality"])}</td><td class="num">{fmt_quality(t["avg_quality"])}</td>'
+            f'<td class="num">{fmt_ms(t["avg_wall_ms"])}</td><td class="num">{fmt_round(t["mean_tokens"])}</td></tr>\n'
         )
     return Markup("".join(out))
 
@@ -1643,6 +1673,7 @@ def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[di
                                     for s, c in view["status_items"]]),
         attempt_rows=Markup(rows_marker),
         task_rows=task_table_rows(view["task_rows"]),
+        failed_rows=failed_task_html_rows(view["failed_tasks"][:HTML_FAILED_TASKS_CAP]),
         n_attempts=len(keys),
         statuses=statuses,
         classes=classes,

@@ -443,3 +443,36 @@ def test_json_made_once_is_written_as_is_on_both_encoding_paths() -> None:
     # a value orjson cannot write (an integer beyond 64 bits) takes the standard library's path
     assert reports._json_text([encoded, 2**70]) == json.dumps([pairs, 2**70], ensure_ascii=False, separators=(",", ":"))
     assert "</script>" not in reports.script_json([encoded])
+
+
+def test_failed_task_table_groups_each_tasks_attempts(page: str) -> None:
+    table = re.search(r'<table class="data compact failed">(.*?)</table>', page, re.S).group(1)
+    bodies = re.findall(r"<tbody>(.*?)</tbody>", table, re.S)
+    assert bodies and "No task has an attempt" not in table
+    for body in bodies:
+        rows = re.findall(r"<tr>", body)
+        assert re.search(r'<th scope="rowgroup" rowspan="(\d+)">', body).group(1) == str(len(rows))
+    assert '<span class="pill st-missing">missing</span>' in table or '<span class="pill st-' in table
+
+
+def test_failed_task_table_without_failed_tasks_and_with_run_text() -> None:
+    assert "No task has an attempt that did not pass." in reports.failed_task_html_rows([])
+    task = reports.FailedTask(
+        task_id="<b>x</b>", category='c"1', passed=0, n=1, eligible_failed=1,
+        records=[{"task_id": "<b>x</b>", "attempt": 2, "line": 4, "status": "failed", "failure_class": "<i>",
+                  "agent_eligible": True, "evidence": {"dir": "tasks/<x>"}}],
+        k=2, unsafe_lines=set(), evidence_base="../run",
+    )
+    rows = str(reports.failed_task_html_rows([task]))
+    assert "<b>" not in rows and "&lt;b&gt;x&lt;/b&gt;" in rows and "c&#34;1" in rows and "&lt;i&gt;" in rows
+    assert rows.count("<tr>") == 2 and 'rowspan="2"' in rows  # attempt 1 is a missing placeholder
+    assert '<span class="pill st-missing">missing</span>' in rows
+    assert '<a href="../run/tasks/%3Cx%3E/"><code>tasks/&lt;x&gt;</code></a>' in rows
+
+
+@pytest.mark.parametrize("value", [None, True, 0, -3, 7, 1234567, 2.5, -0.004, 1e308, -1e308, 10**300,
+                                   float("nan"), float("inf"), "x<y", [1]])
+def test_number_formatters_never_emit_markup_characters(value) -> None:
+    """task_table_rows writes these formatters' output unescaped."""
+    for fmt in (reports.fmt_int, reports.fmt_pct, reports.fmt_quality, reports.fmt_ms, reports.fmt_round):
+        assert not set(fmt(value)) & set("<>&\"'"), (fmt.__name__, value)
