@@ -283,6 +283,8 @@ def _usage_sum(usages: list[dict], key: str, fallback: str | None) -> int | floa
     try:
         for usage in usages:
             value = usage.get(key)
+            if value is None and fallback is not None:
+                value = usage.get(fallback)
             if type(value) is not int or not -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT:
                 value = _usage_count(usage, key, fallback)  # not a plain integer: the careful path
                 if value is None:
@@ -305,6 +307,10 @@ def _total_tokens_sum(usages: list[dict]) -> int | float | None:
                 continue
             if value is None:  # the common case of a missing total: two plain integers?
                 inp, out = usage.get("input_tokens"), usage.get("output_tokens")
+                if inp is None:
+                    inp = usage.get("prompt_tokens")
+                if out is None:
+                    out = usage.get("completion_tokens")
                 if (type(inp) is int and type(out) is int
                         and -FLOAT_MAX_INT <= inp <= FLOAT_MAX_INT and -FLOAT_MAX_INT <= out <= FLOAT_MAX_INT):
                     total += inp + out
@@ -338,12 +344,74 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
     output_tokens -> completion_tokens, cached_input_tokens -> cached_tokens); a field that
     some call lacks is unavailable (None) for the whole attempt.
     """
+    plain = _plain_token_sums(usages)
+    if plain is not None:
+        return plain
     return {
         "input_tokens": _usage_sum(usages, "input_tokens", "prompt_tokens"),
         "output_tokens": _usage_sum(usages, "output_tokens", "completion_tokens"),
         "total_tokens": _total_tokens_sum(usages),
         "cached_input_tokens": _usage_sum(usages, "cached_input_tokens", "cached_tokens"),
         "reasoning_tokens": _usage_sum(usages, "reasoning_tokens", None),
+    }
+
+
+def _plain_token_sums(usages: list[dict]) -> dict[str, int | None] | None:
+    """token_sums in one pass over the calls for the common case, else None.
+
+    The common case: every call's input and output (each after its fallback key) and any
+    total, cached or reasoning count it records are plain integers in the float range.
+    Integer sums are exact, so this equals the field-by-field rule; anything else (a
+    float, a string, a Boolean, a missing input or output) returns None and takes it.
+    One pass touches each call's mapping once instead of five times.
+    """
+    limit = FLOAT_MAX_INT
+    inp = out = total = 0
+    cached: int | None = 0
+    reasoning: int | None = 0
+    for usage in usages:
+        get = usage.get
+        i = get("input_tokens")
+        if i is None:
+            i = get("prompt_tokens")
+        o = get("output_tokens")
+        if o is None:
+            o = get("completion_tokens")
+        if type(i) is not int or type(o) is not int or not -limit <= i <= limit or not -limit <= o <= limit:
+            return None
+        inp += i
+        out += o
+        t = get("total_tokens")
+        if t is None:
+            total += i + o  # a call without a total counts its input + output (R9)
+        elif type(t) is int and -limit <= t <= limit:
+            total += t
+        else:
+            return None
+        if cached is not None:  # unavailable for good once a call has neither key
+            c = get("cached_input_tokens")
+            if c is None:
+                c = get("cached_tokens")
+            if c is None:
+                cached = None
+            elif type(c) is int and -limit <= c <= limit:
+                cached += c
+            else:
+                return None
+        if reasoning is not None:
+            r = get("reasoning_tokens")
+            if r is None:
+                reasoning = None
+            elif type(r) is int and -limit <= r <= limit:
+                reasoning += r
+            else:
+                return None
+    return {
+        "input_tokens": number_or_none(inp),  # a sum beyond the float range is unavailable (R42)
+        "output_tokens": number_or_none(out),
+        "total_tokens": number_or_none(total),
+        "cached_input_tokens": number_or_none(cached),
+        "reasoning_tokens": number_or_none(reasoning),
     }
 
 

@@ -1514,6 +1514,20 @@ def test_token_sums_equal_the_reference_rule_call_by_call(usages):
             isinstance(got[f], float) and math.isnan(got[f]) and math.isnan(expected[f])), (f, got, expected)
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["input_tokens", "prompt_tokens", "output_tokens", "completion_tokens",
+                                                 "total_tokens", "cached_input_tokens", "cached_tokens",
+                                                 "reasoning_tokens"]),
+                                st.integers(-10**3, 10**6) | st.none() | st.integers(10**308, 10**309)
+                                | st.sampled_from([1.5, True, "7"]), max_size=8),
+                min_size=1, max_size=6))
+def test_token_sums_of_mostly_plain_integers_equal_the_reference_rule(usages):
+    """The one-pass path for plain integers, and its hand-over to the careful path."""
+    from bench_pipeline.attempt_metrics import token_sums
+
+    assert token_sums(usages) == _token_sums_by_the_letter(usages)
+
+
 @settings(max_examples=300, deadline=None)
 @given(name=st.sampled_from(ALLOWLIST + ["screenshot", "search", ""]) | JSON_VALUES,
        raw_input=JSON_VALUES | st.sampled_from(['{"list": true}', '{"action": "Query"}', '{"action": "send"}', "{oops"]))
