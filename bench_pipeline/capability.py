@@ -156,10 +156,21 @@ def observations(attempts: list[dict]) -> dict:
 def distributions(attempts: list[dict], fields: tuple[str, ...]) -> dict:
     """Numeric values of eligible rows per field; setup_ms from every row (3.8)."""
     eligible = [a for a in attempts if a["agent_eligible"]]
-    result = {}
-    for f in fields:
-        result[f] = distribution(numbers(map(itemgetter(f), attempts if f == "setup_ms" else eligible)))
-    return result
+    columns = dict(zip((f for f in fields if f != "setup_ms"), _columns(eligible, [f for f in fields if f != "setup_ms"])))
+    if "setup_ms" in fields:
+        columns["setup_ms"] = list(map(itemgetter("setup_ms"), attempts))
+    return {f: distribution(numbers(columns[f])) for f in fields}
+
+
+def _columns(rows: list[dict], fields: list[str]) -> list:
+    """The values of each field over the rows, one column per field. A row's fields are
+    read together, in one pass over the rows (on a large run, going over every row once
+    per field costs more than the reading itself)."""
+    if len(fields) == 1:
+        return [list(map(itemgetter(fields[0]), rows))]
+    if not rows:
+        return [[] for _ in fields]
+    return list(zip(*map(itemgetter(*fields), rows)))
 
 
 def cost_to_first_success(tasks: list[dict]) -> dict:
@@ -190,15 +201,51 @@ def run_metrics(
     missing_attempts: int | None,
 ) -> dict:
     """Every aggregate section of metrics.json except identity and data_quality."""
+    return combine_sections(
+        task_sections(attempts, tasks, metrics_k=metrics_k, planned_attempts=planned_attempts,
+                      missing_attempts=missing_attempts),
+        attempt_sections(attempts),
+    )
+
+
+def attempt_sections(attempts: list[dict]) -> dict:
+    """The sections computed from attempt rows alone (no task grouping): failures,
+    diagnostics, category, observations, efficiency and reliability."""
     return {
-        "capability": capability(attempts, tasks),
-        "coverage": coverage(attempts, tasks, metrics_k, planned_attempts, missing_attempts),
         "failures": failures(attempts),
         "diagnostics": diagnostics(attempts),
         "category": categories(attempts),
         "observations": observations(attempts),
         "efficiency": distributions(attempts, EFFICIENCY_FIELDS),
         "reliability": distributions(attempts, RELIABILITY_FIELDS),
+    }
+
+
+def task_sections(
+    attempts: list[dict],
+    tasks: list[dict],
+    *,
+    metrics_k: int | None,
+    planned_attempts: int | None,
+    missing_attempts: int | None,
+) -> dict:
+    """The sections that need the task groups: capability, coverage,
+    cost_to_first_success and aggregate."""
+    return {
+        "capability": capability(attempts, tasks),
+        "coverage": coverage(attempts, tasks, metrics_k, planned_attempts, missing_attempts),
         "cost_to_first_success": cost_to_first_success(tasks),
         "aggregate": {"tasks": len(attempts), "per_task": per_task(tasks)},
     }
+
+
+#: The order of the aggregate sections in metrics.json (outputs.md).
+SECTION_ORDER = ("capability", "coverage", "failures", "diagnostics", "category", "observations",
+                 "efficiency", "reliability", "cost_to_first_success", "aggregate")
+
+
+def combine_sections(task_part: dict, attempt_part: dict) -> dict:
+    """task_sections and attempt_sections as run_metrics returns them, in SECTION_ORDER
+    (the two halves can be computed apart, for instance in two processes)."""
+    both = {**task_part, **attempt_part}
+    return {name: both[name] for name in SECTION_ORDER}

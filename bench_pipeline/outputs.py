@@ -4,7 +4,8 @@ Two ways in. ``write_run_outputs`` writes the files of a run already processed (
 assets do the same stage by stage). ``process_and_write`` is what `bench-pipeline process`
 runs: the per-attempt share of the files (attempts.jsonl lines, report.html rows) is made
 right where each chunk of attempts is derived, so on a large run it is spread over the
-worker processes with the derivation, and only the small, run-level rest is left for the end.
+worker processes with the derivation; the run-level rest is split in two halves (what needs
+the task groups, what needs the attempt rows alone) computed side by side.
 """
 
 from __future__ import annotations
@@ -15,25 +16,32 @@ from pathlib import Path
 
 from .bulk import fork_map, gc_paused
 from . import process
+from .capability import attempt_sections, combine_sections, task_sections
 from .process import (
-    BackgroundWrite,
     ProcessedRun,
-    assemble,
     attempt_record,
+    data_quality,
     derive_chunks,
     encode_records,
+    metric_scope,
+    metrics_document,
+    write_atomic,
     write_metrics_files,
 )
 from .reports import (
     AttemptRows,
+    attempt_facts,
     duplicate_lines,
     join_attempt_rows,
     render_attempt_rows,
     report_view,
+    task_facts,
+    view_k,
     write_report_html,
     write_summary_md,
 )
-from .run_reader import read_run
+from .run_reader import RawRun, read_run
+from .task_groups import group_tasks
 
 OUTPUT_FILES = ("metrics.json", "attempts.jsonl", "summary.md", "report.html")
 
@@ -56,22 +64,23 @@ class Rendered:
 @gc_paused()
 def write_run_outputs(
     out_dir: Path, processed: ProcessedRun, workers: int = 1,
-    rows: AttemptRows | None = None, attempts_file: BackgroundWrite | None = None,
+    rows: AttemptRows | None = None, attempts_written: Path | None = None,
+    facts: dict | None = None, per_task_facts: dict | None = None,
 ) -> dict[str, Path]:
     """Every per-run output file into ``out_dir``; returns {file name: path}.
 
     With ``workers`` > 1 and a run that is not small, report.html (the largest) is written
-    by this process while a forked child writes metrics.json and summary.md. ``rows``:
-    report.html's attempt rows, already rendered; ``attempts_file``: attempts.jsonl, being
-    written (both from ``process_and_write``).
+    by this process while a forked child writes metrics.json and summary.md. From
+    ``process_and_write``: ``rows``, report.html's attempt rows already rendered;
+    ``attempts_written``, attempts.jsonl already written; ``facts`` and ``per_task_facts``,
+    the reports' counts already made (reports.attempt_facts, reports.task_facts).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics, raw = processed.metrics, processed.raw
     records = processed.attempts  # attempt rows carry every attempts.jsonl field (and "observations")
-    view = report_view(out_dir, metrics, records, raw.manifest, raw.run_id, run_dir=raw.run_dir)
-    # attempts.jsonl, when a thread writes it, is finished before any fork (a child gets no threads).
-    attempts_written = attempts_file.wait() if attempts_file is not None else None
+    view = report_view(out_dir, metrics, records, raw.manifest, raw.run_id, run_dir=raw.run_dir,
+                       facts=facts, per_task_facts=per_task_facts)
 
     def report_html() -> dict[str, Path]:
         return write_report_html(out_dir, view, metrics, records, workers, rows=rows)
@@ -117,10 +126,41 @@ def process_and_write(
 
     chunks = derive_chunks(raw, render, progress, workers)
     # raw.rows are in file order, so the chunks' rows are in line order: the file's and the
-    # report's order. attempts.jsonl is written while the run-level rest is computed.
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    attempts_file = BackgroundWrite(Path(out_dir) / "attempts.jsonl", [r.attempt_lines for _, r in chunks])
-    processed = assemble(raw, [a for attempts, _ in chunks for a in attempts])
+    # report's order.
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    attempts = [a for attempts, _ in chunks for a in attempts]
+    attempts_path = out_dir / "attempts.jsonl"
+    processed, facts, per_task_facts = _run_level(raw, attempts, workers, attempts_path,
+                                                  [r.attempt_lines for _, r in chunks])
     rows = join_attempt_rows([r.rows for _, r in chunks])
-    return processed, write_run_outputs(out_dir, processed, workers, rows, attempts_file)
+    return processed, write_run_outputs(out_dir, processed, workers, rows, attempts_path, facts, per_task_facts)
+
+
+def _run_level(raw: RawRun, attempts: list[dict], workers: int, attempts_path: Path,
+               attempt_lines: list[bytes]) -> tuple[ProcessedRun, dict, dict]:
+    """Stages 3 and 4 with the reports' counts, in two halves (two processes on a large run).
+
+    This process writes attempts.jsonl (``attempt_lines``), groups the tasks and computes
+    what needs them: the metrics' task sections, data_quality and the reports' per-task
+    facts (which refer to the attempt rows, so they are made where the rows live). The other
+    half needs the attempt rows alone: the metrics' attempt sections and the reports'
+    attempt facts, small results that a forked child sends back. The result equals
+    ``assemble`` + ``build_view``'s own counting (tested).
+    """
+    def task_half() -> tuple:
+        write_atomic(attempts_path, attempt_lines)
+        tasks = group_tasks(attempts, raw.metrics_k)
+        task_part = task_sections(attempts, tasks, **metric_scope(raw))
+        k = view_k({"coverage": task_part["coverage"]}, raw.manifest)
+        return tasks, task_part, data_quality(raw, attempts), task_facts(attempts, task_part["aggregate"]["per_task"], k)
+
+    def attempt_half() -> tuple:
+        return attempt_sections(attempts), attempt_facts(attempts)
+
+    parallel = workers > 1 and len(attempts) >= process.PARALLEL_MIN_ROWS
+    (tasks, task_part, quality, per_task_facts), (attempt_part, facts) = fork_map(
+        lambda _start, jobs: jobs[0](), [task_half, attempt_half], workers=2 if parallel else 1, chunk_size=1)
+    metrics = metrics_document(raw, combine_sections(task_part, attempt_part), quality)
+    return ProcessedRun(raw, attempts, tasks, metrics), facts, per_task_facts
 

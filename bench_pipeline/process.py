@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
@@ -130,13 +129,20 @@ def data_quality_findings(metrics: dict) -> int:
 
 def build_metrics(raw: RawRun, attempts: list[dict], tasks: list[dict], quality: dict, generated_at: str | None = None) -> dict:
     """Stage 4: the metrics.json document (outputs.md)."""
-    body = run_metrics(
-        attempts,
-        tasks,
-        metrics_k=raw.metrics_k,
-        planned_attempts=raw.planned.size if raw.planned is not None else None,
-        missing_attempts=raw.missing_count,
-    )
+    return metrics_document(raw, run_metrics(attempts, tasks, **metric_scope(raw)), quality, generated_at)
+
+
+def metric_scope(raw: RawRun) -> dict:
+    """The run facts the aggregates need besides the rows: k and the planned/missing counts."""
+    return {
+        "metrics_k": raw.metrics_k,
+        "planned_attempts": raw.planned.size if raw.planned is not None else None,
+        "missing_attempts": raw.missing_count,
+    }
+
+
+def metrics_document(raw: RawRun, body: dict, quality: dict, generated_at: str | None = None) -> dict:
+    """metrics.json from the aggregate sections (capability.run_metrics) and data_quality."""
     return {
         "schema_version": SCHEMA_VERSION,
         "formula_version": FORMULA_VERSION,
@@ -225,29 +231,3 @@ def write_metrics_files(out_dir: Path, metrics: dict, attempts: list[dict],
     if attempts_written is None:
         write_atomic(attempts_path, encode_attempt_lines(attempts))
     return {"metrics.json": metrics_path, "attempts.jsonl": attempts_path}
-
-
-class BackgroundWrite:
-    """A file written atomically by a thread while this process goes on computing.
-
-    The write system calls release the interpreter lock, so the kernel copies a large file
-    (attempts.jsonl of a large run: tens of MB) on another core meanwhile. ``wait()``
-    returns the path, or raises what the write raised.
-    """
-
-    def __init__(self, path: Path, pieces: list[bytes]) -> None:
-        self.path, self.error = path, None
-        self.thread = threading.Thread(target=self._write, args=(pieces,), name=f"write {path.name}")
-        self.thread.start()
-
-    def _write(self, pieces: list[bytes]) -> None:
-        try:
-            write_atomic(self.path, pieces)
-        except BaseException as exc:  # noqa: BLE001 - raised again by wait()
-            self.error = exc
-
-    def wait(self) -> Path:
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        return self.path

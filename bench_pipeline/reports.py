@@ -772,16 +772,9 @@ OUTCOME_WORDS = (
 )
 
 
-def _exclusions(attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Counts by status x failure class x eligibility over every attempt row."""
-    groups: dict[tuple[Any, Any, Any], Counter] = {}
-    for rec in attempts:
-        key = (rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible"))
-        outcome = rec.get("success")
-        label = "true" if outcome is True else "false" if outcome is False else "unknown"
-        if outcome is not None and rec.get("success_raw") is None:
-            label += "_from_status"  # the legacy derivation filled a missing raw success
-        groups.setdefault(key, Counter())[label] += 1
+def _exclusion_rows(groups: Mapping[tuple[Any, Any, Any], Counter]) -> list[dict[str, Any]]:
+    """The exclusion table: {(status, failure class, eligibility): outcome label counts}
+    as rows, eligible first."""
     rows = []
     for (status, cls, eligible), counts in groups.items():
         outcome = ", ".join(f"{counts[o]:,} {word}" for o, word in OUTCOME_WORDS if counts[o])
@@ -998,8 +991,8 @@ def _distribution_rows(block: Any, fields: Sequence[tuple[str, str]], stats: Seq
     return rows
 
 
-def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Data-quality findings (from metrics) plus evidence availability counts (from attempts)."""
+def _data_quality(metrics: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
+    """Data-quality findings (from metrics) plus evidence availability counts (attempt_facts)."""
     dq = metrics.get("data_quality") if isinstance(metrics.get("data_quality"), dict) else {}
 
     def listed(key: str) -> list[Mapping[str, Any]]:
@@ -1010,12 +1003,6 @@ def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, An
     dups = listed("duplicate_rows")
     missing = listed("missing_attempts")
     unsafe = listed("unsafe_artifact_dirs")
-    trace_status = Counter(str(dig(r, "evidence", "trace_artifact", "status") or "n/a") for r in attempts)
-    recorded_lists = [[f for f, v in prov.items() if v == "recorded"]
-                      for rec in attempts
-                      if isinstance(prov := rec.get("provenance"), dict) and "recorded" in prov.values()]
-    recorded = sum(1 for fields in recorded_lists if fields)
-    recorded_fields = Counter(f for fields in recorded_lists for f in fields)
     # The list names at most the first 100,000 missing attempts; coverage counts them all.
     counted = dig(metrics, "coverage", "missing_attempts")
     missing_count = counted if type(counted) is int and counted >= len(missing) else len(missing)
@@ -1028,11 +1015,67 @@ def _data_quality(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, An
         "unsafe_artifact_dirs": unsafe,
         "findings": findings,
         "present": bool(dq),
-        "trace_status": sorted(trace_status.items(), key=lambda kv: (-kv[1], kv[0])),
-        "recorded_attempts": recorded,
-        "recorded_fields": recorded_fields.most_common(6),
+        "trace_status": facts["trace_status"],
+        "recorded_attempts": facts["recorded_attempts"],
+        "recorded_fields": facts["recorded_fields"],
         "cap": LIST_CAP,
     }
+
+
+def attempt_facts(attempts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """What the reports count over the attempt rows alone, needing neither the metrics nor
+    the task groups: statuses, eligibility, the exclusion table (status x failure class x
+    eligibility, with outcomes), evidence availability. One pass over the rows."""
+    n = ineligible = eligible_unknown = recorded_attempts = 0
+    status_counts: Counter = Counter()
+    trace_status: Counter = Counter()
+    recorded_fields: Counter = Counter()
+    groups: dict[tuple[Any, Any, Any], Counter] = {}
+    for rec in attempts:
+        if not isinstance(rec, dict):
+            continue
+        n += 1
+        status, eligible, outcome = rec.get("status"), rec.get("agent_eligible"), rec.get("success")
+        if eligible is not True:
+            ineligible += 1
+        elif outcome is None:
+            eligible_unknown += 1
+        status_counts[str(status)] += 1
+        label = "true" if outcome is True else "false" if outcome is False else "unknown"
+        if outcome is not None and rec.get("success_raw") is None:
+            label += "_from_status"  # the legacy derivation filled a missing raw success
+        groups.setdefault((status, rec.get("failure_class"), eligible), Counter())[label] += 1
+        trace_status[str(dig(rec, "evidence", "trace_artifact", "status") or "n/a")] += 1
+        prov = rec.get("provenance")
+        if isinstance(prov, dict) and "recorded" in prov.values():
+            recorded_attempts += 1
+            recorded_fields.update(f for f, v in prov.items() if v == "recorded")
+    return {
+        "n_attempts": n,
+        "ineligible": ineligible,
+        "eligible_unknown": eligible_unknown,
+        "status_counts": status_counts,
+        "exclusions": _exclusion_rows(groups),
+        "trace_status": sorted(trace_status.items(), key=lambda kv: (-kv[1], kv[0])),
+        "recorded_attempts": recorded_attempts,
+        "recorded_fields": recorded_fields.most_common(6),
+    }
+
+
+def task_facts(attempts: Sequence[Mapping[str, Any]], per_task: Any, k: Any) -> dict[str, Any]:
+    """The reports' per-task part: attempts grouped by task (later line wins), the task
+    table rows joined with aggregate.per_task, and the tasks outside each denominator."""
+    tasks = dedupe_attempts(a for a in attempts if isinstance(a, dict))
+    per_task = per_task if isinstance(per_task, dict) else {}
+    return {"tasks": tasks, "task_rows": _task_rows(tasks, per_task, k), "task_exclusions": _task_exclusions(tasks, k)}
+
+
+def view_k(metrics: Mapping[str, Any], manifest: Mapping[str, Any]) -> Any:
+    """The k the reports use: coverage.metrics_k, else the manifest's."""
+    metrics = metrics if isinstance(metrics, dict) else {}
+    manifest = manifest if isinstance(manifest, dict) else {}
+    coverage = metrics.get("coverage") if isinstance(metrics.get("coverage"), dict) else {}
+    return coverage.get("metrics_k", manifest.get("metrics_k"))
 
 
 @dataclass
@@ -1082,19 +1125,25 @@ class FailedTask:
 
 
 def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any],
-               run_id: str, evidence_base: str | None = None) -> dict[str, Any]:
-    """Everything both reports show, pre-formatted (strings from the run left raw for escaping)."""
+               run_id: str, evidence_base: str | None = None, facts: Mapping[str, Any] | None = None,
+               per_task_facts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Everything both reports show, pre-formatted (strings from the run left raw for escaping).
+
+    ``facts`` (attempt_facts) and ``per_task_facts`` (task_facts), when given, were computed
+    already (for instance in parallel with the metrics); else they are computed here.
+    """
     metrics = metrics if isinstance(metrics, dict) else {}
     manifest = manifest if isinstance(manifest, dict) else {}
-    attempts = [a for a in attempts if isinstance(a, dict)]
     coverage = metrics.get("coverage") if isinstance(metrics.get("coverage"), dict) else {}
-    k = coverage.get("metrics_k", manifest.get("metrics_k"))
+    k = view_k(metrics, manifest)
     judge_disabled = dig(manifest, "judge", "enabled") is False
+    if facts is None:
+        facts = attempt_facts(attempts)
+    if per_task_facts is None:
+        per_task_facts = task_facts(attempts, dig(metrics, "aggregate", "per_task"), k)
 
-    tasks = dedupe_attempts(attempts)
-    per_task = dig(metrics, "aggregate", "per_task") or {}
-    task_rows = _task_rows(tasks, per_task, k)
-    dq = _data_quality(metrics, attempts)
+    tasks, task_rows = per_task_facts["tasks"], per_task_facts["task_rows"]
+    dq = _data_quality(metrics, facts)
     unsafe_lines = {u.get("line") for u in dq["unsafe_artifact_dirs"] if isinstance(u.get("line"), int)}
 
     cap = metrics.get("capability") if isinstance(metrics.get("capability"), dict) else {}
@@ -1102,9 +1151,7 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
     first = cap.get("first_success_attempt") if isinstance(cap.get("first_success_attempt"), dict) else {}
 
     # exclusions
-    ineligible = sum(1 for a in attempts if a.get("agent_eligible") is not True)
-    eligible_unknown = sum(1 for a in attempts if a.get("agent_eligible") is True and a.get("success") is None)
-    task_excl = _task_exclusions(tasks, k)
+    ineligible, n_attempts = facts["ineligible"], facts["n_attempts"]
 
     # failures
     class_counts = dig(metrics, "failures", "class") or {}
@@ -1115,7 +1162,7 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
     stage_counts_ok = isinstance(stage_counts, dict) and bool(stage_counts)
 
     # status mix
-    status_counts = Counter(str(a.get("status")) for a in attempts)
+    status_counts = facts["status_counts"]
     status_items = [(s, status_counts.get(s, 0)) for s in STATUS_ORDER] + [
         (s, c) for s, c in sorted(status_counts.items()) if s not in STATUS_ORDER]
 
@@ -1184,12 +1231,12 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
             ("Legacy aggregate.tasks (attempt rows)", fmt_int(dig(metrics, "aggregate", "tasks"))),
         ],
         "status_items": status_items,
-        "n_attempts": len(attempts),
+        "n_attempts": n_attempts,
         "ineligible": ineligible,
-        "ineligible_pct": fmt_pct(ineligible / len(attempts)) if attempts else NA,
-        "eligible_unknown": eligible_unknown,
-        "exclusions": _exclusions(attempts),
-        "task_exclusions": task_excl,
+        "ineligible_pct": fmt_pct(ineligible / n_attempts) if n_attempts else NA,
+        "eligible_unknown": facts["eligible_unknown"],
+        "exclusions": facts["exclusions"],
+        "task_exclusions": per_task_facts["task_exclusions"],
         "class_items": class_items,
         "stage_items": stage_items,
         "class_counts_ok": class_counts_ok,
@@ -1692,13 +1739,15 @@ def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[di
 
 
 def report_view(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
-                run_dir: Path | None = None) -> dict[str, Any]:
-    """The view both reports render; with ``run_dir``, evidence links are relative to out_dir."""
+                run_dir: Path | None = None, facts: Mapping[str, Any] | None = None,
+                per_task_facts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The view both reports render; with ``run_dir``, evidence links are relative to out_dir.
+    ``facts`` and ``per_task_facts`` as for build_view."""
     base = None
     if run_dir is not None:
         base = Path(os.path.relpath(Path(run_dir).resolve(), Path(out_dir).resolve())).as_posix()
         base = "" if base == "." else base
-    return build_view(metrics, attempts, manifest, run_id, base)
+    return build_view(metrics, attempts, manifest, run_id, base, facts, per_task_facts)
 
 
 def write_summary_md(out_dir: Path, view: Mapping[str, Any]) -> dict[str, Path]:

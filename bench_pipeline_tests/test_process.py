@@ -186,6 +186,7 @@ def test_process_and_write_equals_process_run_then_write(fifty_runs, tmp_path, m
     monkeypatch.setattr("bench_pipeline.process._CHUNK_ROWS", 5)
     # One generated_at for both paths, so that every byte can be compared.
     monkeypatch.setattr("bench_pipeline.process.build_metrics.__defaults__", ("2026-11-30T00:00:00Z",))
+    monkeypatch.setattr("bench_pipeline.process.metrics_document.__defaults__", ("2026-11-30T00:00:00Z",))
     for run in fifty_runs[:6]:
         expected = write_run_outputs(tmp_path / "staged" / run.name, process_run(run))
         processed, written = process_and_write(run, tmp_path / "command" / run.name, workers=workers)
@@ -195,7 +196,10 @@ def test_process_and_write_equals_process_run_then_write(fifty_runs, tmp_path, m
         assert len(processed.attempts) == len(processed.raw.rows)
         assert not any(k in a["evidence"] for a in processed.attempts for k in BULKY_EVIDENCE)
         kept, _ = process_and_write(run, tmp_path / "kept" / run.name, workers=workers, keep_evidence=True)
-        assert kept.attempts == process_run(run).attempts
+        staged = process_run(run)
+        assert kept.attempts == staged.attempts
+        assert kept.tasks == processed.tasks == staged.tasks
+        assert kept.metrics == processed.metrics == staged.metrics
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -323,17 +327,6 @@ def test_a_large_k_with_few_attempts_is_listed_compactly(tmp_path):
     assert page.count("attempt 999 missing") == 0 and written["report.html"].stat().st_size < 2_000_000
 
 
-def test_background_write_writes_the_pieces_atomically_and_reports_failure(tmp_path):
-    from bench_pipeline.process import BackgroundWrite
-
-    target = tmp_path / "attempts.jsonl"
-    assert BackgroundWrite(target, [b'{"a":1}\n', b'{"a":2}\n']).wait() == target
-    assert target.read_bytes() == b'{"a":1}\n{"a":2}\n'
-    assert [p.name for p in tmp_path.iterdir()] == ["attempts.jsonl"]  # no temporary file left
-    with pytest.raises(FileNotFoundError):
-        BackgroundWrite(tmp_path / "no-such-folder" / "attempts.jsonl", [b"x"]).wait()
-
-
 def test_data_quality_findings_counts_every_missing_planned_attempt():
     """The missing-attempts list names at most MISSING_LIST_CAP pairs; the count of
     findings (CLI line, catalog, Dagster metadata) uses coverage's exact number."""
@@ -348,3 +341,16 @@ def test_data_quality_findings_counts_every_missing_planned_attempt():
     metrics["coverage"]["missing_attempts"] = None  # no plan: nothing is missing
     metrics["data_quality"]["missing_attempts"] = []
     assert data_quality_findings(metrics) == 4
+
+
+def test_write_atomic_writes_pieces_and_leaves_no_temporary_file(tmp_path):
+    from bench_pipeline.process import write_atomic
+
+    target = tmp_path / "attempts.jsonl"
+    write_atomic(target, [b'{"a":1}\n', b'{"a":2}\n'])
+    assert target.read_bytes() == b'{"a":1}\n{"a":2}\n'
+    write_atomic(target, b"replaced\n")
+    assert target.read_bytes() == b"replaced\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["attempts.jsonl"]
+    with pytest.raises(FileNotFoundError):
+        write_atomic(tmp_path / "no-such-folder" / "attempts.jsonl", [b"x"])
