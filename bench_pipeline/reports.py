@@ -294,7 +294,7 @@ def md_code(value: Any, table: bool = True) -> str:
     """Run text as a markdown code span (inert: no HTML, links or emphasis); null -> n/a."""
     if value is None:
         return NA
-    text = " ".join(str(value).split()) if str(value).strip() else "(empty)"
+    text = " ".join(str(value).split()) or "(empty)"  # whitespace collapsed; only whitespace -> (empty)
     if table:
         text = text.replace("|", "\\|")
     longest = 0
