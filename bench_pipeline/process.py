@@ -221,8 +221,8 @@ def write_metrics_files(out_dir: Path, metrics: dict, attempts: list[dict],
                         attempts_written: Path | None = None) -> dict[str, Path]:
     """metrics.json and attempts.jsonl into ``out_dir`` (created when needed).
 
-    ``attempts_written``, when given, is attempts.jsonl already written (``BackgroundWrite``
-    of the lines encoded where the attempts were derived).
+    ``attempts_written``, when given, is attempts.jsonl already written (by
+    ``outputs.process_and_write``, from the lines encoded where the attempts were derived).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics_path = out_dir / "metrics.json"
