@@ -32,6 +32,7 @@ from .reports import (
     AttemptRows,
     attempt_facts,
     duplicate_lines,
+    histograms,
     join_attempt_rows,
     render_attempt_rows,
     report_view,
@@ -65,7 +66,7 @@ class Rendered:
 def write_run_outputs(
     out_dir: Path, processed: ProcessedRun, workers: int = 1,
     rows: AttemptRows | None = None, attempts_written: Path | None = None,
-    facts: dict | None = None, per_task_facts: dict | None = None,
+    facts: dict | None = None, per_task_facts: dict | None = None, charts: list[dict] | None = None,
 ) -> dict[str, Path]:
     """Every per-run output file into ``out_dir``; returns {file name: path}.
 
@@ -73,7 +74,8 @@ def write_run_outputs(
     by this process while a forked child writes metrics.json and summary.md. From
     ``process_and_write``: ``rows``, report.html's attempt rows already rendered;
     ``attempts_written``, attempts.jsonl already written; ``facts`` and ``per_task_facts``,
-    the reports' counts already made (reports.attempt_facts, reports.task_facts).
+    the reports' counts already made (reports.attempt_facts, reports.task_facts);
+    ``charts``, report.html's histograms already made.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -83,7 +85,7 @@ def write_run_outputs(
                        facts=facts, per_task_facts=per_task_facts)
 
     def report_html() -> dict[str, Path]:
-        return write_report_html(out_dir, view, metrics, records, workers, rows=rows)
+        return write_report_html(out_dir, view, metrics, records, workers, rows=rows, charts=charts)
 
     def the_rest() -> dict[str, Path]:
         return {**write_metrics_files(out_dir, metrics, processed.attempts, attempts_written),
@@ -131,22 +133,23 @@ def process_and_write(
     out_dir.mkdir(parents=True, exist_ok=True)
     attempts = [a for attempts, _ in chunks for a in attempts]
     attempts_path = out_dir / "attempts.jsonl"
-    processed, facts, per_task_facts = _run_level(raw, attempts, workers, attempts_path,
-                                                  [r.attempt_lines for _, r in chunks])
+    processed, facts, per_task_facts, charts = _run_level(raw, attempts, workers, attempts_path,
+                                                         [r.attempt_lines for _, r in chunks])
     rows = join_attempt_rows([r.rows for _, r in chunks])
-    return processed, write_run_outputs(out_dir, processed, workers, rows, attempts_path, facts, per_task_facts)
+    return processed, write_run_outputs(out_dir, processed, workers, rows, attempts_path, facts, per_task_facts,
+                                        charts)
 
 
 def _run_level(raw: RawRun, attempts: list[dict], workers: int, attempts_path: Path,
-               attempt_lines: list[bytes]) -> tuple[ProcessedRun, dict, dict]:
+               attempt_lines: list[bytes]) -> tuple[ProcessedRun, dict, dict, list[dict]]:
     """Stages 3 and 4 with the reports' counts, in two halves (two processes on a large run).
 
     This process writes attempts.jsonl (``attempt_lines``), groups the tasks and computes
     what needs them: the metrics' task sections, data_quality and the reports' per-task
     facts (which refer to the attempt rows, so they are made where the rows live). The other
-    half needs the attempt rows alone: the metrics' attempt sections and the reports'
-    attempt facts, small results that a forked child sends back. The result equals
-    ``assemble`` + ``build_view``'s own counting (tested).
+    half needs the attempt rows alone: the metrics' attempt sections, the reports' attempt
+    facts and report.html's histograms, small results that a forked child sends back. The
+    result equals ``assemble`` + ``build_view``'s own counting (tested).
     """
     def task_half() -> tuple:
         write_atomic(attempts_path, attempt_lines)
@@ -156,11 +159,12 @@ def _run_level(raw: RawRun, attempts: list[dict], workers: int, attempts_path: P
         return tasks, task_part, data_quality(raw, attempts), task_facts(attempts, task_part["aggregate"]["per_task"], k)
 
     def attempt_half() -> tuple:
-        return attempt_sections(attempts), attempt_facts(attempts)
+        part = attempt_sections(attempts)
+        return part, attempt_facts(attempts), histograms({"efficiency": part["efficiency"]}, attempts)
 
     parallel = workers > 1 and len(attempts) >= process.PARALLEL_MIN_ROWS
-    (tasks, task_part, quality, per_task_facts), (attempt_part, facts) = fork_map(
+    (tasks, task_part, quality, per_task_facts), (attempt_part, facts, charts) = fork_map(
         lambda _start, jobs: jobs[0](), [task_half, attempt_half], workers=2 if parallel else 1, chunk_size=1)
     metrics = metrics_document(raw, combine_sections(task_part, attempt_part), quality)
-    return ProcessedRun(raw, attempts, tasks, metrics), facts, per_task_facts
+    return ProcessedRun(raw, attempts, tasks, metrics), facts, per_task_facts, charts
 

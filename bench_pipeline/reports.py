@@ -934,11 +934,19 @@ def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: M
         recs = [by_attempt[n] for n in sorted(by_attempt)]
         agg = per_task.get(task_id) if isinstance(per_task, dict) else None
         agg = agg if isinstance(agg, dict) else {}
-        walls = [v for r in recs if (v := num(r.get("task_wall_ms"))) is not None]
-        tokens = [v for r in recs if (v := num(r.get("total_tokens"))) is not None]
-        costs = [v for r in recs if (v := num(r.get("cost_usd"))) is not None]
-        category = next((r.get("category") for r in recs if r.get("category") is not None), None)
-        nonpass = [r for r in recs if r.get("status") != "passed"]
+        walls, tokens, costs = [], [], []
+        category, n_passed = None, 0
+        for r in recs:  # one pass over the task's attempts
+            if (v := num(r.get("task_wall_ms"))) is not None:
+                walls.append(v)
+            if (v := num(r.get("total_tokens"))) is not None:
+                tokens.append(v)
+            if (v := num(r.get("cost_usd"))) is not None:
+                costs.append(v)
+            if category is None:
+                category = r.get("category")
+            if r.get("status") == "passed":
+                n_passed += 1
         max_attempt = max(by_attempt) if by_attempt else 0
         span = max(max_attempt, k if isinstance(k, int) else 0)
         strip = []
@@ -970,8 +978,8 @@ def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: M
             "sum_tokens": sum(tokens) if tokens else None,
             "n_tokens": len(tokens),
             "sum_cost": sum(costs) if costs else None,
-            "has_nonpass": bool(nonpass),
-            "n_passed_status": len(recs) - len(nonpass),
+            "has_nonpass": n_passed < len(recs),
+            "n_passed_status": n_passed,
         })
     return rows
 
@@ -1480,8 +1488,9 @@ def _attempt_rows(attempts: Sequence[Mapping[str, Any]], view: Mapping[str, Any]
     return join_attempt_rows(parts)
 
 
-def _histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per-attempt distributions over eligible attempts with a value (the efficiency population)."""
+def histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """report.html's charts of per-attempt distributions over eligible attempts with a value
+    (the efficiency population); only ``metrics["efficiency"]`` is read (p50/p90 markers)."""
     eligible = [a for a in attempts if a.get("agent_eligible") is True]
     charts = []
     for field, title in HISTOGRAM_FIELDS:
@@ -1693,10 +1702,10 @@ def _report_html(view: Mapping[str, Any], metrics: dict, attempts: list[dict], w
 
 
 def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[dict], workers: int,
-                       rows: AttemptRows | None = None) -> list[bytes]:
+                       rows: AttemptRows | None = None, charts: list[dict[str, Any]] | None = None) -> list[bytes]:
     """report.html as consecutive UTF-8 pieces: the page is rendered around two markers that
     the attempt rows and their details (the bulk of a large page, already encoded) replace,
-    so they are never copied into one big string."""
+    so they are never copied into one big string. ``charts``: ``histograms``, when made already."""
     records = [a for a in attempts if isinstance(a, dict)]
     if rows is None:
         rows = _attempt_rows(records, view, workers)
@@ -1713,7 +1722,7 @@ def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[di
     rows_marker, details_marker = f"{marker}:rows\x00", f"{marker}:details\x00"
     page = _env(True).get_template("report.html.j2").render(
         v=view,
-        histograms=_histograms(metrics if isinstance(metrics, dict) else {}, records),
+        histograms=charts if charts is not None else histograms(metrics if isinstance(metrics, dict) else {}, records),
         class_svg=svg_hbar_chart(view["class_items"], css="bar cls"),
         stage_svg=svg_hbar_chart(view["stage_items"], css="bar stg", label_width=150),
         status_svg=svg_stacked_bar([(s, c, f"st-{s}" if s in STATUS_ORDER else "st-other")
@@ -1758,14 +1767,16 @@ def write_summary_md(out_dir: Path, view: Mapping[str, Any]) -> dict[str, Path]:
 
 
 def write_report_html(out_dir: Path, view: Mapping[str, Any], metrics: dict, attempts: list[dict],
-                      workers: int = 1, rows: AttemptRows | None = None) -> dict[str, Path]:
+                      workers: int = 1, rows: AttemptRows | None = None,
+                      charts: list[dict[str, Any]] | None = None) -> dict[str, Path]:
     """report.html from a report_view; returns {"report.html": path}.
 
     ``rows``: the attempt table already rendered (render_attempt_rows over every attempt
     in line order, for instance where the attempts were derived); else it is built here.
+    ``charts``: ``histograms(metrics, attempts)``, when made already.
     """
     path = Path(out_dir) / "report.html"
-    write_atomic(path, _report_html_parts(view, metrics, attempts, workers, rows))
+    write_atomic(path, _report_html_parts(view, metrics, attempts, workers, rows, charts))
     return {"report.html": path}
 
 
