@@ -1011,16 +1011,21 @@ def _data_quality(metrics: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[
     dups = listed("duplicate_rows")
     missing = listed("missing_attempts")
     unsafe = listed("unsafe_artifact_dirs")
+    invalid = listed("invalid_artifacts")
+    run_files = listed("run_files")
     # The list names at most the first 100,000 missing attempts; coverage counts them all.
     counted = dig(metrics, "coverage", "missing_attempts")
     missing_count = counted if type(counted) is int and counted >= len(missing) else len(missing)
-    findings = len(bad) + len(dups) + missing_count + len(unsafe)
+    # Every entry of every list, as the command's summary line counts them.
+    findings = len(bad) + len(dups) + missing_count + len(unsafe) + len(invalid) + len(run_files)
     return {
         "bad_rows": bad,
         "duplicate_rows": dups,
         "missing_attempts": missing,
         "missing_count": missing_count,
         "unsafe_artifact_dirs": unsafe,
+        "invalid_artifacts": invalid,
+        "run_files": run_files,
         "findings": findings,
         "present": bool(dq),
         "trace_status": facts["trace_status"],

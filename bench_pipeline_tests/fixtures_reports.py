@@ -509,6 +509,10 @@ def _main_metrics(attempts: list[dict[str, Any]]) -> dict[str, Any]:
             "missing_attempts": [{"task_id": "read_notification", "attempt": 3}],
             "unsafe_artifact_dirs": [{"line": 23, "task_id": "read_notification", "attempt": 2,
                                       "artifact_dir": "tasks/../../outside/read_notification"}],
+            "invalid_artifacts": [{"line": 10, "task_id": "create_event", "attempt": 1,
+                                   "file": "tasks/create_event/trace.json", "status": "invalid",
+                                   "reason": "not valid JSON (unexpected end of data: line 1 column 5 (char 4))"}],
+            "run_files": [{"file": "suite.json", "status": "invalid", "reason": "tasks is not a list <b>of</b> objects"}],
         },
     }
     derived = capability_and_coverage(attempts, 3, 24, 1)

@@ -176,6 +176,20 @@ def test_data_quality_findings(summary: str) -> None:
     assert "`read_notification` attempt 3" in text
     assert "line 23 `read_notification` attempt 2 `tasks/../../outside/read_notification`" in text
     assert "`available` 19, `missing` 4, `invalid` 1" in text
+    assert ("Unreadable or invalid artifact files (that file's values are n/a): 1: line 10 `create_event` "
+            "attempt 1 `tasks/create_event/trace.json` invalid (not valid JSON") in text
+    assert "Run files (manifest.json, suite.json): 1: `suite.json` invalid (tasks is not a list \\<b\\>of" in text
+
+
+def test_html_data_quality_lists_and_counts_every_finding(page: str) -> None:
+    """Every entry of metrics.json's data_quality lists, as the command's summary line counts
+    them: bad, duplicate, missing, unsafe, invalid artifact, run file (one each here)."""
+    block = re.search(r'<section id="data-quality">(.*?)</section>', page, re.S).group(1)
+    assert "6 findings" in block
+    assert ("line 10 <code>create_event</code> attempt 1: <code>tasks/create_event/trace.json</code> invalid "
+            "(not valid JSON") in block
+    assert "<code>suite.json</code> invalid: tasks is not a list &lt;b&gt;of&lt;/b&gt; objects" in block
+    assert 'Data quality <span class="badge warn">6</span>' in page
 
 
 def test_manifest_facts(summary: str) -> None:
