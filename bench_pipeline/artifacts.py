@@ -146,36 +146,49 @@ def loads_json(data: bytes) -> Any:
     return _loads(data)
 
 
+def loads_exact(data: bytes) -> Any:
+    """Parse JSON bytes keeping every integer exact, whatever its size.
+
+    orjson reads an integer beyond 64 bits as the nearest float; a count such as a
+    planned ``attempts`` of 10**20 (R26 sets no upper bound) must stay an integer. The
+    standard library keeps it, and otherwise reads what ``_loads`` reads (its fallback).
+    Used for the small run-level files and for a results line whose attempt came out as
+    such a float.
+    """
+    return json.loads(data.decode("utf-8"))
+
+
 #: Open without following a final symlink and without blocking on a FIFO.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def read_json_file(run_dir: Path, real_run_dir: str, relative: str) -> JsonFile:
+def read_json_file(run_dir: Path, real_run_dir: str, relative: str, exact: bool = False) -> JsonFile:
     """Read one JSON file below the run folder without ever raising (R3, R5).
 
     missing: no such file; unreadable: not a regular file, a symlink leaving the run
-    folder, or an OS error; invalid: empty, not UTF-8 or not JSON.
+    folder, or an OS error; invalid: empty, not UTF-8 or not JSON. ``exact``: parse with
+    ``loads_exact`` (integers beyond 64 bits stay integers).
 
     The common case (a regular file, not a symlink) costs one open, one fstat and one
     read; anything else (missing, symlink, special file, error) takes the careful path.
     """
     full = os.path.join(real_run_dir, relative)
     if not hasattr(os, "O_NOFOLLOW"):
-        return _read_json_file_carefully(full, real_run_dir, relative)
+        return _read_json_file_carefully(full, real_run_dir, relative, exact)
     try:
         fd = os.open(full, _OPEN_FLAGS)
     except (OSError, ValueError):
-        return _read_json_file_carefully(full, real_run_dir, relative)
+        return _read_json_file_carefully(full, real_run_dir, relative, exact)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return _read_json_file_carefully(full, real_run_dir, relative)
+            return _read_json_file_carefully(full, real_run_dir, relative, exact)
         data = _read_all(fd, st.st_size)
     except OSError as exc:
         return JsonFile(UNREADABLE, reason=f"cannot read: {exc.strerror or exc}", path=relative)
     finally:
         os.close(fd)
-    return _parse_file(data, relative)
+    return _parse_file(data, relative, exact)
 
 
 def _read_all(fd: int, size: int) -> bytes:
@@ -189,7 +202,7 @@ def _read_all(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _read_json_file_carefully(full: str, real_run_dir: str, relative: str) -> JsonFile:
+def _read_json_file_carefully(full: str, real_run_dir: str, relative: str, exact: bool = False) -> JsonFile:
     """read_json_file for everything but a plain regular file: each status with its reason."""
     try:
         st = os.stat(full)  # follows symlinks
@@ -212,13 +225,13 @@ def _read_json_file_carefully(full: str, real_run_dir: str, relative: str) -> Js
             data = fh.read()
     except OSError as exc:
         return JsonFile(UNREADABLE, reason=f"cannot read: {exc.strerror or exc}", path=relative)
-    return _parse_file(data, relative)
+    return _parse_file(data, relative, exact)
 
 
-def _parse_file(data: bytes, relative: str) -> JsonFile:
+def _parse_file(data: bytes, relative: str, exact: bool = False) -> JsonFile:
     """The status and value of a file's bytes: available, or invalid with the reason."""
     try:
-        return JsonFile(AVAILABLE, _loads(data), path=relative)
+        return JsonFile(AVAILABLE, loads_exact(data) if exact else _loads(data), path=relative)
     except UnicodeDecodeError:
         return JsonFile(INVALID, reason="not UTF-8", path=relative)
     except ValueError as exc:

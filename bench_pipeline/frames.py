@@ -31,6 +31,19 @@ def _dumps(value: object) -> str:
         return json.dumps(value)
 
 
+def _typed_frame(records: list[dict], schema: type) -> pd.DataFrame:
+    """A frame of ``records`` in the schema's column order, its nullable integer columns
+    built as Int64 directly: pandas would hold a column of integers and nulls as float64,
+    which rounds an integer beyond 2**53 (a count or attempt number that then comes back
+    different, or fails validation)."""
+    columns = schema.to_schema().columns
+    frame = pd.DataFrame.from_records(records, columns=list(columns))
+    for name, column in columns.items():
+        if str(column.dtype) == "Int64":
+            frame[name] = pd.array([record.get(name) for record in records], dtype="Int64")
+    return frame
+
+
 def raw_results_frame(raw: RawRun) -> pd.DataFrame:
     """Stage 1 frame: usable rows and bad lines together, in line order."""
     records = [
@@ -43,8 +56,7 @@ def raw_results_frame(raw: RawRun) -> pd.DataFrame:
         for b in raw.bad_rows
     ]
     records.sort(key=lambda r: r["line"])
-    frame = pd.DataFrame.from_records(records, columns=list(RawResultsSchema.to_schema().columns))
-    return RawResultsSchema.validate(frame)
+    return RawResultsSchema.validate(_typed_frame(records, RawResultsSchema))
 
 
 def raw_run_from_frame(run_dir: Path | str, frame: pd.DataFrame) -> RawRun:
@@ -71,8 +83,7 @@ def attempts_frame(rows: list[dict]) -> pd.DataFrame:
         for k in JSON_COLUMNS:
             rec[k] = _dumps(row[k])
         records.append(rec)
-    frame = pd.DataFrame.from_records(records, columns=list(ATTEMPT_COLUMNS))
-    return AttemptMetricsSchema.validate(frame)
+    return AttemptMetricsSchema.validate(_typed_frame(records, AttemptMetricsSchema))
 
 
 def _plain(value: object) -> object:
@@ -101,8 +112,7 @@ def attempts_from_frame(frame: pd.DataFrame) -> list[dict]:
 
 def tasks_frame(tasks: list[dict]) -> pd.DataFrame:
     """Stage 3 frame, validated by TaskGroupsSchema."""
-    columns = list(TaskGroupsSchema.to_schema().columns)
-    return TaskGroupsSchema.validate(pd.DataFrame.from_records(tasks, columns=columns))
+    return TaskGroupsSchema.validate(_typed_frame(tasks, TaskGroupsSchema))
 
 
 def tasks_from_frame(frame: pd.DataFrame) -> list[dict]:

@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
-from .artifacts import AVAILABLE, JsonFile, loads_json, read_json_file
+from .artifacts import AVAILABLE, JsonFile, loads_exact, loads_json, read_json_file
 
 
 class NotARunFolderError(Exception):
@@ -72,6 +72,11 @@ class RawRun:
         return self.planned.missing({(r.task_id, r.attempt) for r in self.rows}, MISSING_LIST_CAP)
 
 
+#: The largest attempt number a row may carry: the Dagster stages keep attempt numbers in
+#: nullable Int64 columns (docs/metric-choices.md); a larger one makes the line a bad row.
+ATTEMPT_LIMIT = 2 ** 63 - 1
+
+
 def is_positive_int(value: object) -> bool:
     """An integer >= 1 that is not a Boolean (R26, R27)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
@@ -108,10 +113,19 @@ def parse_results(data: bytes) -> tuple[list[RawRow], list[dict]]:
             bad.append({"line": number, "reason": "task_id is not a string"})
             continue
         attempt = obj.get("attempt")
+        if type(attempt) is float and attempt.is_integer() and abs(attempt) >= 2 ** 63:
+            # orjson's reading of an integer beyond 64 bits (or a float literal): read the
+            # line again keeping integers exact, to tell the two apart.
+            obj = loads_exact(raw)
+            attempt = obj.get("attempt")
         if attempt is None:
             attempt = 1
         elif not is_positive_int(attempt):
             bad.append({"line": number, "reason": f"attempt is not an integer >= 1: {attempt!r}"[:200]})
+            continue
+        elif attempt > ATTEMPT_LIMIT:
+            bad.append({"line": number, "reason": f"attempt {attempt} is beyond 2**63 - 1, the largest attempt "
+                                                  "number the pipeline keeps"[:200]})
             continue
         rows.append(RawRow(number, task_id, attempt, obj))
     return rows, bad
@@ -242,7 +256,7 @@ def suite_name(suite_def: dict, manifest: dict) -> str | None:
 
 def _object_file(run_dir: Path, real: str, name: str, problems: list[dict]) -> dict:
     """A top-level JSON object file, {} when unavailable (with a located problem)."""
-    result: JsonFile = read_json_file(run_dir, real, name)
+    result: JsonFile = read_json_file(run_dir, real, name, exact=True)  # planned counts of any size (R26)
     if result.status == AVAILABLE and isinstance(result.value, dict):
         return result.value
     if result.status == AVAILABLE:

@@ -354,3 +354,24 @@ def test_write_atomic_writes_pieces_and_leaves_no_temporary_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["attempts.jsonl"]
     with pytest.raises(FileNotFoundError):
         write_atomic(tmp_path / "no-such-folder" / "attempts.jsonl", [b"x"])
+
+
+def test_frames_keep_large_integers_next_to_nulls_exact(tmp_path):
+    """A column of integers and nulls must not pass through float64: 2**53 + 1 and
+    2**63 - 1 come back exactly from the Dagster frames (attempt numbers, recorded counts)."""
+    from bench_pipeline_tests.run_builder import make_run, row
+
+    big = 2 ** 53 + 1
+    run = make_run(tmp_path, [
+        row("a", 1, metrics={"llm_calls": big, "retry_count": 2 ** 63 - 1}),
+        row("a", 2 ** 63 - 1, metrics={}),
+        "not json",
+    ])
+    processed = process_run(run)
+    frame = raw_results_frame(processed.raw)
+    assert frame["attempt"].tolist()[:2] == [1, 2 ** 63 - 1] and frame["attempt"].isna().tolist()[2]
+    back = attempts_from_frame(attempts_frame(processed.attempts))
+    assert back == processed.attempts
+    assert back[0]["llm_calls"] == big and back[0]["retry_count"] == 2 ** 63 - 1 and back[1]["llm_calls"] is None
+    tasks = tasks_from_frame(tasks_frame(processed.tasks))
+    assert tasks == processed.tasks and tasks[0]["max_attempt"] == 2 ** 63 - 1

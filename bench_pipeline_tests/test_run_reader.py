@@ -459,3 +459,27 @@ def test_very_large_attempt_numbers_and_k_count_and_are_reported_compactly(tmp_p
     assert processed.raw.metrics_k == 10 ** 6
     assert f"{10 ** 6 - 1 - 25:,} more attempts missing" in written["summary.md"].read_text()
     assert written["report.html"].stat().st_size < 1_000_000
+
+
+def test_integers_beyond_64_bits_stay_exact_in_the_plan_and_bound_attempt_numbers(tmp_path):
+    """orjson reads 10**20 as a float; the manifest's planned attempts (R26: no upper bound)
+    keep the integer, so the plan counts exactly. An attempt number beyond 2**63 - 1, read
+    exactly too, is a bad row saying why (the Dagster frames hold attempts as Int64)."""
+    from bench_pipeline.frames import raw_results_frame
+
+    manifest = {"status": "aborted", "planned": [{"task_id": "a", "attempts": 10 ** 20}]}
+    rows = [row("a", 1), row("a", 10 ** 20), row("a", 2 ** 63), row("a", 2 ** 63 - 1)]
+    processed = process_run(make_run(tmp_path, rows, manifest=manifest))
+    m = processed.metrics
+    assert processed.raw.planned.size == 10 ** 20
+    assert [r.attempt for r in processed.raw.rows] == [1, 2 ** 63 - 1]
+    reason = "is beyond 2**63 - 1, the largest attempt number the pipeline keeps"
+    assert m["data_quality"]["bad_rows"] == [{"line": 2, "reason": f"attempt {10 ** 20} {reason}"},
+                                             {"line": 3, "reason": f"attempt {2 ** 63} {reason}"}]
+    assert m["coverage"]["planned_attempts"] == 10 ** 20
+    assert m["coverage"]["missing_attempts"] == 10 ** 20 - 2
+    assert m["coverage"]["metrics_k"] == 10 ** 20
+    assert raw_results_frame(processed.raw)["attempt"].tolist()[3] == 2 ** 63 - 1  # the Dagster frame holds it
+    # a float literal is still not an attempt number (R27)
+    bad = process_run(make_run(tmp_path / "f", ['{"task_id": "x", "attempt": 1e20}', row("y")]))
+    assert bad.metrics["data_quality"]["bad_rows"] == [{"line": 1, "reason": "attempt is not an integer >= 1: 1e+20"}]
