@@ -1573,10 +1573,16 @@ def template_cache_dir() -> Path:
 
 
 def _template_cache() -> TemplateCache | None:
+    """The cache, or None when its folder cannot be made or is not safe to load code from:
+    compiled templates are code, so the folder must be this user's and writable by no one
+    else (as Jinja requires of its own default folder)."""
     directory = template_cache_dir()
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = directory.stat()
     except OSError:
+        return None
+    if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
         return None
     return TemplateCache(str(directory))
 

@@ -450,6 +450,18 @@ def test_a_damaged_or_unwritable_template_cache_only_means_compiling(tmp_path: P
     assert _render_with_fresh_environment(run) == expected
 
 
+def test_a_template_cache_others_can_write_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiled templates are code: a folder writable by others is never loaded from."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(shared))
+    assert reports._template_cache() is None
+    private = tmp_path / "private" / "templates"
+    monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(private))
+    assert reports._template_cache() is not None and (private.stat().st_mode & 0o777) == 0o700
+
+
 def test_json_made_once_is_written_as_is_on_both_encoding_paths() -> None:
     pairs = [["tap", {"x": 1, "note": "a</script>"}], ["type", {"text": "ü"}]]
     encoded = reports.EncodedJSON(pairs, b'[["tap",{"x":1,"note":"a</script>"}],["type",{"text":"\xc3\xbc"}]]')
