@@ -31,9 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "bench_pipeline.cli"]
 
 
-def parse_floor(run_dir: Path) -> float:
-    """Seconds to read and parse every JSON artifact file (and results.jsonl) of a run."""
-    started = time.perf_counter()
+def parse_floor(run_dir: Path) -> tuple[float, float]:
+    """Seconds to read and parse every JSON artifact file (and results.jsonl) of a run:
+    wall clock and CPU time."""
+    started, cpu = time.perf_counter(), time.process_time()
     for dirpath, _, filenames in os.walk(run_dir):
         for name in filenames:
             path = os.path.join(dirpath, name)
@@ -45,11 +46,12 @@ def parse_floor(run_dir: Path) -> float:
                     for line in fh.read().split(b"\n"):
                         if line.strip():
                             orjson.loads(line)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
-def process_command(run_dir: Path, out_dir: Path) -> tuple[float, int]:
-    """Seconds and peak RSS (KiB) of the whole CLI command in a fresh process."""
+def process_command(run_dir: Path, out_dir: Path) -> tuple[float, int, float]:
+    """Seconds, peak RSS (KiB) and CPU seconds (its worker processes included) of the whole
+    CLI command in a fresh process."""
     shutil.rmtree(out_dir, ignore_errors=True)
     started = time.perf_counter()
     child = subprocess.Popen([*CLI, "process", str(run_dir), "--output-dir", str(out_dir)],
@@ -59,7 +61,7 @@ def process_command(run_dir: Path, out_dir: Path) -> tuple[float, int]:
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise SystemExit(f"bench-pipeline process failed on {run_dir} (exit {child.returncode})")
-    return elapsed, usage.ru_maxrss
+    return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime  # reaped workers count in
 
 
 METRICS_ONLY = (
@@ -114,14 +116,19 @@ def main() -> None:
     for run in runs.values():
         warm(run)
     # Interleaved rounds, so that a drift in the machine's speed affects both runs alike.
-    samples: dict[str, dict[str, list]] = {label: {"floor": [], "process": [], "peak": [], "engine": []} for label in runs}
+    samples: dict[str, dict[str, list]] = {
+        label: {"floor": [], "process": [], "peak": [], "engine": [], "floor_cpu": [], "process_cpu": []}
+        for label in runs}
     for round_no in range(1, args.repeat + 1):
         for label, run in runs.items():
             got = samples[label]
-            got["floor"].append(parse_floor(run))
-            seconds, peak = process_command(run, workdir / f"out-{label}")
+            seconds, cpu = parse_floor(run)
+            got["floor"].append(seconds)
+            got["floor_cpu"].append(cpu)
+            seconds, peak, cpu = process_command(run, workdir / f"out-{label}")
             got["process"].append(seconds)
             got["peak"].append(peak)
+            got["process_cpu"].append(cpu)
             got["engine"].append(metrics_only(run, workdir / f"engine-{label}"))
         print(f"round {round_no}/{args.repeat} done", file=sys.stderr, flush=True)
 
@@ -134,9 +141,9 @@ def main() -> None:
         print(f"{label}: {attempts} attempts, parse floor {best['floor']:.2f}s, process {best['process']:.2f}s "
               f"(engine without reports {best['engine']:.2f}s), peak RSS {max(samples[label]['peak']) / 1024:.0f} MiB")
 
-    def ratio(figures: dict, key: str) -> float:
+    def ratio(figures: dict, key: str, floor: str = "floor") -> float:
         s, lg = figures["small"], figures["large"]
-        return (lg[key] - s[key]) / (lg["floor"] - s["floor"])
+        return (lg[key] - s[key]) / (lg[floor] - s[floor])
 
     best, median = summary(min), summary(statistics.median)
     print(f"marginal ratio (b_large - b_small) / (a_large - a_small) = {ratio(best, 'process'):.2f} "
@@ -144,6 +151,11 @@ def main() -> None:
     print(f"marginal ratio of the engine alone (no summary.md/report.html) = {ratio(best, 'engine'):.2f} "
           f"(from medians {ratio(median, 'engine'):.2f})")
     print(f"small run end to end: {best['small']['process']:.2f}s (median {median['small']['process']:.2f}s)")
+    # The same marginal ratio in CPU time (every process of the command against the floor's
+    # one): the work done, which load on the machine's other cores moves much less than the
+    # wall clock. With two processes it is about twice the wall-clock ratio.
+    print(f"marginal CPU-time ratio (all processes of the command / floor) = "
+          f"{ratio(best, 'process_cpu', 'floor_cpu'):.2f} (from medians {ratio(median, 'process_cpu', 'floor_cpu'):.2f})")
 
     if args.profile:
         import cProfile
