@@ -62,27 +62,37 @@ class Rendered:
     rows: AttemptRows  # report.html attempt-table rows
 
 
+@dataclass
+class ReportParts:
+    """What the reports need beyond the processed run, made alongside the metrics
+    (``_run_level``): reports.attempt_facts, reports.task_facts and report.html's histograms."""
+
+    facts: dict
+    per_task_facts: dict
+    charts: list[dict]
+
+
 @gc_paused()
 def write_run_outputs(
     out_dir: Path, processed: ProcessedRun, workers: int = 1,
     rows: AttemptRows | None = None, attempts_written: Path | None = None,
-    facts: dict | None = None, per_task_facts: dict | None = None, charts: list[dict] | None = None,
+    parts: ReportParts | None = None,
 ) -> dict[str, Path]:
     """Every per-run output file into ``out_dir``; returns {file name: path}.
 
     With ``workers`` > 1 and a run that is not small, report.html (the largest) is written
     by this process while a forked child writes metrics.json and summary.md. From
     ``process_and_write``: ``rows``, report.html's attempt rows already rendered;
-    ``attempts_written``, attempts.jsonl already written; ``facts`` and ``per_task_facts``,
-    the reports' counts already made (reports.attempt_facts, reports.task_facts);
-    ``charts``, report.html's histograms already made.
+    ``attempts_written``, attempts.jsonl already written; ``parts``, the reports' counts
+    and charts already made.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics, raw = processed.metrics, processed.raw
     records = processed.attempts  # attempt rows carry every attempts.jsonl field (and "observations")
     view = report_view(out_dir, metrics, records, raw.manifest, raw.run_id, run_dir=raw.run_dir,
-                       facts=facts, per_task_facts=per_task_facts)
+                       facts=parts.facts if parts else None, per_task_facts=parts.per_task_facts if parts else None)
+    charts = parts.charts if parts else None
 
     def report_html() -> dict[str, Path]:
         return write_report_html(out_dir, view, metrics, records, workers, rows=rows, charts=charts)
@@ -131,17 +141,15 @@ def process_and_write(
     # report's order.
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    attempts = [a for attempts, _ in chunks for a in attempts]
+    attempts = [a for derived, _ in chunks for a in derived]
     attempts_path = out_dir / "attempts.jsonl"
-    processed, facts, per_task_facts, charts = _run_level(raw, attempts, workers, attempts_path,
-                                                         [r.attempt_lines for _, r in chunks])
+    processed, parts = _run_level(raw, attempts, workers, attempts_path, [r.attempt_lines for _, r in chunks])
     rows = join_attempt_rows([r.rows for _, r in chunks])
-    return processed, write_run_outputs(out_dir, processed, workers, rows, attempts_path, facts, per_task_facts,
-                                        charts)
+    return processed, write_run_outputs(out_dir, processed, workers, rows, attempts_path, parts)
 
 
 def _run_level(raw: RawRun, attempts: list[dict], workers: int, attempts_path: Path,
-               attempt_lines: list[bytes]) -> tuple[ProcessedRun, dict, dict, list[dict]]:
+               attempt_lines: list[bytes]) -> tuple[ProcessedRun, ReportParts]:
     """Stages 3 and 4 with the reports' counts, in two halves (two processes on a large run).
 
     This process writes attempts.jsonl (``attempt_lines``), groups the tasks and computes
@@ -166,5 +174,5 @@ def _run_level(raw: RawRun, attempts: list[dict], workers: int, attempts_path: P
     (tasks, task_part, quality, per_task_facts), (attempt_part, facts, charts) = fork_map(
         lambda _start, jobs: jobs[0](), [task_half, attempt_half], workers=2 if parallel else 1, chunk_size=1)
     metrics = metrics_document(raw, combine_sections(task_part, attempt_part), quality)
-    return ProcessedRun(raw, attempts, tasks, metrics), facts, per_task_facts, charts
+    return ProcessedRun(raw, attempts, tasks, metrics), ReportParts(facts, per_task_facts, charts)
 
