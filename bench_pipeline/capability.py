@@ -156,9 +156,10 @@ def observations(attempts: list[dict]) -> dict:
 def distributions(attempts: list[dict], fields: tuple[str, ...]) -> dict:
     """Numeric values of eligible rows per field; setup_ms from every row (3.8)."""
     eligible = [a for a in attempts if a["agent_eligible"]]
-    columns = dict(zip((f for f in fields if f != "setup_ms"), _columns(eligible, [f for f in fields if f != "setup_ms"])))
+    from_eligible = [f for f in fields if f != "setup_ms"]
+    columns = dict(zip(from_eligible, _columns(eligible, from_eligible)))
     if "setup_ms" in fields:
-        columns["setup_ms"] = list(map(itemgetter("setup_ms"), attempts))
+        columns["setup_ms"] = _columns(attempts, ["setup_ms"])[0]
     return {f: distribution(numbers(columns[f])) for f in fields}
 
 
