@@ -167,6 +167,8 @@ def _columns(rows: list[dict], fields: list[str]) -> list:
     """The values of each field over the rows, one column per field. A row's fields are
     read together, in one pass over the rows (on a large run, going over every row once
     per field costs more than the reading itself)."""
+    if not fields:
+        return []
     if len(fields) == 1:
         return [list(map(itemgetter(fields[0]), rows))]
     if not rows:

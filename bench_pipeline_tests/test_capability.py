@@ -331,3 +331,22 @@ def test_stage_from_artifact_evidence_is_counted(tmp_path):
     m = _metrics(tmp_path, rows, artifacts={"tasks/a": {"history.json": history}})
     assert m["failures"]["stage"]["device_execution"] == 1
     assert m["diagnostics"]["failure_stage_coverage"] == 0.5
+
+
+def test_distributions_of_any_field_selection_match_field_by_field():
+    """The one-pass column read gives each field's own distribution, setup_ms over every
+    row and the others over eligible rows (3.8), for no, one or several fields."""
+    from bench_pipeline.capability import distributions
+    from bench_pipeline.stats import distribution, is_number
+
+    rows = [
+        {"agent_eligible": True, "setup_ms": 5, "task_wall_ms": 10, "llm_calls": None},
+        {"agent_eligible": False, "setup_ms": 7, "task_wall_ms": 99, "llm_calls": 3},
+        {"agent_eligible": True, "setup_ms": None, "task_wall_ms": 2.5, "llm_calls": True},
+    ]
+    for fields in [(), ("setup_ms",), ("task_wall_ms",), ("setup_ms", "task_wall_ms", "llm_calls")]:
+        expected = {f: distribution(v for r in rows if (f == "setup_ms" or r["agent_eligible"])
+                                    if is_number(v := r[f])) for f in fields}
+        assert distributions(rows, fields) == expected
+    assert distributions(rows, ("setup_ms",))["setup_ms"]["count"] == 2
+    assert distributions(rows, ("task_wall_ms",))["task_wall_ms"]["sum"] == 12.5
