@@ -11,10 +11,9 @@ import json
 import math
 from pathlib import Path
 
-import orjson
 import pandas as pd
 
-from .process import ATTEMPT_KEYS
+from .process import ATTEMPT_KEYS, json_bytes
 from .run_reader import RawRow, RawRun, read_run_files
 from .schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
 
@@ -24,11 +23,8 @@ ATTEMPT_COLUMNS = tuple(k for k in ATTEMPT_KEYS if k not in JSON_COLUMNS) + JSON
 
 
 def _dumps(value: object) -> str:
-    """JSON text; the standard library for what orjson cannot encode (huge integers)."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value)
+    """JSON text, as the output files write it (``process.json_bytes``)."""
+    return json_bytes(value).decode()
 
 
 def _typed_frame(records: list[dict], schema: type) -> pd.DataFrame:

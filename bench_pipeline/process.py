@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import orjson
 
@@ -189,14 +190,41 @@ def json_bytes(value: object, indent: bool = False) -> bytes:
     """JSON bytes as every output file writes them (UTF-8, keys in insertion order).
 
     orjson, except for what it cannot encode: integers beyond 64 bits (valid numbers up
-    to the float range, R42) go through the standard library, with the same layout.
+    to the float range, R42) go through the standard library, with the same layout and,
+    as orjson does, NaN and infinities from the input written as null (``jsonable``).
     """
     try:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else None)
     except TypeError:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False,
+        text = json.dumps(jsonable(value), ensure_ascii=False, allow_nan=False,
                           indent=2 if indent else None, separators=(",", ": ") if indent else (",", ":"))
         return text.encode("utf-8")
+
+
+class EncodedJSON:
+    """A value whose compact JSON is already made: ``reports`` writes ``encoded`` as is
+    instead of encoding ``value`` a second time (report.html's details). (Not a dataclass: orjson would encode a
+    dataclass's fields itself.)"""
+
+    __slots__ = ("value", "encoded")
+
+    def __init__(self, value: Any, encoded: bytes) -> None:
+        self.value, self.encoded = value, encoded
+
+
+def jsonable(value: Any) -> Any:
+    """Make run values JSON-safe: NaN/Infinity become null, unknown types become strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, EncodedJSON):
+        return jsonable(value.value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return str(value)
 
 
 def dumps(value: object) -> bytes:

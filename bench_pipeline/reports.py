@@ -35,7 +35,7 @@ from markupsafe import Markup, escape
 
 from .attempt_metrics import json_key
 from .bulk import fork_map, gc_paused
-from .process import write_atomic
+from .process import EncodedJSON, jsonable, write_atomic
 from .stats import is_number, numbers, percentile
 
 NA = "n/a"
@@ -316,17 +316,6 @@ def md_text(value: Any) -> str:
     return "".join(out)
 
 
-class EncodedJSON:
-    """A value whose compact JSON is already made: ``_json_text`` writes ``encoded`` as is
-    instead of encoding ``value`` a second time. (Not a dataclass: orjson would encode a
-    dataclass's fields itself.)"""
-
-    __slots__ = ("value", "encoded")
-
-    def __init__(self, value: Any, encoded: bytes) -> None:
-        self.value, self.encoded = value, encoded
-
-
 def _fragment(value: Any) -> orjson.Fragment:
     if type(value) is EncodedJSON:
         return orjson.Fragment(value.encoded)
@@ -350,21 +339,6 @@ def script_json(data: Any) -> Markup:
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)
     return Markup(text)
-
-
-def jsonable(value: Any) -> Any:
-    """Make run values JSON-safe: NaN/Infinity become null, unknown types become strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, EncodedJSON):
-        return jsonable(value.value)
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    return str(value)
 
 
 def _ordered_keys(counts: Mapping[str, Any], vocabulary: Sequence[str]) -> list[str]:

@@ -375,3 +375,20 @@ def test_frames_keep_large_integers_next_to_nulls_exact(tmp_path):
     assert back[0]["llm_calls"] == big and back[0]["retry_count"] == 2 ** 63 - 1 and back[1]["llm_calls"] is None
     tasks = tasks_from_frame(tasks_frame(processed.tasks))
     assert tasks == processed.tasks and tasks[0]["max_attempt"] == 2 ** 63 - 1
+
+
+def test_nan_next_to_a_huge_integer_in_row_evidence_is_written_as_null(tmp_path):
+    """orjson cannot write an integer beyond 64 bits, so such a value takes the standard
+    library's path; NaN from the input must not stop it (orjson writes NaN as null too)."""
+    from bench_pipeline.outputs import process_and_write
+    from bench_pipeline_tests.run_builder import make_run, row
+
+    big = "1" + "0" * 30
+    line = ('{"task_id": "t", "attempt": 1, "status": "failed", "success": false, "agent_eligible": true,'
+            ' "hard_assertions": {"x": NaN, "y": ' + big + '}}')
+    processed, written = process_and_write(make_run(tmp_path, [line, row("u")]), tmp_path / "out")
+    first = json.loads(written["attempts.jsonl"].read_text().splitlines()[0])
+    assert first["evidence"]["hard_assertions"] == {"x": None, "y": int(big)}
+    assert len(processed.attempts) == 2
+    back = attempts_from_frame(attempts_frame(process_run(make_run(tmp_path / "d", [line])).attempts))
+    assert back[0]["evidence"]["hard_assertions"] == {"x": None, "y": int(big)}
