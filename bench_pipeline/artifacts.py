@@ -137,8 +137,7 @@ def _loads(data: bytes) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        text = data.decode("utf-8")  # not UTF-8 -> UnicodeDecodeError (a ValueError)
-        return json.loads(text)
+        return loads_exact(data)  # not UTF-8 -> UnicodeDecodeError (a ValueError)
 
 
 def loads_json(data: bytes) -> Any:
@@ -151,7 +150,8 @@ def loads_exact(data: bytes) -> Any:
 
     orjson reads an integer beyond 64 bits as the nearest float; a count such as a
     planned ``attempts`` of 10**20 (R26 sets no upper bound) must stay an integer. The
-    standard library keeps it, and otherwise reads what ``_loads`` reads (its fallback).
+    standard library keeps it, and otherwise reads what ``_loads`` reads (it is
+    ``_loads``'s fallback).
     Used for the small run-level files and for a results line whose attempt came out as
     such a float.
     """

@@ -25,7 +25,7 @@ from .artifacts import (
     resolve_artifact_dir,
 )
 from .run_reader import RawRow, RawRun
-from .stats import FLOAT_MAX_INT, is_number, number_or_none
+from .stats import FLOAT_MAX_INT, INT64_MAX, is_number, number_or_none
 
 # --- Vocabulary (reference 2, 3.4) -------------------------------------------------------
 
@@ -659,7 +659,7 @@ def recorded_number(row: dict, key: str) -> float | None:
 
 #: Counts beyond a 64-bit integer are unavailable: no run gets there, and the typed frames
 #: of the Dagster stages (nullable Int64) could not hold them (docs/metric-choices.md).
-COUNT_LIMIT = 2 ** 63 - 1
+COUNT_LIMIT = INT64_MAX
 
 
 def _number_or_none(value: object, key: str) -> float | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .artifacts import AVAILABLE, JsonFile, loads_exact, loads_json, read_json_file
+from .stats import INT64_MAX
 
 
 class NotARunFolderError(Exception):
@@ -72,9 +73,9 @@ class RawRun:
         return self.planned.missing({(r.task_id, r.attempt) for r in self.rows}, MISSING_LIST_CAP)
 
 
-#: The largest attempt number a row may carry: the Dagster stages keep attempt numbers in
-#: nullable Int64 columns (docs/metric-choices.md); a larger one makes the line a bad row.
-ATTEMPT_LIMIT = 2 ** 63 - 1
+#: The largest attempt number a row may carry (the Dagster stages' Int64 columns); a
+#: larger one makes the line a bad row.
+ATTEMPT_LIMIT = INT64_MAX
 
 
 def is_positive_int(value: object) -> bool:

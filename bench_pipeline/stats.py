@@ -16,6 +16,10 @@ WILSON_Z = 1.959963984540054
 #: The largest integer that still converts to a float (larger ones are unavailable, R42).
 FLOAT_MAX_INT = int(sys.float_info.max)
 
+#: The largest integer a nullable Int64 column holds: the Dagster stages keep counts and
+#: attempt numbers in such columns, so larger ones are not kept (docs/metric-choices.md).
+INT64_MAX = 2 ** 63 - 1
+
 
 def is_number(value: object) -> bool:
     """True for a finite, non-Boolean JSON number (run-directory.md, R42).
