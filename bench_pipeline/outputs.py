@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .bulk import fork_map, gc_paused
-from . import process
 from .capability import attempt_sections, combine_sections, task_sections
 from .process import (
     ProcessedRun,
@@ -26,6 +25,7 @@ from .process import (
     metric_scope,
     metrics_document,
     write_atomic,
+    workers_for,
     write_metrics_files,
 )
 from .reports import (
@@ -104,9 +104,9 @@ def write_run_outputs(
     def run(_start: int, jobs: list[Callable[[], dict[str, Path]]]) -> dict[str, Path]:
         return {name: path for job in jobs for name, path in job().items()}
 
-    parallel = workers > 1 and len(records) >= process.PARALLEL_MIN_ROWS  # a small run's files take less than a fork
-    parts = fork_map(run, [report_html, the_rest], workers=2 if parallel else 1, chunk_size=1)
-    written = {name: path for part in parts for name, path in part.items()}
+    # report.html beside the rest (a small run's files take less than a fork)
+    done = fork_map(run, [report_html, the_rest], workers=min(2, workers_for(len(records), workers)), chunk_size=1)
+    written = {name: path for files in done for name, path in files.items()}
     return {name: written[name] for name in OUTPUT_FILES}
 
 
@@ -170,9 +170,9 @@ def _run_level(raw: RawRun, attempts: list[dict], workers: int, attempts_path: P
         part = attempt_sections(attempts)
         return part, attempt_facts(attempts), histograms({"efficiency": part["efficiency"]}, attempts)
 
-    parallel = workers > 1 and len(attempts) >= process.PARALLEL_MIN_ROWS
     (tasks, task_part, quality, per_task_facts), (attempt_part, facts, charts) = fork_map(
-        lambda _start, jobs: jobs[0](), [task_half, attempt_half], workers=2 if parallel else 1, chunk_size=1)
+        lambda _start, jobs: jobs[0](), [task_half, attempt_half],
+        workers=min(2, workers_for(len(attempts), workers)), chunk_size=1)
     metrics = metrics_document(raw, combine_sections(task_part, attempt_part), quality)
     return ProcessedRun(raw, attempts, tasks, metrics), ReportParts(facts, per_task_facts, charts)
 

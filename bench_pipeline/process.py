@@ -55,6 +55,12 @@ PARALLEL_MIN_ROWS = 500
 _CHUNK_ROWS = 100
 
 
+def workers_for(rows: int, workers: int) -> int:
+    """The processes worth using for a run of ``rows`` rows: ``workers``, or 1 below
+    PARALLEL_MIN_ROWS."""
+    return workers if rows >= PARALLEL_MIN_ROWS else 1
+
+
 @gc_paused()
 def derive_chunks(
     raw: RawRun,
@@ -76,7 +82,7 @@ def derive_chunks(
 
     return fork_map(
         derive_chunk, raw.rows,
-        workers=workers if len(raw.rows) >= PARALLEL_MIN_ROWS else 1,
+        workers=workers_for(len(raw.rows), workers),
         chunk_size=_CHUNK_ROWS, progress=progress,
     )
 
