@@ -128,10 +128,22 @@ def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
 
 def data_quality_findings(metrics: dict) -> int:
     """How many data-quality findings a metrics.json records: every entry of its lists, with
-    every missing planned attempt counted (the list names at most MISSING_LIST_CAP)."""
-    quality = metrics["data_quality"]
-    listed = sum(len(entries) for entries in quality.values())
-    return listed - len(quality["missing_attempts"]) + (metrics["coverage"]["missing_attempts"] or 0)
+    every missing planned attempt counted. The one count the command line, the catalog, the
+    Dagster metadata and both reports show."""
+    quality = metrics.get("data_quality") if isinstance(metrics.get("data_quality"), dict) else {}
+    listed = sum(len(v) for k, v in quality.items() if isinstance(v, list) and k != "missing_attempts")
+    return listed + missing_attempts_count(metrics)
+
+
+def missing_attempts_count(metrics: dict) -> int:
+    """Every missing planned attempt: coverage.missing_attempts, exact at any size (the
+    data_quality list names at most MISSING_LIST_CAP), else the list's length."""
+    quality = metrics.get("data_quality") if isinstance(metrics.get("data_quality"), dict) else {}
+    listed = quality.get("missing_attempts")
+    n_listed = len(listed) if isinstance(listed, list) else 0
+    coverage = metrics.get("coverage") if isinstance(metrics.get("coverage"), dict) else {}
+    counted = coverage.get("missing_attempts")
+    return counted if type(counted) is int and counted >= n_listed else n_listed
 
 
 def build_metrics(raw: RawRun, attempts: list[dict], tasks: list[dict], quality: dict, generated_at: str | None = None) -> dict:

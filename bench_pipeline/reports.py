@@ -35,7 +35,7 @@ from markupsafe import Markup, escape
 
 from .attempt_metrics import json_key
 from .bulk import fork_map, gc_paused
-from .process import EncodedJSON, jsonable, write_atomic
+from .process import EncodedJSON, data_quality_findings, jsonable, missing_attempts_count, write_atomic
 from .stats import is_number, numbers, percentile
 
 NA = "n/a"
@@ -987,20 +987,15 @@ def _data_quality(metrics: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[
     unsafe = listed("unsafe_artifact_dirs")
     invalid = listed("invalid_artifacts")
     run_files = listed("run_files")
-    # The list names at most the first 100,000 missing attempts; coverage counts them all.
-    counted = dig(metrics, "coverage", "missing_attempts")
-    missing_count = counted if type(counted) is int and counted >= len(missing) else len(missing)
-    # Every entry of every list, as the command's summary line counts them.
-    findings = len(bad) + len(dups) + missing_count + len(unsafe) + len(invalid) + len(run_files)
     return {
         "bad_rows": bad,
         "duplicate_rows": dups,
         "missing_attempts": missing,
-        "missing_count": missing_count,
+        "missing_count": missing_attempts_count(metrics),  # the list names at most 100,000
         "unsafe_artifact_dirs": unsafe,
         "invalid_artifacts": invalid,
         "run_files": run_files,
-        "findings": findings,
+        "findings": data_quality_findings(metrics),  # as the command's summary line counts them
         "present": bool(dq),
         "trace_status": facts["trace_status"],
         "recorded_attempts": facts["recorded_attempts"],
