@@ -833,7 +833,13 @@ def derive_attempt(raw: RawRow, ctx: RunContext) -> dict:
     else:
         values["tool_errors"], provenance["tool_errors"] = recorded_number(row, "tool_errors"), "recorded"
 
-    stage, ref = _failure_evidence(row, hist, epi, provenance)
+    stage, ref, source = failure_evidence(
+        _str_or_none(row.get("first_failure_stage")),
+        _str_or_none(recorded(row, "failure_event_ref")),
+        (hist.first_error_ref, hist.first_error_stage) if hist is not None else None,
+        (epi.first_error_ref, epi.first_error_stage) if epi is not None else None,
+    )
+    provenance["first_failure_stage"] = provenance["failure_event_ref"] = source
     if out["success"] is True:  # 3.1 step 4: a passing result clears both
         stage, ref = None, None
 
@@ -898,29 +904,34 @@ def _category(row: dict, suite_task: dict | None) -> str | None:
     return None
 
 
-def _failure_evidence(
-    row: dict, hist: HistoryMetrics | None, epi: EpisodeMetrics | None, provenance: dict[str, str]
-) -> tuple[str | None, str | None]:
-    """first_failure_stage and failure_event_ref before success clearing (3.5, R17).
+def failure_evidence(
+    recorded_stage: str | None,
+    recorded_ref: str | None,
+    history_error: tuple[str | None, str | None] | None,
+    episode_error: tuple[str | None, str | None] | None,
+) -> tuple[str | None, str | None, str]:
+    """(first_failure_stage, failure_event_ref, provenance) before success clearing (3.5, R3, R17).
 
-    With artifacts the reference is derived (episode error, else history error, else null)
-    and the stage is the recorded label when it is setup or evaluation, else the evidence's
-    stage, else the recorded label. Without artifacts both are the recorded values.
+    ``history_error`` / ``episode_error`` are the (reference, stage) of the file's first
+    error, ``(None, None)`` when the file is available without one, and None when the file
+    is unavailable. The sources are taken one by one, as R3 takes them: an episode error
+    supplies the reference; else an available history.json supplies its own (its first
+    error, or null); else (history.json unavailable and no episode error, even when
+    episode.json is available) the recorded stage and reference stand, with provenance
+    ``recorded``. An episode without error events says nothing about history's errors, so
+    it never clears a recorded reference. With a derived reference the stage is the
+    recorded label when it is setup or evaluation (outcome handling), else the evidence's
+    stage, else the recorded label.
     """
-    recorded_stage = _str_or_none(row.get("first_failure_stage"))
-    if hist is None and epi is None:
-        provenance["first_failure_stage"] = provenance["failure_event_ref"] = "recorded"
-        return recorded_stage, _str_or_none(recorded(row, "failure_event_ref"))
-    provenance["first_failure_stage"] = provenance["failure_event_ref"] = "derived"
-    if epi is not None and epi.first_error_ref is not None:
-        ref, evidence_stage = epi.first_error_ref, epi.first_error_stage
-    elif hist is not None and hist.first_error_ref is not None:
-        ref, evidence_stage = hist.first_error_ref, hist.first_error_stage
+    if episode_error is not None and episode_error[0] is not None:
+        ref, evidence_stage = episode_error
+    elif history_error is not None:
+        ref, evidence_stage = history_error
     else:
-        ref, evidence_stage = None, None
+        return recorded_stage, recorded_ref, "recorded"
     if recorded_stage in ("setup", "evaluation"):
-        return recorded_stage, ref
-    return (evidence_stage if evidence_stage is not None else recorded_stage), ref
+        return recorded_stage, ref, "derived"
+    return (evidence_stage if evidence_stage is not None else recorded_stage), ref, "derived"
 
 
 def _observations(entries: object) -> dict[str, bool]:

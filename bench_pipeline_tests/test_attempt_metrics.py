@@ -3,7 +3,8 @@
 From metrics-reference.txt 2 (outcomes, legacy rules), 3.1-3.6 (sources, timers, model calls,
 visual inference, device actions, tokens, work counters, failure evidence),
 run-directory.md (results.jsonl and artifact formats) and readings R3, R6-R23, R28, R34, R36,
-R39, R40, R42. Each test writes a run folder and reads the attempt row back.
+R39, R40, R42. Each test writes a run folder and reads the attempt row back; the failure-evidence
+formula (R17) is also called on values in memory.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench_pipeline.attempt_metrics import failure_evidence
 from bench_pipeline.process import process_run
 
 from .run_builder import make_run, row
@@ -1195,6 +1197,76 @@ def test_episode_error_without_history(tmp_path):
                metrics={"failure_event_ref": "history:7"}, first_failure_stage="planning")
     assert (a["failure_event_ref"], a["first_failure_stage"]) == ("episode:0", "device_execution")
     assert a["provenance"]["failure_event_ref"] == "derived"
+
+
+# R17 "with artifacts" per source, as in R3: (history.json, episode.json, recorded stage and
+# reference) -> (stage, reference, provenance of both).
+RECORDED = {"first_failure_stage": "planning", "metrics": {"failure_event_ref": "history:9"}}
+PER_SOURCE_CASES = [
+    # an episode error supplies the reference, over history's own error
+    ({"history": _err("screenshot", {}), "episode": {"events": [event("tap", 3, {}, is_error=True)]}},
+     ("device_execution", "episode:0", "derived")),
+    # an episode error without history.json
+    ({"episode": {"events": [event("screenshot", 3, {}), event("swipe", 3, {}, is_error=True)]}},
+     ("device_execution", "episode:1", "derived")),
+    # history available with an error; the episode has none
+    ({"history": _err("tap", {}), "episode": {"events": [event("tap", 3, {})]}},
+     ("device_execution", "history:1", "derived")),
+    # history available without an error: its own null, the recorded stage label stays
+    ({"history": [model(10), call("tap", {}, "c"), result("tap", "fine", "c")],
+      "episode": {"events": [event("tap", 3, {})]}},
+     ("planning", None, "derived")),
+    # history unavailable, an episode without errors: the recorded values stand
+    ({"episode": {"events": [event("tap", 3, {})]}}, ("planning", "history:9", "recorded")),
+    ({"episode": {"events": []}}, ("planning", "history:9", "recorded")),
+    ({"episode": {"events": [event("tap", 3, {})]}, "history": {"not": "messages"}},
+     ("planning", "history:9", "recorded")),
+    ({"episode": {"events": [event("tap", 3, {})]}, "history": b"\xff not utf-8"},
+     ("planning", "history:9", "recorded")),
+]
+
+
+@pytest.mark.parametrize(("i", "files", "expected"), cases(PER_SOURCE_CASES))
+def test_failure_evidence_is_decided_per_source(batch, i, files, expected):
+    specs = [{**files, **RECORDED} for files, _ in PER_SOURCE_CASES]
+    a = batch("per_source", specs)[i]
+    stage, ref, source = expected
+    assert (a["first_failure_stage"], a["failure_event_ref"]) == (stage, ref)
+    assert a["provenance"]["first_failure_stage"] == source
+    assert a["provenance"]["failure_event_ref"] == source
+
+
+def test_episode_without_errors_never_clears_a_recorded_reference(tmp_path):
+    """R17: history.json missing, episode.json available with events but no error."""
+    a = derive(tmp_path, None, {"events": [event("tap", 4, {}), event("swipe", 2, {})]},
+               first_failure_stage="device_execution", metrics={"failure_event_ref": "history:3"})
+    assert (a["first_failure_stage"], a["failure_event_ref"]) == ("device_execution", "history:3")
+    assert (a["provenance"]["first_failure_stage"], a["provenance"]["failure_event_ref"]) == ("recorded", "recorded")
+    assert a["provenance"]["tool_errors"] == "derived" and a["tool_errors"] == 0  # the episode still counts
+
+
+@pytest.mark.parametrize(("history", "episode", "expected"), [
+    # (reference, stage) of each file's first error; (None, None) = available without one;
+    # None = unavailable
+    (("history:1", "unknown"), ("episode:4", "device_execution"), ("device_execution", "episode:4", "derived")),
+    (None, ("episode:4", "unknown"), ("unknown", "episode:4", "derived")),
+    (("history:1", "device_execution"), (None, None), ("device_execution", "history:1", "derived")),
+    (("history:1", "device_execution"), None, ("device_execution", "history:1", "derived")),
+    ((None, None), (None, None), ("planning", None, "derived")),
+    ((None, None), None, ("planning", None, "derived")),
+    (None, (None, None), ("planning", "history:9", "recorded")),
+    (None, None, ("planning", "history:9", "recorded")),
+])
+def test_failure_evidence_formula(history, episode, expected):
+    assert failure_evidence("planning", "history:9", history, episode) == expected
+
+
+@pytest.mark.parametrize("recorded_stage", ["setup", "evaluation"])
+def test_failure_evidence_formula_keeps_outcome_stages(recorded_stage):
+    assert failure_evidence(recorded_stage, None, ("history:1", "device_execution"), None) == (
+        recorded_stage, "history:1", "derived")
+    assert failure_evidence(recorded_stage, "episode:2", None, (None, None)) == (
+        recorded_stage, "episode:2", "recorded")
 
 
 @pytest.mark.parametrize("recorded", ["setup", "evaluation"])
