@@ -911,7 +911,8 @@ def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: M
         walls, tokens, costs = [], [], []
         category, n_passed = None, 0
         for r in recs:  # one pass over the task's attempts
-            if (v := num(r.get("task_wall_ms"))) is not None:
+            # The max beside per_task.avg_wall_ms is over the same eligible attempts (R30).
+            if r.get("agent_eligible") is True and (v := num(r.get("task_wall_ms"))) is not None:
                 walls.append(v)
             if (v := num(r.get("total_tokens"))) is not None:
                 tokens.append(v)

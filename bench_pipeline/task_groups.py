@@ -43,7 +43,13 @@ def first_success(by_attempt: dict[int, dict]) -> tuple[int | None, dict[str, fl
 
 
 def task_group(task_id: str, by_attempt: dict[int, dict], k: int | None) -> dict:
-    """The task's row: fixed-k membership and outcomes, first success, per-task aggregate."""
+    """The task's row: fixed-k membership and outcomes, first success, per-task aggregate.
+
+    The aggregate.per_task part (reference 2 "aggregate.per_task", R30, R31): attempts counts
+    every deduplicated attempt, ineligible included; passed, failed, pass_rate,
+    first_attempt_passed, best_quality, avg_quality and avg_wall_ms use the eligible ones.
+    A task without an eligible attempt keeps its row, with its counts and nulls.
+    """
     first = by_attempt.get(1)
     in_e1 = first is not None and bool(first["agent_eligible"])
     window = range(1, k + 1) if k else range(0)
@@ -58,8 +64,10 @@ def task_group(task_id: str, by_attempt: dict[int, dict], k: int | None) -> dict
     eligible = [r for r in ordered if r["agent_eligible"]]
     passed = sum(1 for r in eligible if r["success"] is True)
     failed = sum(1 for r in eligible if r["success"] is False)
-    qualities = [r["quality_score"] for r in ordered if is_number(r["quality_score"])]
-    walls = [r["task_wall_ms"] for r in ordered if is_number(r["task_wall_ms"])]
+    # R30: best/avg quality and avg_wall_ms over the eligible attempts with a number (an
+    # ineligible timeout or judge error keeps its wall time out); null when none has one.
+    qualities = [r["quality_score"] for r in eligible if is_number(r["quality_score"])]
+    walls = [r["task_wall_ms"] for r in eligible if is_number(r["task_wall_ms"])]
     categories = [r["category"] for r in ordered if r["category"] is not None]
 
     return {

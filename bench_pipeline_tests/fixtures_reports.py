@@ -459,8 +459,8 @@ def fill_metrics(metrics: dict[str, Any], attempts: list[dict[str, Any]]) -> dic
         recs = [by_n[n] for n in sorted(by_n)]
         elig = [r for r in recs if r["agent_eligible"] is True]
         passed = sum(r["success"] is True for r in elig)
-        qs = [r["quality_score"] for r in recs if _isnum(r["quality_score"])]
-        walls = [r["task_wall_ms"] for r in recs if _isnum(r["task_wall_ms"])]
+        qs = [r["quality_score"] for r in elig if _isnum(r["quality_score"])]  # R30: eligible only
+        walls = [r["task_wall_ms"] for r in elig if _isnum(r["task_wall_ms"])]
         per_task[task_id] = {
             "attempts": len(recs), "eligible_attempts": len(elig), "passed": passed,
             "failed": sum(r["success"] is False for r in elig),

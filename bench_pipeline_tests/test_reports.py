@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from bench_pipeline import reports
+from bench_pipeline.capability import per_task
 from bench_pipeline.reports import render_report_html, render_summary_md, write_reports
+from bench_pipeline.task_groups import group_tasks
 from bench_pipeline_tests.fixtures_reports import (
     XSS_ARG,
     XSS_ERROR,
@@ -20,6 +22,8 @@ from bench_pipeline_tests.fixtures_reports import (
     k1_run,
     large_run,
     main_run,
+    numbers,
+    record,
 )
 
 K1_CAUTION = "a single attempt cannot demonstrate repeatability"
@@ -167,6 +171,49 @@ def test_nulls_render_as_na_never_zero(summary: str) -> None:
     assert failed[("`recall_contact`", "1")][6] != "0.00"
     expensive = section(summary, "Failed tasks")  # cost column of the token ranking is n/a, not $0
     assert "$0.0000" not in summary and "$0" not in expensive
+
+
+def _r30_run() -> tuple:
+    """main_run with an ineligible judge error that has a wall time and a quality
+    (recall_contact attempt 3) and a task without an eligible attempt (never_eligible),
+    aggregate.per_task computed by the formulas (R30)."""
+    metrics, attempts, manifest, run_id = main_run()
+    judge_error = next(a for a in attempts if a["task_id"] == "recall_contact" and a["attempt"] == 3)
+    judge_error.update(task_wall_ms=90_000, quality_score=0.4)
+    for n, status, cls, wall, quality in ((1, "skipped", "skipped", None, None),
+                                          (2, "judge_error", "evaluation", 45_000, 0.8)):
+        rec = record("toggle_wifi", n, 30 + n, status, success=None, eligible=False, cls=cls, quality=quality,
+                     rubric=(None, None), nums=numbers(wall, 2_000, None, None, None, None))
+        rec["task_id"] = "never_eligible"
+        attempts.append(rec)
+    metrics["aggregate"]["per_task"] = per_task(group_tasks(attempts, 3))
+    return metrics, attempts, manifest, run_id
+
+
+def test_per_task_numbers_use_eligible_attempts_in_both_reports() -> None:
+    """R30: the ineligible judge error's 90 s and 0.4 are left out (recall_contact: eligible
+    attempt 2 only, 33.5 s and 1.00, not 61.7 s and 0.70); a task without an eligible attempt
+    is listed in the task table with n/a and is not ranked among the slowest."""
+    run = _r30_run()
+    pt = run[0]["aggregate"]["per_task"]
+    assert (pt["recall_contact"]["avg_wall_ms"], pt["recall_contact"]["avg_quality"]) == (33_480, 1.0)
+    assert pt["never_eligible"] == {"attempts": 2, "eligible_attempts": 0, "passed": 0, "failed": 0,
+                                    "pass_rate": None, "best_quality": None, "avg_quality": None,
+                                    "avg_wall_ms": None, "first_attempt_passed": None}
+    md = render_summary_md(*run)
+    slowest = md[md.index("### Slowest tasks"):md.index("### Most expensive tasks")]
+    assert "over the task's eligible attempts with a value (aggregate.per_task.avg_wall_ms)" in slowest
+    assert "ineligible attempts included" not in md
+    assert "| `recall_contact` | 3 | 33.5 s | 33.5 s | 100.0% |" in slowest
+    assert "never_eligible" not in slowest
+    page = render_report_html(*run)
+    assert "<td><code>recall_contact</code></td><td class=\"num\">3</td><td class=\"num\">33.5 s</td><td class=\"num\">33.5 s</td>" in page
+    rows = {re.search(r'data-task="([^"]+)"', r).group(1): r for r in re.findall(r"<tr data-i=.*?</tr>", page)}
+    cells = {task: re.findall(r'<td class="num">([^<]*)</td>', row) for task, row in rows.items()}
+    # eligible, passed, failed, pass rate, best q., avg q., avg wall, mean tokens (all attempts)
+    assert cells["recall_contact"] == ["1", "1", "0", "100.0%", "1.00", "1.00", "33.5 s", "26,378"]
+    assert cells["never_eligible"][:7] == ["0", "0", "0", "n/a", "n/a", "n/a", "n/a"]
+    assert 'title="mean task wall time of the eligible attempts with one"' in page
 
 
 def test_data_quality_findings(summary: str) -> None:

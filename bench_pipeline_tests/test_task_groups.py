@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from bench_pipeline.capability import per_task
 from bench_pipeline.process import process_run
+from bench_pipeline.task_groups import task_group
 
 from .run_builder import make_run, row
 
@@ -213,9 +215,9 @@ def test_per_task_counts_and_known_values(tmp_path):
     assert pt["eligible_attempts"] == 3
     assert (pt["passed"], pt["failed"]) == (1, 1)
     assert pt["pass_rate"] == pytest.approx(1 / 3)
-    assert pt["best_quality"] == 0.9                       # ineligible attempts included (R30)
-    assert pt["avg_quality"] == pytest.approx((0.9 + 0.5 + 0.0) / 3)
-    assert pt["avg_wall_ms"] == pytest.approx(1300 / 3)
+    assert pt["best_quality"] == 0.5                       # the ineligible 0.9 is left out (R30)
+    assert pt["avg_quality"] == pytest.approx((0.5 + 0.0) / 2)
+    assert pt["avg_wall_ms"] == pytest.approx((200 + 100) / 2)
     assert pt["first_attempt_passed"] is False             # attempt 1 by number, not line order
 
 
@@ -235,10 +237,51 @@ def test_per_task_first_eligible_unknown_is_null(tmp_path):
 
 
 def test_per_task_all_ineligible(tmp_path):
+    """R30: a task without an eligible attempt stays listed, with its counts and nulls, even
+    when its ineligible attempts have a quality and a wall time."""
     rows = [row("V", 1, "skipped", quality_score=0.3, metrics={"task_wall_ms": 40}), row("V", 2, "judge_error")]
     pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["V"]
     assert pt == {"attempts": 2, "eligible_attempts": 0, "passed": 0, "failed": 0, "pass_rate": None,
-                  "best_quality": 0.3, "avg_quality": 0.3, "avg_wall_ms": 40, "first_attempt_passed": None}
+                  "best_quality": None, "avg_quality": None, "avg_wall_ms": None, "first_attempt_passed": None}
+
+
+def test_per_task_ineligible_timeout_and_judge_error_keep_out_their_numbers(tmp_path):
+    """R30: an ineligible timeout and an ineligible judge error with wall times and
+    qualities change none of the task's quality or wall-time values."""
+    rows = [
+        row("Y", 1, "failed", quality_score=0.25, metrics={"task_wall_ms": 1000}),
+        row("Y", 2, "timeout", agent_eligible=False, success=None, failure_class="unknown",
+            quality_score=1.0, metrics={"task_wall_ms": 300000}),
+        row("Y", 3, "judge_error", quality_score=0.9, metrics={"task_wall_ms": 5000}),
+        row("Y", 4, "passed", quality_score=0.75, metrics={"task_wall_ms": 3000}),
+    ]
+    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["Y"]
+    assert (pt["attempts"], pt["eligible_attempts"], pt["passed"], pt["failed"]) == (4, 2, 1, 1)
+    assert (pt["best_quality"], pt["avg_quality"], pt["avg_wall_ms"]) == (0.75, 0.5, 2000)
+
+
+def _attempt(n, eligible, success, quality, wall, line=None):
+    return {"task_id": "Z", "attempt": n, "line": line or n, "agent_eligible": eligible, "success": success,
+            "quality_score": quality, "task_wall_ms": wall, "category": None, "total_tokens": None,
+            "cost_usd": None}
+
+
+def test_per_task_formula_in_memory():
+    """task_group and capability.per_task on values in memory (R30, R31)."""
+    by_attempt = {
+        1: _attempt(1, False, None, 0.9, 90000),  # ineligible, with a quality and a wall time
+        2: _attempt(2, True, False, 0.2, 1000),
+        3: _attempt(3, True, True, None, 3000),   # eligible without a quality
+        4: _attempt(4, True, None, 0.6, None),    # eligible, unknown success, no wall time
+    }
+    pt = per_task([task_group("Z", by_attempt, None)])["Z"]
+    assert pt == {"attempts": 4, "eligible_attempts": 3, "passed": 1, "failed": 1,
+                  "pass_rate": pytest.approx(1 / 3), "best_quality": 0.6,
+                  "avg_quality": pytest.approx(0.4), "avg_wall_ms": 2000, "first_attempt_passed": False}
+    only_ineligible = per_task([task_group("Z", {1: by_attempt[1]}, None)])["Z"]
+    assert only_ineligible == {"attempts": 1, "eligible_attempts": 0, "passed": 0, "failed": 0, "pass_rate": None,
+                               "best_quality": None, "avg_quality": None, "avg_wall_ms": None,
+                               "first_attempt_passed": None}
 
 
 def test_per_task_without_numbers(tmp_path):
