@@ -699,8 +699,13 @@ def _cautions(k: Any, judge_disabled: bool, missing: Any) -> list[str]:
     return notes
 
 
-def _exclusion_reading(status: Any, cls: Any, eligible: Any) -> str:
-    """What a status x class x eligibility combination means for the denominators."""
+def _exclusion_reading(status: Any, cls: Any, eligible: Any, derived_false: bool = False) -> str:
+    """What a status x class x eligibility combination means for the denominators.
+
+    ``derived_false``: the rows' success is false only because the legacy rule derived it
+    from status (raw success unknown, reference 2), so the reading names it instead of
+    contradicting the outcome beside it.
+    """
     if eligible is True:
         if status == "passed":
             return "Counted; success."
@@ -720,11 +725,22 @@ def _exclusion_reading(status: Any, cls: Any, eligible: Any) -> str:
             return ("Excluded: skipped or could not run normally (agent not ready, missing input screenshot, "
                     "setup error, outer exception); inspect the error.")
         if cls == "unknown" and status == "timeout":
-            return "Excluded: timeout without evidence that execution started; outcome unknown, not a failure."
+            reading = "Excluded from every capability denominator: timeout without evidence that execution started"
+            return reading + ("; success derived false from status, raw unknown." if derived_false else ".")
         if cls == "unknown":
             return "Excluded: insufficient classification evidence (e.g. chat error without execution evidence)."
         return "Excluded by the runner's explicit eligibility flag; inspect the error."
     return "Eligibility unknown."
+
+
+def shown_stage(rec: Mapping[str, Any]) -> Any:
+    """The first failure stage the reports show: an eligible failure without a stage label
+    is ``unknown``, the word failures.stage counts it under (docs/metric-choices.md), so the
+    stage table and the attempt lists say the same; any other row shows its own value."""
+    stage = rec.get("first_failure_stage")
+    if stage in (None, "") and rec.get("agent_eligible") is True and rec.get("success") is False:
+        return "unknown"
+    return stage
 
 
 def _sort_key_status(status: Any) -> tuple[int, str]:
@@ -757,7 +773,8 @@ def _exclusion_rows(groups: Mapping[tuple[Any, Any, Any], Counter]) -> list[dict
             "eligible_text": fmt_bool(eligible), "count": sum(counts.values()),
             "outcome": outcome,
             "counted": "yes" if eligible is True else "no" if eligible is False else NA,
-            "reading": _exclusion_reading(status, cls, eligible),
+            "reading": _exclusion_reading(status, cls, eligible,
+                                          derived_false=counts["false_from_status"] == sum(counts.values())),
         })
     rows.sort(key=lambda r: (0 if r["eligible"] is True else 1 if r["eligible"] is False else 2,
                              _sort_key_status(r["status"]), _sort_key_class(r["cls"])))
@@ -1096,7 +1113,7 @@ class FailedTask:
             href = evidence_href(self.evidence_base, folder)
             rows.append({
                 "attempt": attempt_no(rec), "status": rec.get("status"), "cls": rec.get("failure_class"),
-                "eligible": fmt_bool(rec.get("agent_eligible")), "stage": rec.get("first_failure_stage"),
+                "eligible": fmt_bool(rec.get("agent_eligible")), "stage": shown_stage(rec),
                 "quality": fmt_quality(rec.get("quality_score")), "folder": folder, "folder_text": folder_text,
                 "href": href or None,
                 "trace": fmt_text(dig(rec, "evidence", "trace_artifact", "status")),
@@ -1211,7 +1228,8 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
             ("Planned attempts", fmt_int(coverage.get("planned_attempts"))),
             ("Missing planned attempts", fmt_int(coverage.get("missing_attempts"))),
             ("k (metrics_k)", fmt_int(k)),
-            ("Legacy aggregate.tasks (attempt rows)", fmt_int(dig(metrics, "aggregate", "tasks"))),
+            ("Attempt rows, as aggregate.tasks (the name kept for older readers of metrics.json)",
+             fmt_int(dig(metrics, "aggregate", "tasks"))),
         ],
         "status_items": status_items,
         "n_attempts": n_attempts,
@@ -1277,7 +1295,7 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
         fmt_text(rec.get("line")),
         f"{fmt_bool(rec.get('success_raw'))} / {fmt_bool(rec.get('success'))}",
         f"{fmt_bool(rec.get('agent_eligible_raw'))} / {fmt_bool(rec.get('agent_eligible'))}",
-        fmt_text(rec.get("first_failure_stage")),
+        fmt_text(shown_stage(rec)),
         fmt_text(rec.get("failure_event_ref")),
         fmt_quality(rec.get("quality_score")),
         f"{fmt_int(rec.get('rubric_pass_count'))} / {fmt_int(rec.get('rubric_total'))}",
@@ -1385,10 +1403,12 @@ def attempt_row(rec: Mapping[str, Any], dup_info: Mapping[tuple[Any, int], list[
     if line_no(rec) in unsafe_lines:
         notes.append("The row's artifact_dir was refused as unsafe: its artifacts were not read.")
     if rec.get("agent_eligible") is not True:
-        notes.append(_exclusion_reading(rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible")))
+        derived_false = rec.get("success") is False and rec.get("success_raw") is None
+        notes.append(_exclusion_reading(rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible"),
+                                        derived_false))
     elif rec.get("success") is None:
         notes.append("Eligible with unknown success: in every denominator, not a success.")
-    status, cls, stage = rec.get("status"), rec.get("failure_class"), rec.get("first_failure_stage")
+    status, cls, stage = rec.get("status"), rec.get("failure_class"), shown_stage(rec)
     cells = [
         fmt_text(task_id), f"{n}{' (dup)' if dup else ''}", fmt_text(status),
         "—" if cls is None else str(cls), fmt_bool(rec.get("agent_eligible")),

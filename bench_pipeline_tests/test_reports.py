@@ -225,7 +225,84 @@ def test_data_quality_findings(summary: str) -> None:
     assert "`available` 19, `missing` 4, `invalid` 1" in text
     assert ("Unreadable or invalid artifact files (that file's values are n/a): 1: line 10 `create_event` "
             "attempt 1 `tasks/create_event/trace.json` invalid (not valid JSON") in text
-    assert "Run files (manifest.json, suite.json): 1: `suite.json` invalid (tasks is not a list \\<b\\>of" in text
+    assert ("Problems found in the run files manifest.json and suite.json (missing, unreadable or invalid, "
+            "or a missing-attempts list too long to name in full): 1: `suite.json` invalid "
+            "(tasks is not a list \\<b\\>of") in text
+
+
+def _attempt(attempts: list, task_id: str, n: int) -> dict:
+    return next(a for a in attempts if a["task_id"] == task_id and a["attempt"] == n)
+
+
+TIMEOUT_READING = ("Excluded from every capability denominator: timeout without evidence that execution "
+                   "started; success derived false from status, raw unknown.")
+
+
+def test_timeout_without_evidence_reading_agrees_with_its_derived_outcome() -> None:
+    """Reference 2: the legacy rule derives success false from status timeout when the raw
+    value is unknown; the reading says so instead of "not a failure"."""
+    metrics, attempts, manifest, run_id = main_run()
+    _attempt(attempts, "recall_contact", 1).update(success=False, success_raw=None)  # as the pipeline derives it
+    md = render_summary_md(metrics, attempts, manifest, run_id)
+    rows = {(r[0], r[1], r[2]): r for r in table_rows(section(md, "What was excluded and why"))[2:]}
+    assert rows[("`timeout`", "`unknown`", "no")][3:] == [
+        "1", "1 failure (from status; raw unknown)", "no", TIMEOUT_READING]
+    page = render_report_html(metrics, attempts, manifest, run_id)
+    for text in (md, page):
+        assert "not a failure" not in text
+    assert (f'<td class="nowrap">1 failure (from status; raw unknown)</td><td>no</td>'
+            f'<td class="reading">{TIMEOUT_READING}</td>') in page
+    details = json.loads(re.search(r'id="report-details">(.*?)</script>', page, re.S).group(1))
+    line = details["labels"].index("results.jsonl line")
+    notes = [s[2] for d in details["details"] if d[0][line] == "13" for s in d[1] if s[0] == "Note"]
+    assert notes == [TIMEOUT_READING]
+
+
+def test_timeout_reading_without_a_derived_outcome(summary: str) -> None:
+    """The fixture's row keeps success null: the reading adds no outcome of its own."""
+    rows = {(r[0], r[1], r[2]): r for r in table_rows(section(summary, "What was excluded and why"))[2:]}
+    assert rows[("`timeout`", "`unknown`", "no")][4:] == [
+        "1 unknown", "no",
+        "Excluded from every capability denominator: timeout without evidence that execution started."]
+
+
+def test_run_file_problems_and_attempt_rows_say_what_they_count(summary: str, page: str) -> None:
+    coverage = dict((r[0], r[1]) for r in table_rows(section(summary, "Headline capability"))[2:] if len(r) == 2)
+    label = "Attempt rows, as aggregate.tasks (the name kept for older readers of metrics.json)"
+    assert coverage[label] == "24"
+    assert f'<tr><th scope="row">{label}</th><td class="num">24</td></tr>' in page
+    md_k1, page_k1 = render_summary_md(*k1_run()), render_report_html(*k1_run())
+    assert ("- Problems found in the run files manifest.json and suite.json (missing, unreadable or invalid, "
+            "or a missing-attempts list too long to name in full): 0\n") in md_k1
+    assert ('<h3>Run-file problems <span class="muted">0 · found in manifest.json and suite.json: missing, '
+            'unreadable or invalid, or a missing-attempts list too long to name in full</span></h3>') in page_k1
+    assert '<h3>Run-file problems <span class="muted">1 · found in manifest.json' in page
+    for text in (summary, page, md_k1, page_k1):
+        assert "Legacy aggregate.tasks" not in text and "Run files (manifest.json, suite.json)" not in text
+
+
+def test_eligible_failure_without_a_stage_is_unknown_in_every_list() -> None:
+    """failures.stage counts an eligible failure without a stage label as unknown; the failed
+    task tables, the attempt table and its details say `unknown` too, not a dash. Other rows
+    without a stage keep the dash."""
+    metrics, attempts, manifest, run_id = main_run()
+    _attempt(attempts, "set_alarm", 2)["first_failure_stage"] = None  # eligible, success false
+    md = render_summary_md(metrics, attempts, manifest, run_id)
+    failed = {(r[0], r[1]): r for r in table_rows(section(md, "Failed tasks and their evidence"))[2:]}
+    assert failed[("`set_alarm`", "2")][5] == "`unknown`"
+    assert failed[("`set_alarm`", "1")][5] == "—"        # passed: no failure stage
+    page = render_report_html(metrics, attempts, manifest, run_id)
+    table = re.search(r'<table class="data compact failed">(.*?)</table>', page, re.S).group(1)
+    body = next(b for b in re.findall(r"<tbody>(.*?)</tbody>", table, re.S) if "<code>set_alarm</code>" in b)
+    stages = [re.findall(r"<td>([^<]*)</td>", row)[2] for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+    assert stages == ["—", "unknown", "—"]
+    keys = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))["attempts"]["keys"]
+    assert [k[6] for k in keys if k[0] == "set_alarm"] == [None, "unknown", None]
+    details = json.loads(re.search(r'id="report-details">(.*?)</script>', page, re.S).group(1))
+    labels = details["labels"]
+    by_line = {d[0][labels.index("results.jsonl line")]: d[0] for d in details["details"]}
+    assert by_line["5"][labels.index("First failure stage")] == "unknown"
+    assert by_line["4"][labels.index("First failure stage")] == "n/a"
 
 
 def test_html_data_quality_lists_and_counts_every_finding(page: str) -> None:
