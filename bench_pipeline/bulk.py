@@ -7,9 +7,9 @@ a much slower one (measured in docs/benchmarks.md: about a third of the whole co
 The stages create no reference cycles worth collecting (plain dicts and lists freed by
 reference counting), so automatic collection is paused while they run and restored after.
 
-``fork_map`` spreads chunks of a list over this process and forked children (the command
-line's large runs; the Dagster assets stay in one process and let Dagster parallelize
-across runs). Forking hands the inputs over for free; only results travel back, pickled.
+``fork_map`` spreads chunks of a list over this process and forked children (large runs).
+Forking hands the inputs over for free; only results travel back, pickled. It forks only
+where that is safe (``can_fork``) and otherwise does the same work in this process.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import os
 import pickle
 import queue
 import signal
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -52,6 +53,15 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
+def can_fork() -> bool:
+    """Whether forking this process is safe: the platform forks and no other Python thread
+    runs here (a fork copies only the calling thread, so a lock another thread holds, in
+    logging or an event writer, would stay locked in the child forever). A Dagster run
+    process has such threads; the per-partition worker processes it starts
+    (``assets.partition_work``) do not."""
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
 def fork_map(
     func: Callable[[int, Sequence[T]], R],
     items: Sequence[T],
@@ -62,7 +72,7 @@ def fork_map(
 ) -> list[R]:
     """``[func(start, items[start:start + chunk_size]) for each chunk]``, in chunk order.
 
-    With ``workers`` > 1, more than one chunk and a platform that can fork, this process
+    With ``workers`` > 1, more than one chunk and a process that can fork (``can_fork``), this process
     and ``workers - 1`` forked children take chunks from a shared counter until none is
     left; the first chunk is always this process's. This process's own results need no
     pickling; a child's are pickled back through a queue. ``func`` and ``items`` reach the
@@ -73,7 +83,7 @@ def fork_map(
     """
     total = len(items)
     bounds = [(start, min(start + chunk_size, total)) for start in range(0, total, chunk_size)]
-    if workers <= 1 or len(bounds) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if workers <= 1 or len(bounds) <= 1 or not can_fork():
         results = []
         for start, end in bounds:
             results.append(func(start, items[start:end]))

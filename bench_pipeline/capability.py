@@ -195,22 +195,6 @@ def per_task(tasks: list[dict]) -> dict:
     return {t["task_id"]: {k: t[k] for k in keys} for t in tasks}
 
 
-def run_metrics(
-    attempts: list[dict],
-    tasks: list[dict],
-    *,
-    metrics_k: int | None,
-    planned_attempts: int | None,
-    missing_attempts: int | None,
-) -> dict:
-    """Every aggregate section of metrics.json except identity and data_quality."""
-    return combine_sections(
-        task_sections(attempts, tasks, metrics_k=metrics_k, planned_attempts=planned_attempts,
-                      missing_attempts=missing_attempts),
-        attempt_sections(attempts),
-    )
-
-
 def attempt_sections(attempts: list[dict]) -> dict:
     """The sections computed from attempt rows alone (no task grouping): failures,
     diagnostics, category, observations, efficiency and reliability."""
@@ -248,7 +232,7 @@ SECTION_ORDER = ("capability", "coverage", "failures", "diagnostics", "category"
 
 
 def combine_sections(task_part: dict, attempt_part: dict) -> dict:
-    """task_sections and attempt_sections as run_metrics returns them, in SECTION_ORDER
+    """task_sections and attempt_sections as metrics.json holds them, in SECTION_ORDER
     (the two halves can be computed apart, for instance in two processes)."""
     both = {**task_part, **attempt_part}
     return {name: both[name] for name in SECTION_ORDER}

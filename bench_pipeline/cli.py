@@ -44,13 +44,13 @@ def cmd_process(args: argparse.Namespace) -> int:
 
 def _process(args: argparse.Namespace) -> int:
     from .bulk import default_workers
-    from .outputs import process_and_write
+    from .pipeline import run_stages
     from .process import data_quality_findings
 
     started = time.monotonic()
     out_dir = Path(args.output_dir)
     try:
-        processed, written = process_and_write(
+        result = run_stages(
             Path(args.run_dir), out_dir,
             workers=args.workers or default_workers(),
             progress=_Progress("attempts derived"),
@@ -59,6 +59,7 @@ def _process(args: argparse.Namespace) -> int:
     except NotARunFolderError as exc:
         _say(f"error: {exc}")
         return 2
+    processed, written = result.processed, result.written
     findings = data_quality_findings(processed.metrics)
     _say(
         f"{processed.raw.run_id}: {len(processed.attempts)} attempts, {len(processed.tasks)} tasks, "

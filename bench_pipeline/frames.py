@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .process import ATTEMPT_KEYS, json_bytes
+from .jsonio import json_bytes
+from .process import ATTEMPT_KEYS
 from .run_reader import RawRow, RawRun, read_run_files
 from .schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
 

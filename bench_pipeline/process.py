@@ -1,27 +1,19 @@
-"""A whole run through every stage: what `bench-pipeline process` and the Dagster assets share.
-
-read_run (stage 1) -> derive_attempts (stage 2) -> group_tasks (stage 3) ->
-build_metrics (stage 4) -> write_outputs (metrics.json, attempts.jsonl, reports).
+"""The stages' glue that ``pipeline.run_stages`` composes: attempts in chunks (stage 2),
+data_quality and the metrics.json document (stage 4), attempts.jsonl records, metrics.json.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
-
-import orjson
+from typing import Callable, TypeVar
 
 from .attempt_metrics import RunContext, derive_attempt
 from .bulk import fork_map, gc_paused
-from .capability import run_metrics
 from .formula import FORMULA_VERSION
-from .run_reader import RawRun, read_run
-from .task_groups import group_tasks
+from .jsonio import dumps, encode_records, write_atomic
+from .run_reader import RawRun
 
 SCHEMA_VERSION = 1
 T = TypeVar("T")
@@ -87,19 +79,6 @@ def derive_chunks(
     )
 
 
-def derive_attempts(
-    raw: RawRun, progress: Callable[[int, int], None] | None = None, workers: int = 1
-) -> list[dict]:
-    """Stage 2: one attempt row per usable results row, in file order (3.1-3.6).
-
-    With ``workers`` > 1 and a large run, chunks of rows are derived in forked worker
-    processes (parsing artifacts is the dominant cost and is independent per attempt);
-    the result is identical to the sequential one.
-    """
-    chunks = derive_chunks(raw, lambda _start, attempts: attempts, progress, workers)
-    return [attempt for chunk in chunks for attempt in chunk]
-
-
 def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
     """metrics.json data_quality (outputs.md, R33), plus artifact and run-file findings.
 
@@ -146,11 +125,6 @@ def missing_attempts_count(metrics: dict) -> int:
     return counted if type(counted) is int and counted >= n_listed else n_listed
 
 
-def build_metrics(raw: RawRun, attempts: list[dict], tasks: list[dict], quality: dict, generated_at: str | None = None) -> dict:
-    """Stage 4: the metrics.json document (outputs.md)."""
-    return metrics_document(raw, run_metrics(attempts, tasks, **metric_scope(raw)), quality, generated_at)
-
-
 def metric_scope(raw: RawRun) -> dict:
     """The run facts the aggregates need besides the rows: k and the planned/missing counts."""
     return {
@@ -161,7 +135,7 @@ def metric_scope(raw: RawRun) -> dict:
 
 
 def metrics_document(raw: RawRun, body: dict, quality: dict, generated_at: str | None = None) -> dict:
-    """metrics.json from the aggregate sections (capability.run_metrics) and data_quality."""
+    """metrics.json from the aggregate sections (capability.combine_sections) and data_quality."""
     return {
         "schema_version": SCHEMA_VERSION,
         "formula_version": FORMULA_VERSION,
@@ -171,22 +145,6 @@ def metrics_document(raw: RawRun, body: dict, quality: dict, generated_at: str |
         **body,
         "data_quality": quality,
     }
-
-
-@gc_paused()
-def process_run(
-    run_dir: Path | str, progress: Callable[[int, int], None] | None = None, workers: int = 1
-) -> ProcessedRun:
-    """Run every metric stage on one run folder; raises NotARunFolderError for a non-run."""
-    raw = read_run(run_dir)
-    return assemble(raw, derive_attempts(raw, progress, workers))
-
-
-def assemble(raw: RawRun, attempts: list[dict]) -> ProcessedRun:
-    """Stages 3 and 4 over derived attempts: task groups and the metrics.json document."""
-    tasks = group_tasks(attempts, raw.metrics_k)
-    metrics = build_metrics(raw, attempts, tasks, data_quality(raw, attempts))
-    return ProcessedRun(raw, attempts, tasks, metrics)
 
 
 def attempt_record(row: dict) -> dict:
@@ -199,76 +157,13 @@ def encode_attempt_lines(attempts: list[dict]) -> bytes:
     return encode_records([attempt_record(a) for a in attempts])
 
 
-def encode_records(records: list[dict]) -> bytes:
-    """attempts.jsonl lines of records already made with ``attempt_record``."""
-    return b"".join(json_bytes(r) + b"\n" for r in records)
-
-
-def json_bytes(value: object, indent: bool = False) -> bytes:
-    """JSON bytes as every output file writes them (UTF-8, keys in insertion order).
-
-    orjson, except for what it cannot encode: integers beyond 64 bits (valid numbers up
-    to the float range, R42) go through the standard library, with the same layout and,
-    as orjson does, NaN and infinities from the input written as null (``jsonable``).
-    """
-    try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else None)
-    except TypeError:
-        text = json.dumps(jsonable(value), ensure_ascii=False, allow_nan=False,
-                          indent=2 if indent else None, separators=(",", ": ") if indent else (",", ":"))
-        return text.encode("utf-8")
-
-
-class EncodedJSON:
-    """A value whose compact JSON is already made: ``reports`` writes ``encoded`` as is
-    instead of encoding ``value`` a second time (report.html's details). (Not a dataclass: orjson would encode a
-    dataclass's fields itself.)"""
-
-    __slots__ = ("value", "encoded")
-
-    def __init__(self, value: Any, encoded: bytes) -> None:
-        self.value, self.encoded = value, encoded
-
-
-def jsonable(value: Any) -> Any:
-    """Make run values JSON-safe: NaN/Infinity become null, unknown types become strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, EncodedJSON):
-        return jsonable(value.value)
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    return str(value)
-
-
-def dumps(value: object) -> bytes:
-    """Indented JSON bytes (metrics.json)."""
-    return json_bytes(value, indent=True)
-
-
-def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
-    """Write ``data`` (bytes, or byte pieces in order) to a temporary file and rename it,
-    so that a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        if isinstance(data, bytes):
-            fh.write(data)
-        else:
-            fh.writelines(data)
-    os.replace(tmp, path)
-
-
 @gc_paused()
 def write_metrics_files(out_dir: Path, metrics: dict, attempts: list[dict],
                         attempts_written: Path | None = None) -> dict[str, Path]:
     """metrics.json and attempts.jsonl into ``out_dir`` (created when needed).
 
     ``attempts_written``, when given, is attempts.jsonl already written (by
-    ``outputs.process_and_write``, from the lines encoded where the attempts were derived).
+    ``pipeline.run_stages``, from the lines encoded where the attempts were derived).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics_path = out_dir / "metrics.json"

@@ -35,7 +35,8 @@ from markupsafe import Markup, escape
 
 from .attempt_metrics import json_key
 from .bulk import fork_map, gc_paused
-from .process import EncodedJSON, data_quality_findings, jsonable, missing_attempts_count, write_atomic
+from .jsonio import EncodedJSON, jsonable, write_atomic
+from .process import data_quality_findings, missing_attempts_count
 from .stats import is_number, numbers, percentile
 
 NA = "n/a"

@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from bench_pipeline.artifacts import read_json_file
-from bench_pipeline.process import process_run
+from bench_pipeline.pipeline import process_run
 
 from .run_builder import make_run, row, write_json
 

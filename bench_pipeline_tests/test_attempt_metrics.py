@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench_pipeline.attempt_metrics import failure_evidence
-from bench_pipeline.process import process_run
+from bench_pipeline.pipeline import process_run
 
 from .run_builder import make_run, row
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from bench_pipeline.process import process_run
+from bench_pipeline.pipeline import process_run
 
 from .run_builder import make_run, row
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from bench_pipeline.catalog import catalog_frame, catalog_row, suite_trends
-from bench_pipeline.process import process_run
+from bench_pipeline.pipeline import process_run
 
 from .run_builder import make_run, row
 

@@ -16,7 +16,8 @@ from bench_pipeline.capability import EFFICIENCY_FIELDS, RELIABILITY_FIELDS
 from bench_pipeline.frames import attempts_frame, attempts_from_frame, raw_results_frame, tasks_frame, tasks_from_frame
 from bench_pipeline.generate import generate_runs
 from bench_pipeline.outputs import write_run_outputs
-from bench_pipeline.process import ATTEMPT_KEYS, derive_attempts, process_run
+from bench_pipeline.pipeline import process_run
+from bench_pipeline.process import ATTEMPT_KEYS
 from bench_pipeline.run_reader import read_run
 
 # outputs.md "metrics.json", key by key.
@@ -155,10 +156,9 @@ def test_cli_process_on_a_non_run_names_the_path(tmp_path):
 
 def test_parallel_derivation_equals_sequential(tmp_path, monkeypatch):
     run = generate_runs(tmp_path, runs=1, seed=5, tasks=40, repeats=3, history_messages=12)[0]
-    raw = read_run(run)
     monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 10)
     monkeypatch.setattr("bench_pipeline.process._CHUNK_ROWS", 17)
-    assert derive_attempts(raw, workers=2) == derive_attempts(raw, workers=1)
+    assert process_run(run, workers=2).attempts == process_run(run, workers=1).attempts
 
 
 def test_parallel_outputs_equal_sequential_outputs(fifty_runs, tmp_path, monkeypatch):
@@ -177,25 +177,28 @@ def test_parallel_outputs_equal_sequential_outputs(fifty_runs, tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_process_and_write_equals_process_run_then_write(fifty_runs, tmp_path, monkeypatch, workers):
-    """The command's path (attempts.jsonl lines and report rows made where each chunk is
-    derived, bulky evidence then dropped) writes the same bytes as the stage-by-stage path."""
-    from bench_pipeline.outputs import BULKY_EVIDENCE, process_and_write
+def test_run_stages_equals_process_run_then_write(fifty_runs, tmp_path, monkeypatch, workers):
+    """The composition with files (attempts.jsonl lines and report rows made where each
+    chunk is derived, bulky evidence then dropped) writes the same bytes as processing
+    without files and writing the processed run in one process."""
+    from bench_pipeline.outputs import BULKY_EVIDENCE
+    from bench_pipeline.pipeline import run_stages
 
     monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 1)
     monkeypatch.setattr("bench_pipeline.process._CHUNK_ROWS", 5)
     # One generated_at for both paths, so that every byte can be compared.
-    monkeypatch.setattr("bench_pipeline.process.build_metrics.__defaults__", ("2026-11-30T00:00:00Z",))
     monkeypatch.setattr("bench_pipeline.process.metrics_document.__defaults__", ("2026-11-30T00:00:00Z",))
     for run in fifty_runs[:6]:
         expected = write_run_outputs(tmp_path / "staged" / run.name, process_run(run))
-        processed, written = process_and_write(run, tmp_path / "command" / run.name, workers=workers)
+        result = run_stages(run, tmp_path / "command" / run.name, workers=workers)
+        processed, written = result.processed, result.written
         assert list(written) == list(expected)
         for name, path in expected.items():
             assert written[name].read_bytes() == path.read_bytes(), (run.name, name)
         assert len(processed.attempts) == len(processed.raw.rows)
         assert not any(k in a["evidence"] for a in processed.attempts for k in BULKY_EVIDENCE)
-        kept, _ = process_and_write(run, tmp_path / "kept" / run.name, workers=workers, keep_evidence=True)
+        result = run_stages(run, tmp_path / "kept" / run.name, workers=workers, keep_evidence=True)
+        kept = result.processed
         staged = process_run(run)
         assert kept.attempts == staged.attempts
         assert kept.tasks == processed.tasks == staged.tasks
@@ -296,13 +299,14 @@ ROW_FIELDS = st.fixed_dictionaries(
 def test_any_json_anywhere_never_stops_a_run(tmp_path_factory, rows, manifest, suite, history, episode, trace):
     """Whatever JSON the runner leaves in the rows, manifest, suite and artifacts, the run is
     processed and every output file is written (bad input becomes nulls and findings)."""
-    from bench_pipeline.outputs import process_and_write
+    from bench_pipeline.pipeline import run_stages
     from bench_pipeline_tests.run_builder import make_run
 
     root = tmp_path_factory.mktemp("fuzz")
     artifacts = {"tasks/t": {"history.json": history, "episode.json": episode, "trace.json": trace}}
     run = make_run(root, rows, manifest=manifest, suite=suite, artifacts=artifacts)
-    processed, written = process_and_write(run, root / "out")
+    result = run_stages(run, root / "out")
+    processed, written = result.processed, result.written
     assert list(written) == ["metrics.json", "attempts.jsonl", "summary.md", "report.html"]
     metrics = json.loads(written["metrics.json"].read_text())
     assert metrics["coverage"]["attempts"] == len(processed.attempts)
@@ -312,13 +316,14 @@ def test_any_json_anywhere_never_stops_a_run(tmp_path_factory, rows, manifest, s
 def test_a_large_k_with_few_attempts_is_listed_compactly(tmp_path):
     """metrics_k = 1,000 with 2 attempts per task: the reports name a few missing attempts
     per task and count the rest, instead of a thousand entries per task."""
-    from bench_pipeline.outputs import process_and_write
+    from bench_pipeline.pipeline import run_stages
     from bench_pipeline.reports import LIST_CAP, STRIP_CAP
     from bench_pipeline_tests.run_builder import make_run, row
 
     rows = [row(f"t{i}", attempt=a, status="failed") for i in range(40) for a in (1, 2)]
     run = make_run(tmp_path, rows, manifest={"status": "completed", "metrics_k": 1000})
-    processed, written = process_and_write(run, tmp_path / "out")
+    result = run_stages(run, tmp_path / "out")
+    processed, written = result.processed, result.written
     assert processed.raw.metrics_k == 1000 and processed.metrics["capability"]["pass_at_k"]["eligible_tasks"] == 0
     summary = written["summary.md"].read_text()
     assert f"{998 - LIST_CAP:,} more attempts missing" in summary
@@ -344,7 +349,7 @@ def test_data_quality_findings_counts_every_missing_planned_attempt():
 
 
 def test_write_atomic_writes_pieces_and_leaves_no_temporary_file(tmp_path):
-    from bench_pipeline.process import write_atomic
+    from bench_pipeline.jsonio import write_atomic
 
     target = tmp_path / "attempts.jsonl"
     write_atomic(target, [b'{"a":1}\n', b'{"a":2}\n'])
@@ -380,13 +385,14 @@ def test_frames_keep_large_integers_next_to_nulls_exact(tmp_path):
 def test_nan_next_to_a_huge_integer_in_row_evidence_is_written_as_null(tmp_path):
     """orjson cannot write an integer beyond 64 bits, so such a value takes the standard
     library's path; NaN from the input must not stop it (orjson writes NaN as null too)."""
-    from bench_pipeline.outputs import process_and_write
+    from bench_pipeline.pipeline import run_stages
     from bench_pipeline_tests.run_builder import make_run, row
 
     big = "1" + "0" * 30
     line = ('{"task_id": "t", "attempt": 1, "status": "failed", "success": false, "agent_eligible": true,'
             ' "hard_assertions": {"x": NaN, "y": ' + big + '}}')
-    processed, written = process_and_write(make_run(tmp_path, [line, row("u")]), tmp_path / "out")
+    result = run_stages(make_run(tmp_path, [line, row("u")]), tmp_path / "out")
+    processed, written = result.processed, result.written
     first = json.loads(written["attempts.jsonl"].read_text().splitlines()[0])
     assert first["evidence"]["hard_assertions"] == {"x": None, "y": int(big)}
     assert len(processed.attempts) == 2

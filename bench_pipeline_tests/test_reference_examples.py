@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from bench_pipeline.process import process_run
+from bench_pipeline.pipeline import process_run
 from bench_pipeline.stats import WILSON_Z
 
 from .run_builder import make_run, row

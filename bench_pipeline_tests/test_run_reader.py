@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from bench_pipeline.process import process_run
+from bench_pipeline.pipeline import process_run
 from bench_pipeline.run_reader import NotARunFolderError, planned_attempts, read_run
 
 from .run_builder import make_run, row
@@ -356,7 +356,7 @@ def test_huge_planned_attempts_are_counted_not_enumerated(tmp_path):
     MISSING_LIST_CAP missing pairs in plan order, and run_files says the listing stops."""
     import time
 
-    from bench_pipeline.outputs import process_and_write
+    from bench_pipeline.pipeline import run_stages
     from bench_pipeline.run_reader import MISSING_LIST_CAP
 
     manifest = {"status": "aborted", "planned": [
@@ -364,7 +364,8 @@ def test_huge_planned_attempts_are_counted_not_enumerated(tmp_path):
     rows = [row("a", 1), row("a", 3), row("b", 10 ** 17), row("b", 10 ** 19)]
     run = make_run(tmp_path, rows, manifest=manifest)
     started = time.monotonic()
-    processed, written = process_and_write(run, tmp_path / "out")
+    result = run_stages(run, tmp_path / "out")
+    processed, written = result.processed, result.written
     assert time.monotonic() - started < 30  # the plan is never enumerated (was: hours)
     m = json.loads(written["metrics.json"].read_text())
     assert m["coverage"]["metrics_k"] == 10 ** 9  # the smallest planned attempts (R26)
@@ -450,11 +451,12 @@ def test_very_large_attempt_numbers_and_k_count_and_are_reported_compactly(tmp_p
     """R26/R27: any integer >= 1 is an attempt number and any positive metrics_k counts. The
     reports then name a few missing attempts per task and count the rest, instead of
     enumerating a million of them."""
-    from bench_pipeline.outputs import process_and_write
+    from bench_pipeline.pipeline import run_stages
 
     manifest = {"status": "completed", "metrics_k": 10 ** 6}
     run = make_run(tmp_path, [row("t"), row("t", attempt=10 ** 9, status="failed")], manifest=manifest)
-    processed, written = process_and_write(run, tmp_path / "out")
+    result = run_stages(run, tmp_path / "out")
+    processed, written = result.processed, result.written
     assert [r.attempt for r in processed.raw.rows] == [1, 10 ** 9] and processed.raw.bad_rows == []
     assert processed.raw.metrics_k == 10 ** 6
     assert f"{10 ** 6 - 1 - 25:,} more attempts missing" in written["summary.md"].read_text()

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from bench_pipeline.process import process_run
+from bench_pipeline.pipeline import process_run
 from bench_pipeline.stats import WILSON_Z, distribution, is_number, numbers, percentile, wilson_interval
 
 from .run_builder import make_run, row

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from bench_pipeline.capability import per_task
-from bench_pipeline.process import process_run
+from bench_pipeline.pipeline import process_run
 from bench_pipeline.task_groups import task_group
 
 from .run_builder import make_run, row

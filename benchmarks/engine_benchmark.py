@@ -161,11 +161,11 @@ def main() -> None:
         import cProfile
         import pstats
 
-        from bench_pipeline.outputs import process_and_write
+        from bench_pipeline.pipeline import run_stages
 
         profiler = cProfile.Profile()
         profiler.enable()
-        process_and_write(large, workdir / "out-profile")  # one process: workers are not profiled
+        run_stages(large, workdir / "out-profile")  # one process: workers are not profiled
         profiler.disable()
         pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
 

@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_pipeline.generate import generate_runs
-from bench_pipeline.process import attempt_record, process_run
+from bench_pipeline.pipeline import process_run
+from bench_pipeline.process import attempt_record
 from bench_pipeline.publication import LangfuseSettings, PublishOptions, publish_run
 from bench_pipeline_tests.langfuse_standin import LangfuseStandIn
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from .client import LangfuseSettings
-from .publisher import PublicationError, publish_run
+from .publisher import PublicationError
 
 
 def _progress_printer(stream=None):
@@ -29,21 +29,12 @@ def publish_processed(processed, out_dir: Path) -> int:
     Settings come from the environment (LANGFUSE_BASE_URL / LANGFUSE_HOST, LANGFUSE_PUBLIC_KEY,
     LANGFUSE_SECRET_KEY); without keys the payloads go to the outbox and 0 is returned.
     """
-    from bench_pipeline.process import attempt_record
+    from bench_pipeline.pipeline import publish
 
     raw = processed.raw
     settings = LangfuseSettings.from_env()
     try:
-        result = publish_run(
-            run_id=raw.run_id,
-            metrics=processed.metrics,
-            attempts=[attempt_record(a) for a in processed.attempts],
-            manifest=raw.manifest or {},
-            suite_def=raw.suite_def or {},
-            out_dir=Path(out_dir),
-            settings=settings,
-            progress=_progress_printer(),
-        )
+        result = publish(processed, Path(out_dir), settings, _progress_printer())
     except PublicationError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ..process import write_atomic
+from ..jsonio import write_atomic
 from . import mapping as m
 from .client import DeliveryFailure, LangfuseHttp, LangfuseSettings, PublishOptions
 

@@ -1,0 +1,173 @@
+"""The one composition of the stages: what the Dagster assets, `bench-pipeline process` and the
+tests all run.
+
+read_run (1) -> derive attempts in chunks (2) -> task groups (3) and the aggregates (4), in
+two halves -> the output files (5) -> Langfuse publication (6, ``publish``).
+The Dagster assets run these per partition in ``assets.partition_work``.
+
+``run_stages`` makes the per-attempt share of the output files (attempts.jsonl lines,
+report.html rows) right where each chunk of attempts is derived, so on a large run it is
+spread over worker processes with the derivation; the run-level rest is split in two
+halves (what needs the task groups, what needs the attempt rows alone) computed side by
+side. Without an output folder it stops after stage 4 (``process_run``). Parallel work
+forks only where forking is safe (``bulk.can_fork``); elsewhere the same work runs in this
+process, with the same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .bulk import fork_map, gc_paused
+from .capability import attempt_sections, combine_sections, task_sections
+from .jsonio import encode_records, write_atomic
+from .outputs import BULKY_EVIDENCE, Rendered, ReportParts, write_run_outputs
+from .publication import LangfuseSettings, PublicationResult, publish_run
+from .process import (
+    ProcessedRun,
+    attempt_record,
+    data_quality,
+    derive_chunks,
+    metric_scope,
+    metrics_document,
+    workers_for,
+)
+from .reports import (
+    attempt_facts,
+    duplicate_lines,
+    histograms,
+    join_attempt_rows,
+    render_attempt_rows,
+    task_facts,
+    view_k,
+)
+from .run_reader import RawRun, read_run
+from .task_groups import group_tasks
+
+
+@dataclass
+class RunResult:
+    """A run through the stages: every stage's output and the files written."""
+
+    processed: ProcessedRun
+    written: dict[str, Path]  # {file name: path}; empty without an output folder
+
+
+@gc_paused()
+def run_stages(
+    run_dir: Path | str,
+    out_dir: Path | None = None,
+    *,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    keep_evidence: bool = False,
+) -> RunResult:
+    """Stages 1-5 on one run folder; raises NotARunFolderError for a folder that is not a run.
+
+    With ``out_dir``, writes metrics.json, attempts.jsonl, summary.md and report.html there;
+    without, stops after the metrics. Without ``keep_evidence`` the returned attempts lack
+    BULKY_EVIDENCE once the files are written (nothing after the files needs it; publication
+    does, so its callers pass ``keep_evidence=True``).
+    """
+    raw = read_run(run_dir)
+    if out_dir is None:
+        chunks = derive_chunks(raw, _Derived(), progress, workers)
+        attempts = [a for derived, _ in chunks for a in derived]
+        processed, _ = _run_level(raw, attempts, workers, None, [])
+        return RunResult(processed, {})
+    chunks = derive_chunks(raw, _Render(duplicate_lines(raw.duplicate_rows), keep_evidence), progress, workers)
+    # raw.rows are in file order, so the chunks' rows are in line order: the file's and the
+    # report's order.
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    attempts = [a for derived, _ in chunks for a in derived]
+    attempts_path = out_dir / "attempts.jsonl"
+    processed, parts = _run_level(raw, attempts, workers, attempts_path, [r.attempt_lines for _, r in chunks])
+    rows = join_attempt_rows([r.rows for _, r in chunks])
+    return RunResult(processed, write_run_outputs(out_dir, processed, workers, rows, attempts_path, parts))
+
+
+def publish(
+    processed: ProcessedRun,
+    out_dir: Path,
+    settings: LangfuseSettings | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PublicationResult:
+    """Stage 6: the processed run in Langfuse (docs/langfuse.md), or its exact payloads in
+    ``out_dir``'s outbox without Langfuse keys. ``processed`` needs its full evidence
+    (``run_stages(..., keep_evidence=True)``). Raises PublicationError when something could
+    not be delivered; calling again sends only what is missing."""
+    raw = processed.raw
+    return publish_run(
+        run_id=raw.run_id,
+        metrics=processed.metrics,
+        attempts=[attempt_record(a) for a in processed.attempts],
+        manifest=raw.manifest or {},
+        suite_def=raw.suite_def or {},
+        out_dir=Path(out_dir),
+        settings=settings,
+        progress=progress,
+    )
+
+
+def process_run(
+    run_dir: Path | str, progress: Callable[[int, int], None] | None = None, workers: int = 1
+) -> ProcessedRun:
+    """Stages 1-4 on one run folder (no files): ``run_stages`` without an output folder."""
+    return run_stages(run_dir, workers=workers, progress=progress).processed
+
+
+class _Derived:
+    """A chunk's follow-up when no file is written: the attempts as derived."""
+
+    def __call__(self, start: int, attempts: list[dict]) -> tuple[list[dict], None]:
+        return attempts, None
+
+
+class _Render:
+    """A chunk's follow-up when files are written: its attempts.jsonl lines and report.html
+    rows, made in the process that derived the chunk."""
+
+    def __init__(self, dup_info: dict, keep_evidence: bool) -> None:
+        self.dup_info, self.keep_evidence = dup_info, keep_evidence
+
+    def __call__(self, start: int, attempts: list[dict]) -> tuple[list[dict], Rendered]:
+        records = [attempt_record(a) for a in attempts]
+        unsafe_lines = {a["line"] for a in attempts if a["evidence"]["findings"]["unsafe_dir"] is not None}
+        rendered = Rendered(encode_records(records), render_attempt_rows(start, records, self.dup_info, unsafe_lines))
+        if not self.keep_evidence:  # encoded above: the attempts themselves no longer need it
+            for a in attempts:
+                a["evidence"] = {k: v for k, v in a["evidence"].items() if k not in BULKY_EVIDENCE}
+        return attempts, rendered
+
+
+def _run_level(raw: RawRun, attempts: list[dict], workers: int, attempts_path: Path | None,
+               attempt_lines: list[bytes]) -> tuple[ProcessedRun, ReportParts]:
+    """Stages 3 and 4 with the reports' counts, in two halves (two processes on a large run).
+
+    This process writes attempts.jsonl (``attempt_lines``, when ``attempts_path`` is given),
+    groups the tasks and computes what needs them: the metrics' task sections, data_quality
+    and the reports' per-task facts (which refer to the attempt rows, so they are made where
+    the rows live). The other half needs the attempt rows alone: the metrics' attempt
+    sections, the reports' attempt facts and report.html's histograms, small results that a
+    forked child sends back.
+    """
+    def task_half() -> tuple:
+        if attempts_path is not None:
+            write_atomic(attempts_path, attempt_lines)
+        tasks = group_tasks(attempts, raw.metrics_k)
+        task_part = task_sections(attempts, tasks, **metric_scope(raw))
+        k = view_k({"coverage": task_part["coverage"]}, raw.manifest)
+        return tasks, task_part, data_quality(raw, attempts), task_facts(attempts, task_part["aggregate"]["per_task"], k)
+
+    def attempt_half() -> tuple:
+        part = attempt_sections(attempts)
+        return part, attempt_facts(attempts), histograms({"efficiency": part["efficiency"]}, attempts)
+
+    (tasks, task_part, quality, per_task_facts), (attempt_part, facts, charts) = fork_map(
+        lambda _start, jobs: jobs[0](), [task_half, attempt_half],
+        workers=min(2, workers_for(len(attempts), workers)), chunk_size=1)
+    metrics = metrics_document(raw, combine_sections(task_part, attempt_part), quality)
+    return ProcessedRun(raw, attempts, tasks, metrics), ReportParts(facts, per_task_facts, charts)
