@@ -10,10 +10,9 @@ import os
 
 import dagster as dg
 
-from .assets import cross_run_assets, per_run_assets, run_checks
+from .assets import cross_run_assets, per_run_assets
 from .partitions import runs_partitions
 from .resources import JsonIOManagerFactory, LangfuseResource, ParquetIOManagerFactory, default_settings
-from .resources.settings import default_storage_base
 from .sensors import run_folder_sensor
 
 process_run_job = dg.define_asset_job(
@@ -43,9 +42,8 @@ daily_catalog_schedule = dg.ScheduleDefinition(
 def select_executor() -> dg.ExecutorDefinition:
     """The executor of every job, from BENCH_EXECUTOR (deploy/README.md).
 
-    ``in_process`` (default): a run's stages form a chain, and parallelism comes from
-    running many runs at once; a process per step would re-import everything for each of
-    the twelve steps. ``multiprocess``: checks and independent steps in parallel processes.
+    ``in_process`` (default): the per-run stages are one step, which runs its partitions in
+    worker processes of its own (assets/partition_work.py). ``multiprocess``: checks and independent steps in parallel processes.
     ``k8s``: one pod per step (dagster-k8s, needs the K8sRunLauncher of the Helm chart).
     """
     choice = os.environ.get("BENCH_EXECUTOR", "in_process")
@@ -62,18 +60,17 @@ def select_executor() -> dg.ExecutorDefinition:
 
 def build_resources(storage_base: str | None = None) -> dict:
     """Resources from the environment (or an explicit storage base for tests)."""
-    base = storage_base or default_storage_base()
+    settings = default_settings(storage_base)
     return {
-        "settings": default_settings(),
+        "settings": settings,
         "langfuse": LangfuseResource(),
-        "parquet_io_manager": ParquetIOManagerFactory(base_path=base),
-        "json_io_manager": JsonIOManagerFactory(base_path=base),
+        "parquet_io_manager": ParquetIOManagerFactory(settings=settings),
+        "json_io_manager": JsonIOManagerFactory(settings=settings),
     }
 
 
 defs = dg.Definitions(
     assets=[*per_run_assets, *cross_run_assets],
-    asset_checks=run_checks,
     jobs=[process_run_job, refresh_catalog_job],
     sensors=[run_folder_sensor],
     schedules=[daily_catalog_schedule],

@@ -1,9 +1,12 @@
-"""Data-quality findings that need both recorded rows and derived attempts (asset checks).
+"""The per-run data-quality checks and the findings they report.
 
-Pure functions; the Dagster asset checks in ``assets/checks.py`` call them.
+Pure functions; the Dagster wiring (``assets/checks.py``) turns their outcomes into asset
+check results of the stage assets.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .attempt_metrics import HISTORY_FIELDS, recorded_number
 from .run_reader import RawRun
@@ -31,3 +34,73 @@ def recorded_vs_derived(raw: RawRun, attempts: list[dict]) -> list[dict]:
         if fields:
             found.append({"line": a["line"], "task_id": a["task_id"], "attempt": a["attempt"], "fields": fields})
     return found
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One data-quality check of a run: its name, the stage asset it checks, what it looks for."""
+
+    name: str
+    asset: str
+    description: str
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A check's result for one run. ``severity`` is ERROR when the run's numbers cannot be
+    trusted as they are, WARN when the run stays measurable but deserves a look."""
+
+    name: str
+    passed: bool
+    severity: str  # "ERROR" | "WARN"
+    description: str
+    count: int
+    examples: list
+
+
+#: Every per-run check, in the order the UI lists them.
+CHECKS = (
+    CheckSpec("no_bad_rows", "raw_results", "Lines of results.jsonl that are not usable rows (R27)."),
+    CheckSpec("no_duplicate_rows", "raw_results", "Task/attempt pairs recorded on more than one line (R29, R33)."),
+    CheckSpec("no_missing_attempts", "raw_results", "Attempts planned in the manifest but absent from results.jsonl (R32)."),
+    CheckSpec("no_unsafe_artifact_dirs", "attempt_metrics",
+              "artifact_dir values refused as absolute or leaving the run folder (R5)."),
+    CheckSpec("no_invalid_artifacts", "attempt_metrics", "history/episode/trace files that exist but cannot be used (R3)."),
+    CheckSpec("recorded_matches_derived", "attempt_metrics",
+              "Recorded history-derived numbers that differ from the values derived from history.json."),
+)
+
+#: How many located findings a check result lists (the count is always complete).
+EXAMPLES = 20
+
+
+def _outcome(name: str, findings: list, severity: str, what: str, count: int | None = None) -> CheckOutcome:
+    count = len(findings) if count is None else count
+    return CheckOutcome(name, not findings, severity, f"{count} {what}" if findings else f"no {what}",
+                        count, findings[:EXAMPLES])
+
+
+def run_checks(raw: RawRun, attempts: list[dict], quality: dict) -> list[CheckOutcome]:
+    """Every check of ``CHECKS`` for one processed run (``quality`` is metrics.json's
+    data_quality), in that order.
+
+    ERROR: duplicate task/attempt rows make task grouping depend on line order; an artifact
+    folder pointing outside the run folder is a corrupted or hostile input; no usable row at
+    all. WARN: bad lines, planned attempts missing, broken artifacts, recorded numbers
+    disagreeing with the derived ones.
+    """
+    if raw.rows:
+        bad_rows = _outcome("no_bad_rows", raw.bad_rows, "WARN", "bad rows")
+    else:
+        bad_rows = _outcome("no_bad_rows", [{"reason": "no usable row in results.jsonl"}] + raw.bad_rows,
+                            "ERROR", "usable rows missing")
+    return [
+        bad_rows,
+        _outcome("no_duplicate_rows", raw.duplicate_rows, "ERROR", "duplicated task/attempt rows"),
+        _outcome("no_missing_attempts", raw.missing_attempts or [], "WARN", "planned attempts missing",
+                 count=raw.missing_count),
+        _outcome("no_unsafe_artifact_dirs", quality["unsafe_artifact_dirs"], "ERROR", "unsafe artifact folders"),
+        _outcome("no_invalid_artifacts", quality["invalid_artifacts"], "WARN", "invalid or unreadable artifacts"),
+        _outcome("recorded_matches_derived", recorded_vs_derived(raw, attempts), "WARN",
+                 "attempts with recorded/derived disagreement"),
+    ]

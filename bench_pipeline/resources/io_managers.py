@@ -16,12 +16,7 @@ from dagster import InputContext, OutputContext, UPathIOManager
 from dagster._core.storage.upath_io_manager import is_dict_type
 from upath import UPath
 
-
-def safe_partition_key(key: str) -> str:
-    """A partition key usable as one path segment, else ValueError (run ids are folder names)."""
-    if not key or key in (".", "..") or "/" in key or "\\" in key or "\x00" in key:
-        raise ValueError(f"partition key {key!r} is not a plain run-folder name")
-    return key
+from .settings import PipelineSettings, safe_partition_key
 
 
 class _SafeUPathIOManager(UPathIOManager):
@@ -71,18 +66,30 @@ class JsonIOManager(_SafeUPathIOManager):
 
 
 class ParquetIOManagerFactory(dg.ConfigurableIOManagerFactory):
-    """Parquet frames under ``base_path`` (local folder or object-store URL)."""
+    """Parquet frames under the settings' storage base (local folder or object-store URL)."""
 
-    base_path: str
+    settings: PipelineSettings
 
     def create_io_manager(self, context) -> ParquetIOManager:
-        return ParquetIOManager(UPath(self.base_path))
+        return ParquetIOManager(UPath(self.settings.storage_base))
 
 
 class JsonIOManagerFactory(dg.ConfigurableIOManagerFactory):
-    """JSON documents under ``base_path`` (local folder or object-store URL)."""
+    """JSON documents under the settings' storage base (local folder or object-store URL)."""
 
-    base_path: str
+    settings: PipelineSettings
 
     def create_io_manager(self, context) -> JsonIOManager:
-        return JsonIOManager(UPath(self.base_path))
+        return JsonIOManager(UPath(self.settings.storage_base))
+
+
+def store_partition(base_path: str, asset: str, partition_key: str, value: pd.DataFrame | dict) -> UPath:
+    """Store one partition's value of ``asset`` where the matching IO manager loads it from
+    (``<base>/<asset>/<partition>.parquet`` for a frame, ``.json`` for a document), with
+    that IO manager's own writer. The per-run stages compute in one step and store each
+    stage's value with this; later reads (the catalog, ``load_asset_value``) go through
+    the IO managers as usual."""
+    manager = ParquetIOManager(UPath(base_path)) if isinstance(value, pd.DataFrame) else JsonIOManager(UPath(base_path))
+    path = UPath(base_path) / asset / (safe_partition_key(partition_key) + manager.extension)
+    manager.dump_to_path(None, value, path)  # the writers need no context
+    return path

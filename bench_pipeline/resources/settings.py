@@ -45,24 +45,30 @@ class PipelineSettings(dg.ConfigurableResource):
 
     runs_root: str
     output_root: str
+    storage_base: str
     quiet_seconds: int = 300
 
     def run_dir(self, run_id: str) -> Path:
         """The run folder of a partition key (a plain folder name, never a path)."""
-        from .io_managers import safe_partition_key
-
         return Path(self.runs_root) / safe_partition_key(run_id)
 
     def output_dir(self, run_id: str) -> Path:
-        from .io_managers import safe_partition_key
-
         return Path(self.output_root) / safe_partition_key(run_id)
 
 
-def default_settings() -> PipelineSettings:
-    """Settings read from the environment at definition load time."""
+def safe_partition_key(key: str) -> str:
+    """A partition key usable as one path segment, else ValueError (run ids are folder names)."""
+    if not key or key in (".", "..") or "/" in key or "\\" in key or "\x00" in key:
+        raise ValueError(f"partition key {key!r} is not a plain run-folder name")
+    return key
+
+
+def default_settings(storage_base: str | None = None) -> PipelineSettings:
+    """Settings read from the environment at definition load time (or an explicit storage
+    base, the IO managers' too)."""
     return PipelineSettings(
         runs_root=default_runs_root(),
         output_root=default_output_root(),
+        storage_base=storage_base or default_storage_base(),
         quiet_seconds=default_quiet_seconds(),
     )

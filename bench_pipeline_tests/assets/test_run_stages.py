@@ -8,11 +8,12 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from bench_pipeline.assets import per_run_assets, run_checks
-from bench_pipeline.assets.run_stages import attempt_metrics, raw_results
+from bench_pipeline.assets import per_run_assets
 from bench_pipeline.formula import FORMULA_VERSION
 from bench_pipeline.partitions import runs_partitions
-from bench_pipeline.process import process_run
+from bench_pipeline.pipeline import process_run
+from bench_pipeline.process import data_quality_findings as written_findings
+from bench_pipeline.run_folders import fingerprint
 
 from ..dagster_helpers import make_resources
 from ..run_builder import make_run, row
@@ -39,7 +40,7 @@ def test_every_stage_materializes_and_matches_the_engine(run_env, monkeypatch):
     for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
         monkeypatch.delenv(var, raising=False)
     root, run, instance, resources = run_env
-    result = dg.materialize([*per_run_assets, *run_checks], partition_key="run-x", instance=instance, resources=resources)
+    result = dg.materialize(per_run_assets, partition_key="run-x", instance=instance, resources=resources)
     assert result.success
     written = json.loads((root / "reports" / "run-x" / "metrics.json").read_text())
     direct = process_run(run).metrics
@@ -68,7 +69,17 @@ def test_every_stage_materializes_and_matches_the_engine(run_env, monkeypatch):
     mat = {e.asset_key.path[-1]: e for e in result.get_asset_materialization_events()}
     meta = mat["capability_aggregates"].materialization.metadata
     assert meta["formula_version"].value == FORMULA_VERSION
-    assert meta["pass_at_1"].value.startswith("0.667")
+    assert meta["pass_at_1"].value == pytest.approx(2 / 3)  # a number the Plots tab charts
+    assert meta["pass_at_1_text"].value.startswith("0.667")
+    assert meta["pass_at_1_lower"].value < 2 / 3 < meta["pass_at_1_upper"].value
+    assert meta["pass_at_1_successes"].value == 2 and meta["pass_at_1_denominator"].value == 3
+    assert meta["coverage_missing_attempts"].value == 1
+    assert meta["data_quality_findings"].value == written_findings(written)
+    assert {e.materialization.partition for e in result.get_asset_materialization_events()} == {"run-x"}
+    assert {e.partition for e in result.get_asset_check_evaluations()} == {"run-x"}
+    tags = mat["reports"].materialization.tags
+    assert tags["dagster/code_version"] == FORMULA_VERSION
+    assert tags["dagster/data_version"] == f"{fingerprint(str(run))[0]}@{FORMULA_VERSION}"
     assert mat["raw_results"].materialization.metadata["bad_rows"].value == 1
     publication = mat["langfuse_publication"].materialization.metadata
     assert publication["status"].value == "not_configured"  # the embedded default works offline
@@ -82,30 +93,34 @@ def test_not_a_run_folder_fails_with_its_path(tmp_path):
     (tmp_path / "runs" / "empty-run").mkdir()
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(runs_partitions.name, ["empty-run"])
-    result = dg.materialize([raw_results], partition_key="empty-run", instance=instance, resources=resources, raise_on_error=False)
+    result = dg.materialize(per_run_assets, partition_key="empty-run", instance=instance, resources=resources,
+                            raise_on_error=False)
     assert not result.success
     failure = result.get_step_failure_events()[0].step_failure_data.error
-    text = failure.message + (failure.cause.message if failure.cause else "")
-    assert "no results.jsonl" in text and "empty-run" in text
+    assert "no results.jsonl" in failure.message and "empty-run" in failure.message
+    assert result.get_asset_materialization_events() == []
 
 
-def test_schema_violation_fails_the_step_with_a_readable_message(run_env):
-    """A frame that breaks the attempt schema (here: a negative attempt) fails the type check."""
+def test_schema_violation_fails_the_partition_with_a_readable_message(run_env, monkeypatch):
+    """A frame that breaks the attempt schema (here: a negative attempt) is not stored: the
+    partition fails at attempt_metrics, naming the schema and the column, and the stage
+    before it stays materialized."""
+    from bench_pipeline.assets import partition_work
+    from bench_pipeline.frames import attempts_frame
+
+    def broken(rows):
+        return attempts_frame([{**r, "attempt": -r["attempt"]} for r in rows])
+
+    monkeypatch.setattr(partition_work, "attempts_frame", broken)
     root, run, instance, resources = run_env
-
-    @dg.asset(name="attempt_metrics", partitions_def=runs_partitions, io_manager_key="parquet_io_manager",
-              dagster_type=attempt_metrics.op.outs["result"].dagster_type)
-    def broken_attempt_metrics() -> pd.DataFrame:
-        frame = pd.read_parquet(root / "storage" / "attempt_metrics" / "run-x.parquet")
-        frame["attempt"] = -frame["attempt"]
-        return frame
-
-    dg.materialize([raw_results, attempt_metrics], partition_key="run-x", instance=instance, resources=resources)
-    result = dg.materialize([broken_attempt_metrics], partition_key="run-x", instance=instance, resources=resources, raise_on_error=False)
+    result = dg.materialize(per_run_assets, partition_key="run-x", instance=instance, resources=resources,
+                            raise_on_error=False)
     assert not result.success
     failure = result.get_step_failure_events()[0].step_failure_data.error
-    assert "AttemptMetricsSchema" in failure.message
-    assert "attempt" in failure.message
+    assert "run-x at attempt_metrics" in failure.message
+    assert "AttemptMetricsSchema" in failure.message and "attempt" in failure.message
+    assert [e.asset_key.path[-1] for e in result.get_asset_materialization_events()] == ["raw_results"]
+    assert not (root / "storage" / "attempt_metrics" / "run-x.parquet").exists()
 
 
 def test_a_huge_plan_materializes_with_exact_counts(tmp_path, monkeypatch):
@@ -119,7 +134,7 @@ def test_a_huge_plan_materializes_with_exact_counts(tmp_path, monkeypatch):
     make_run(tmp_path / "runs", [row("a", 1), row("b", 2, "failed")], run_id="run-h", manifest=manifest)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(runs_partitions.name, ["run-h"])
-    result = dg.materialize([*per_run_assets, *run_checks], partition_key="run-h", instance=instance, resources=resources)
+    result = dg.materialize(per_run_assets, partition_key="run-h", instance=instance, resources=resources)
     assert result.success
     written = json.loads((tmp_path / "reports" / "run-h" / "metrics.json").read_text())
     assert written["coverage"]["planned_attempts"] == 2 * huge

@@ -47,8 +47,9 @@ BIN = Path(sys.executable).parent
 RUNS = ["run-a", "run-b", "run-c"]
 BROKEN = "run-c"
 # The per-run job's assets, and those whose code version is the formula version.
-PER_RUN_ASSETS = [a.key.to_user_string() for a in per_run_assets]
-VERSIONED = [a.key.to_user_string() for a in per_run_assets if a.code_versions_by_key[a.key] == FORMULA_VERSION]
+PER_RUN_ASSETS = [key.to_user_string() for a in per_run_assets for key in a.keys]
+VERSIONED = [key.to_user_string() for a in per_run_assets for key in a.keys
+             if a.code_versions_by_key[key] == FORMULA_VERSION]
 BUMP = "test-bump"
 
 STALE_PROBE = """

@@ -9,7 +9,7 @@ from upath import UPath
 
 from bench_pipeline.assets import per_run_assets
 from bench_pipeline.partitions import runs_partitions
-from bench_pipeline.resources import JsonIOManagerFactory, ParquetIOManagerFactory, safe_partition_key
+from bench_pipeline.resources import safe_partition_key
 from bench_pipeline.resources.io_managers import ParquetIOManager
 
 from ..dagster_helpers import make_resources
@@ -28,9 +28,7 @@ def test_storage_on_a_non_local_filesystem(tmp_path, monkeypatch):
     """An fsspec URL as storage base (memory:// stands in for s3:// or gs://)."""
     for var in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
         monkeypatch.delenv(var, raising=False)
-    resources = make_resources(tmp_path)
-    resources["parquet_io_manager"] = ParquetIOManagerFactory(base_path="memory://bench/storage")
-    resources["json_io_manager"] = JsonIOManagerFactory(base_path="memory://bench/storage")
+    resources = make_resources(tmp_path, storage_base="memory://bench/storage")
     make_run(tmp_path / "runs", [row("a"), row("b", status="failed")], run_id="mem-run")
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(runs_partitions.name, ["mem-run"])

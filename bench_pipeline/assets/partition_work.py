@@ -1,0 +1,331 @@
+"""One run partition through the stages: what the per-run Dagster step does for each of its
+partitions, and the worker processes it does it in.
+
+``process_partition`` runs ``pipeline.run_stages`` and ``pipeline.publish`` (the one
+composition of the stages), validates and stores each stage's frame or document where its
+IO manager loads it from, evaluates the data-quality checks and returns, for each stage
+that completed, the metadata of its materialization: a small picklable ``PartitionOutcome``.
+A broken run folder is an outcome with a located error, never an exception, so the other
+partitions of the same Dagster run go on.
+
+``run_partitions`` runs the jobs in worker processes started by a fork server: a Dagster
+run process has threads (event writers, log capture), and forking it could copy a lock
+that another thread holds; the fork server is a fresh single-threaded process, and its
+children may fork in turn (``bulk.fork_map``) to derive a large run on every core.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import pandera.errors
+
+from ..bulk import default_workers
+from ..formula import FORMULA_VERSION
+from ..frames import attempts_frame, raw_results_frame, tasks_frame
+from ..pipeline import publish, run_stages
+from ..process import PARALLEL_MIN_ROWS, data_quality_findings
+from ..publication import LangfuseSettings, PublicationError
+from ..quality import CheckOutcome, run_checks
+from ..resources.io_managers import store_partition
+from ..run_reader import NotARunFolderError
+from ..schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
+
+#: The per-run stage assets, in stage order (each depends on the one before).
+STAGES = ("raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "reports", "langfuse_publication")
+
+#: The pandera model each stored frame is validated with (frames.py).
+_SCHEMAS = {"raw_results": RawResultsSchema, "attempt_metrics": AttemptMetricsSchema, "task_groups": TaskGroupsSchema}
+
+#: The headline rates of metrics.json capability, charted per run in the Dagster UI.
+HEADLINE_RATES = ("pass_at_1", "pass_at_k", "pass_pow_k", "attempt_success_rate")
+
+
+@dataclass(frozen=True)
+class PartitionJob:
+    """Everything a worker needs to process one run partition (plain, picklable values)."""
+
+    key: str
+    run_dir: str
+    out_dir: str
+    storage_base: str
+    langfuse: LangfuseSettings
+    fingerprint: str | None
+    workers: int = 1
+
+
+@dataclass
+class PartitionOutcome:
+    """One partition's result: the metadata of each stage that completed (in stage order),
+    the check outcomes, and where and why it stopped when it did."""
+
+    key: str
+    fingerprint: str | None
+    materialized: dict[str, dict[str, Any]] = field(default_factory=dict)
+    checks: list[CheckOutcome] = field(default_factory=list)
+    failed_stage: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    attempts: int = 0
+
+
+def process_partition(job: PartitionJob, log: Callable[[str], None]) -> PartitionOutcome:
+    """Stages 1-6 for one run partition; never raises for a broken run (see module doc)."""
+    started = time.monotonic()
+    outcome = PartitionOutcome(job.key, job.fingerprint)
+    stage = STAGES[0]
+    try:
+        result = run_stages(
+            job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
+            progress=_every_tenth(lambda done, total: log(f"{job.key}: attempts derived: {done}/{total}")),
+        )
+        processed, written = result.processed, result.written
+        raw = processed.raw
+        outcome.attempts = len(processed.attempts)
+
+        frame = raw_results_frame(raw)
+        store_partition(job.storage_base, stage, job.key, frame)
+        outcome.materialized[stage] = {
+            "dagster/row_count": len(frame),
+            "usable_rows": len(raw.rows),
+            "bad_rows": len(raw.bad_rows),
+            "duplicate_task_attempts": len(raw.duplicate_rows),
+            "suite": raw.suite or "unknown",
+            "metrics_k": raw.metrics_k if raw.metrics_k is not None else "unknown",
+            "run_folder": dg.MetadataValue.path(str(raw.run_dir)),
+            "preview": _preview(frame, ["line", "task_id", "attempt", "status", "bad_reason"]),
+        }
+
+        stage = "attempt_metrics"
+        frame = attempts_frame(processed.attempts)
+        store_partition(job.storage_base, stage, job.key, frame)
+        outcome.materialized[stage] = {
+            "dagster/row_count": len(frame),
+            "eligible_attempts": int(frame["agent_eligible"].sum()),
+            "recorded_fallback_values": sum(
+                1 for a in processed.attempts for v in a["provenance"].values() if v == "recorded"),
+            "preview": _preview(frame, ["task_id", "attempt", "status", "success", "agent_eligible",
+                                        "task_wall_ms", "total_tokens"]),
+        }
+
+        stage = "task_groups"
+        frame = tasks_frame(processed.tasks)
+        store_partition(job.storage_base, stage, job.key, frame)
+        outcome.materialized[stage] = {
+            "dagster/row_count": len(frame),
+            "tasks_in_E1": int(frame["in_e1"].sum()),
+            "tasks_in_Ek": int(frame["in_ek"].sum()),
+            "preview": _preview(frame, ["task_id", "attempts", "eligible_attempts", "passed", "in_e1", "in_ek"]),
+        }
+
+        stage = "capability_aggregates"
+        store_partition(job.storage_base, stage, job.key, processed.metrics)
+        outcome.materialized[stage] = {
+            **headline_metadata(processed.metrics),
+            "formula_version": FORMULA_VERSION,
+            "metrics_json": dg.MetadataValue.path(str(written["metrics.json"])),
+            "attempts_jsonl": dg.MetadataValue.path(str(written["attempts.jsonl"])),
+        }
+
+        stage = "reports"
+        summary = Path(written["summary.md"]).read_text(encoding="utf-8")
+        outcome.materialized[stage] = {
+            "summary_md": dg.MetadataValue.path(str(written["summary.md"])),
+            "report_html": dg.MetadataValue.path(str(written["report.html"])),
+            "report_bytes": Path(written["report.html"]).stat().st_size,
+            "preview": dg.MetadataValue.md(summary[:4000]),
+        }
+        outcome.checks = run_checks(raw, processed.attempts, processed.metrics["data_quality"])
+
+        stage = "langfuse_publication"
+        done_word = "published" if job.langfuse.configured else "written to the outbox (Langfuse not configured)"
+        published = publish(processed, Path(job.out_dir), job.langfuse, _every_tenth(
+            lambda done, total: log(f"{job.key}: langfuse: {done}/{total} attempts {done_word}")))
+        outcome.materialized[stage] = publication_metadata(published)
+    except NotARunFolderError as exc:
+        outcome.failed_stage, outcome.error = stage, str(exc)
+    except PublicationError as exc:
+        outcome.failed_stage, outcome.error = stage, f"{job.run_dir}: Langfuse publication failed: {exc}"
+    except pandera.errors.SchemaError as exc:
+        outcome.failed_stage = stage
+        outcome.error = f"{job.run_dir}: the {stage} frame breaks {_SCHEMAS[stage].__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
+        ours = [f for f in traceback.extract_tb(exc.__traceback__) if "bench_pipeline" in f.filename]
+        where = f" (at {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else ""
+        outcome.failed_stage = stage
+        outcome.error = (f"{job.run_dir}: {stage} failed: {type(exc).__name__}: {exc}{where}\n"
+                         f"{traceback.format_exc()}")
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def headline_metadata(metrics: dict) -> dict[str, Any]:
+    """The numbers a user compares across runs, as numbers (the Plots tab charts them per
+    partition) with the formatted text beside them. A null rate has no number, only its
+    text: unknown is not zero."""
+    cap, coverage = metrics["capability"], metrics["coverage"]
+    out: dict[str, Any] = {}
+    for name in HEADLINE_RATES:
+        m = cap[name]
+        denominator = m.get("eligible_tasks", m.get("eligible_attempts"))
+        if m["value"] is None:
+            out[f"{name}_text"] = "n/a (no eligible denominator)"
+        else:
+            out[name] = float(m["value"])
+            out[f"{name}_lower"] = float(m["ci95"]["lower"])
+            out[f"{name}_upper"] = float(m["ci95"]["upper"])
+            out[f"{name}_text"] = (f"{m['value']:.3f} [{m['ci95']['lower']:.3f}, {m['ci95']['upper']:.3f}] "
+                                   f"({m['successes']}/{denominator})")
+        out[f"{name}_successes"] = int(m["successes"])
+        out[f"{name}_denominator"] = int(denominator)
+    for name in ("metrics_k", "unique_tasks", "attempts", "agent_eligible_attempts", "invalid_attempts",
+                 "planned_attempts", "missing_attempts"):
+        value = coverage.get(name)
+        if type(value) is int:
+            out[f"coverage_{name}"] = value
+    for name in ("pass_at_1", "pass_at_k", "pass_pow_k"):
+        value = coverage.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[f"coverage_{name}"] = float(value)
+    out["data_quality_findings"] = data_quality_findings(metrics)
+    return out
+
+
+def publication_metadata(result) -> dict[str, Any]:
+    """langfuse_publication's materialization metadata from a PublicationResult."""
+    metadata: dict[str, Any] = {
+        "status": result.status,
+        "dataset": result.dataset,
+        "experiment_id": result.experiment_id or "",
+        "items": result.items,
+        "scores": result.scores,
+        "spans": result.spans,
+        "already_published": result.skipped_existing,
+    }
+    if result.http_requests is not None:
+        metadata["http_requests"] = result.http_requests
+    if result.record_path is not None:
+        metadata["publication_record"] = dg.MetadataValue.path(str(result.record_path))
+    if result.outbox_path is not None:
+        metadata["outbox"] = dg.MetadataValue.path(str(result.outbox_path))
+    return metadata
+
+
+def _preview(frame: pd.DataFrame, columns: list[str], rows: int = 10) -> dg.MetadataValue:
+    return dg.MetadataValue.md(frame[columns].head(rows).to_markdown(index=False))
+
+
+def _every_tenth(report: Callable[[int, int], None], min_total: int = 1000) -> Callable[[int, int], None]:
+    """A progress callback that reports each tenth of a large total once."""
+    shown: set[int] = set()
+
+    def progress(done: int, total: int) -> None:
+        if total < min_total:
+            return
+        tenth = done * 10 // total
+        if tenth not in shown:
+            shown.add(tenth)
+            report(done, total)
+
+    return progress
+
+
+# --- Worker processes ------------------------------------------------------------------
+
+def in_worker_processes(jobs: list[PartitionJob]) -> bool:
+    """Whether the jobs are worth worker processes: more than one partition, or one run
+    large enough to derive on several cores. A single small run is processed in the step's
+    own process (the fork server's start-up, about 1.5 s, would cost more than it saves)."""
+    return len(jobs) > 1 or _results_rows(jobs[0].run_dir) >= PARALLEL_MIN_ROWS
+
+
+def _results_rows(run_dir: str) -> int:
+    """results.jsonl's line count (0 when unreadable: the stage itself reports why)."""
+    try:
+        with open(Path(run_dir) / "results.jsonl", "rb") as fh:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+    except OSError:
+        return 0
+
+
+def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
+                   processes: int | None = None) -> Iterator[PartitionOutcome]:
+    """Each job's outcome as soon as it is done (any order). Jobs run in up to ``processes``
+    (default: one per core) fresh worker processes, one partition per process, or in this
+    process when ``in_worker_processes`` says they are not worth it."""
+    if not jobs:
+        return
+    if not in_worker_processes(jobs):
+        for job in jobs:
+            yield process_partition(job, log)
+        return
+    yield from _pooled(jobs, log, processes or default_workers())
+
+
+_messages: Any = None  # a worker's queue of log lines for the step (set by _start_worker)
+
+
+def _start_worker(messages: Any) -> None:
+    global _messages
+    _messages = messages
+
+
+def _worker_log(line: str) -> None:
+    _messages.put(line)
+
+
+
+def _work(job: PartitionJob) -> PartitionOutcome:
+    """A worker's job: one partition (the worker exits after it, so its heap is never freed
+    object by object)."""
+    return process_partition(job, _worker_log)
+
+
+def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int) -> Iterator[PartitionOutcome]:
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([f"{__package__}.worker_preload"])
+    messages = context.Queue()
+    pool = ProcessPoolExecutor(min(processes, len(jobs)), mp_context=context, initializer=_start_worker,
+                               initargs=(messages,), max_tasks_per_child=1)
+    # Even split of the cores: a worker forks for a large run only when it has cores to itself.
+    per_job = max(1, processes // min(processes, len(jobs)))
+    futures: dict[Future, PartitionJob] = {
+        pool.submit(_work, _with_workers(job, per_job)): job for job in jobs}
+    pending = set(futures)
+    try:
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            _drain(messages, log)
+            for future in done:
+                job = futures[future]
+                try:
+                    yield future.result()
+                except BrokenProcessPool as exc:
+                    yield PartitionOutcome(job.key, job.fingerprint, failed_stage=STAGES[0],
+                                           error=f"{job.run_dir}: the worker process processing it died ({exc})")
+        _drain(messages, log)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _with_workers(job: PartitionJob, workers: int) -> PartitionJob:
+    return PartitionJob(job.key, job.run_dir, job.out_dir, job.storage_base, job.langfuse, job.fingerprint, workers)
+
+
+def _drain(messages: Any, log: Callable[[str], None]) -> None:
+    while True:
+        try:
+            log(messages.get_nowait())
+        except queue.Empty:
+            return
