@@ -38,6 +38,7 @@ from .bulk import fork_map, gc_paused
 from .jsonio import EncodedJSON, jsonable, write_atomic
 from .process import data_quality_findings, missing_attempts_count
 from .stats import is_number, numbers, percentile
+from .task_groups import deduplicate
 
 NA = "n/a"
 
@@ -274,16 +275,6 @@ def line_no(record: Mapping[str, Any]) -> int:
     """The results.jsonl line (0 when unknown, so it sorts first)."""
     value = record.get("line")
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def dedupe_attempts(attempts: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, Mapping[str, Any]]]:
-    """Task grouping: {task_id: {attempt: record}}, the later line winning (R29)."""
-    tasks: dict[str, dict[int, Mapping[str, Any]]] = {}
-    for record in sorted(attempts, key=line_no):
-        task_id = record.get("task_id")
-        if isinstance(task_id, str):
-            tasks.setdefault(task_id, {})[attempt_no(record)] = record
-    return tasks
 
 
 def _as_list(value: Any) -> list:
@@ -1064,9 +1055,11 @@ def attempt_facts(attempts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def task_facts(attempts: Sequence[Mapping[str, Any]], per_task: Any, k: Any) -> dict[str, Any]:
-    """The reports' per-task part: attempts grouped by task (later line wins), the task
-    table rows joined with aggregate.per_task, and the tasks outside each denominator."""
-    tasks = dedupe_attempts(a for a in attempts if isinstance(a, dict))
+    """The reports' per-task part: attempts grouped by task as task_groups groups them (the
+    later line wins, R29), the task table rows joined with aggregate.per_task, and the tasks
+    outside each denominator. ``attempts`` are attempt records, whose task id, attempt
+    number and line run_reader has already checked (R27)."""
+    tasks = deduplicate(a for a in attempts if isinstance(a, dict))
     per_task = per_task if isinstance(per_task, dict) else {}
     return {"tasks": tasks, "task_rows": _task_rows(tasks, per_task, k), "task_exclusions": _task_exclusions(tasks, k)}
 
