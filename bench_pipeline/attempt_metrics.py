@@ -26,15 +26,17 @@ from .artifacts import (
 )
 from .run_reader import RawRow, RawRun
 from .stats import FLOAT_MAX_INT, INT64_MAX, is_number, number_or_none
-
-# --- Vocabulary (reference 2, 3.4) -------------------------------------------------------
-
-STATUSES = ("passed", "failed", "timeout", "judge_error", "skipped")
-FAILURE_CLASSES = ("agent", "environment", "evaluation", "skipped", "unknown")
-STAGES = (
-    "setup", "perception", "planning", "action_selection", "device_execution",
-    "state_verification", "recovery", "final_response", "evaluation", "unknown",
+from .vocabulary import (
+    EPISODE_FIELDS,
+    ERROR_TEXT_FIELDS,
+    FAILED_STATUSES,
+    HISTORY_FIELDS,
+    INELIGIBLE_CLASSES,
+    INFERRED_ELIGIBLE_STATUSES,
+    TOKEN_FIELDS,
 )
+
+# --- Formula constants (reference 3.4, 3.5) -----------------------------------------------
 
 #: Reference 3.4: the explicit device-action allowlist.
 DEVICE_ACTION_TOOLS = frozenset({
@@ -47,18 +49,6 @@ DEVICE_ACTION_TOOLS = frozenset({
 #: Reference 3.4: a listed bridge_* tool with one of these actions is a read-only query.
 READ_ONLY_BRIDGE_ACTIONS = frozenset({"query", "read", "get", "inspect", "list", "search"})
 
-#: Fields whose value comes from history.json (3.3-3.5).
-HISTORY_FIELDS = (
-    "llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
-    "tool_calls", "screenshots_taken", "device_actions",
-)
-#: Fields only episode.json supplies (R3).
-EPISODE_FIELDS = ("device_execution_ms", "replan_count", "time_to_first_token_ms")
-TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
-#: Every field with a provenance entry (R34).
-PROVENANCE_FIELDS = HISTORY_FIELDS + EPISODE_FIELDS + TOKEN_FIELDS + (
-    "tool_errors", "first_failure_stage", "failure_event_ref",
-)
 #: Reference 3.5: history usage keys (primary, fallback) and the episode ``extra`` override.
 TOKEN_SOURCES = {
     "input_tokens": (("input_tokens", "prompt_tokens"), "prompt_tokens"),
@@ -72,10 +62,6 @@ COUNT_FIELDS = frozenset({
     "llm_calls", "vision_llm_calls", "tool_calls", "screenshots_taken", "device_actions",
     "tool_errors", "replan_count", "retry_count", "rubric_pass_count", "rubric_total",
 })
-ERROR_TEXT_FIELDS = (
-    "error", "agent_error", "judge_error", "environment_state_error", "episode_error",
-    "pre_screenshot_error", "post_screenshot_error",
-)
 
 
 # --- Small readers --------------------------------------------------------------------
@@ -622,16 +608,14 @@ def outcome(row: dict) -> dict:
         success = success_raw
     elif status == "passed":
         success = True
-    elif status in ("failed", "timeout"):
+    elif status in FAILED_STATUSES:
         success = False
     else:
         success = None
     if eligible_raw is not None:
         eligible = eligible_raw
     else:
-        eligible = status in ("passed", "failed", "timeout") and failure_class not in (
-            "environment", "evaluation", "skipped",
-        )
+        eligible = status in INFERRED_ELIGIBLE_STATUSES and failure_class not in INELIGIBLE_CLASSES
     return {
         "status": status,
         "success_raw": success_raw,

@@ -8,20 +8,11 @@ from __future__ import annotations
 
 from operator import itemgetter
 
-from .attempt_metrics import FAILURE_CLASSES, STAGES
 from .stats import distribution, finite_mean, is_number, numbers, ratio, short_distribution, wilson_interval
-from .task_groups import COST_FIELDS
+from .vocabulary import COST_FIELDS, EFFICIENCY_FIELDS, FAILURE_CLASSES, FAILURE_STAGES, RELIABILITY_FIELDS
 
-EFFICIENCY_FIELDS = (
-    "task_wall_ms", "setup_ms", "llm_time_ms", "llm_calls", "vision_llm_calls",
-    "vision_llm_time_ms", "time_to_first_token_ms", "device_execution_ms",
-    "screenshot_capture_ms", "tool_calls", "device_actions", "screenshots_taken",
-    "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens",
-    "reasoning_tokens", "cost_usd",
-)
-RELIABILITY_FIELDS = ("tool_errors", "replan_count", "retry_count")
 #: Stages that count as "recognized" for failure_stage_coverage (3.8, R35).
-RECOGNIZED_STAGES = frozenset(s for s in STAGES if s != "unknown")
+RECOGNIZED_STAGES = frozenset(s for s in FAILURE_STAGES if s != "unknown")
 
 
 def pass_metric(successes: int, eligible: int, total: int) -> dict:
@@ -106,7 +97,7 @@ def failures(attempts: list[dict]) -> dict:
     for a in attempts:
         if a["failure_class"] is not None:
             classes[a["failure_class"]] = classes.get(a["failure_class"], 0) + 1
-    stages = {s: 0 for s in STAGES}
+    stages = {s: 0 for s in FAILURE_STAGES}
     for a in _eligible_failures(attempts):
         stage = a["first_failure_stage"] or "unknown"
         stages[stage] = stages.get(stage, 0) + 1

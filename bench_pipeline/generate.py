@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 import orjson
 
-from .attempt_metrics import DEVICE_ACTION_TOOLS, READ_ONLY_BRIDGE_ACTIONS
+from .attempt_metrics import DEVICE_ACTION_TOOLS, READ_ONLY_BRIDGE_ACTIONS, TOKEN_SOURCES
+from .vocabulary import ROW_METRICS_KEYS
 
 BASE_TIME = datetime(2026, 11, 28, 10, 0, 0, tzinfo=timezone.utc)
 SUITE_NAME = "android-core"
@@ -209,22 +210,10 @@ TOOLS: dict[str, tuple[int, Callable[[random.Random], dict]]] = {
 TOOL_NAMES = list(TOOLS)
 TOOL_CUM_WEIGHTS = list(itertools.accumulate(weight for weight, _ in TOOLS.values()))
 
-METRIC_KEYS = [
-    "task_wall_ms", "wall_ms", "setup_ms", "screenshot_capture_ms", "screenshot_capture_source",
-    "time_to_first_token_ms", "llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
-    "device_execution_ms", "tool_calls", "device_actions", "screenshots_taken", "tool_errors",
-    "replan_count", "retry_count", "input_tokens", "output_tokens", "total_tokens",
-    "cached_input_tokens", "reasoning_tokens", "cost_usd", "cost_source", "failure_event_ref",
-    "error", "agent_error", "judge_error", "environment_state_error", "episode_error",
-    "pre_screenshot_error", "post_screenshot_error",
-]
 LEGACY_KEYS = ["setup_ms", "llm_calls", "tool_calls", "input_tokens", "output_tokens", "total_tokens",
                "tool_errors", "error"]
 # Episode extra key -> attempt metric it overrides (reference 3.5).
-TOKEN_OVERRIDES = {
-    "prompt_tokens": "input_tokens", "completion_tokens": "output_tokens", "total_tokens": "total_tokens",
-    "cached_prompt_tokens": "cached_input_tokens", "reasoning_tokens": "reasoning_tokens",
-}
+TOKEN_OVERRIDES = {extra_key: metric for metric, (_, extra_key) in TOKEN_SOURCES.items()}
 
 
 # ----------------------------------------------------------------------------- data records
@@ -1193,8 +1182,8 @@ def attempt_timing(rng: random.Random, task: Task, kind: str, history: History,
 def build_metrics(rng: random.Random, plan: RunPlan, measured: dict, timing: dict, ev: Evaluation,
                   ref: str | None, edges: frozenset[str], episode_id: str | None) -> dict:
     """The row's `metrics` object: recorded timers, derived counters and error texts."""
-    metrics: dict[str, Any] = dict.fromkeys(METRIC_KEYS)
-    for key in METRIC_KEYS:
+    metrics: dict[str, Any] = dict.fromkeys(ROW_METRICS_KEYS)
+    for key in ROW_METRICS_KEYS:
         if key in measured:
             metrics[key] = measured[key]
     metrics["task_wall_ms"] = timing["task_wall_ms"]

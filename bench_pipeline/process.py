@@ -14,21 +14,13 @@ from .bulk import fork_map, gc_paused
 from .formula import FORMULA_VERSION
 from .jsonio import dumps, encode_records, write_atomic
 from .run_reader import RawRun
+from .vocabulary import ATTEMPT_FIELDS
 
 SCHEMA_VERSION = 1
 T = TypeVar("T")
 
 #: Keys of an attempts.jsonl line, in outputs.md order, then provenance and evidence.
-ATTEMPT_KEYS = (
-    "run_id", "task_id", "attempt", "line", "category", "artifact_dir",
-    "status", "success_raw", "success", "agent_eligible_raw", "agent_eligible", "failure_class",
-    "first_failure_stage", "failure_event_ref", "quality_score", "rubric_pass_count", "rubric_total",
-    "task_wall_ms", "setup_ms", "screenshot_capture_ms", "time_to_first_token_ms", "llm_calls",
-    "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms", "device_actions", "device_execution_ms",
-    "tool_calls", "screenshots_taken", "tool_errors", "replan_count", "retry_count",
-    "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens",
-    "cost_usd", "recovery_attempted", "recovery_succeeded", "provenance", "evidence",
-)
+ATTEMPT_KEYS = (*ATTEMPT_FIELDS, "provenance", "evidence")
 
 
 @dataclass

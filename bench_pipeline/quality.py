@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .attempt_metrics import HISTORY_FIELDS, recorded_number
+from .attempt_metrics import recorded_number
 from .run_reader import RawRun
+from .vocabulary import HISTORY_FIELDS
 
 
 def recorded_vs_derived(raw: RawRun, attempts: list[dict]) -> list[dict]:

@@ -39,85 +39,55 @@ from .jsonio import EncodedJSON, jsonable, write_atomic
 from .process import data_quality_findings, missing_attempts_count
 from .stats import is_number, numbers, percentile
 from .task_groups import deduplicate
+from .vocabulary import (
+    COST_FIELDS,
+    EFFICIENCY_FIELDS,
+    FAILURE_CLASSES,
+    FAILURE_ERROR_FIELDS,
+    FAILURE_STAGES,
+    MEASURED_FIELDS,
+    RELIABILITY_FIELDS,
+    STATUSES,
+)
 
 NA = "n/a"
 
-STATUS_ORDER = ("passed", "failed", "timeout", "judge_error", "skipped")
-CLASS_ORDER = ("agent", "environment", "evaluation", "skipped", "unknown")
-STAGE_ORDER = (
-    "setup",
-    "perception",
-    "planning",
-    "action_selection",
-    "device_execution",
-    "state_verification",
-    "recovery",
-    "final_response",
-    "evaluation",
-    "unknown",
-)
-ERROR_KEYS = (
-    "error",
-    "agent_error",
-    "judge_error",
-    "environment_state_error",
-    "episode_error",
-    "pre_screenshot_error",
-    "post_screenshot_error",
-)
+#: The unit of a measured field is its name's suffix (metrics-reference 2: "_ms, _tokens,
+#: _usd: milliseconds, token counts, and dollars").
+MS_FIELDS = frozenset(f for f in MEASURED_FIELDS if f.endswith("_ms"))
+TOKEN_FIELDS = frozenset(f for f in MEASURED_FIELDS if f.endswith("_tokens"))
+USD_FIELDS = frozenset(f for f in MEASURED_FIELDS if f.endswith("_usd"))
 
-MS_FIELDS = frozenset(
-    {
-        "task_wall_ms",
-        "setup_ms",
-        "llm_time_ms",
-        "vision_llm_time_ms",
-        "time_to_first_token_ms",
-        "device_execution_ms",
-        "screenshot_capture_ms",
-    }
-)
-TOKEN_FIELDS = frozenset(
-    {"input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens"}
-)
-USD_FIELDS = frozenset({"cost_usd"})
-
-EFFICIENCY_FIELDS: tuple[tuple[str, str], ...] = (
-    ("task_wall_ms", "Task wall time"),
-    ("setup_ms", "Setup time (all observed attempts)"),
-    ("llm_calls", "Model calls"),
-    ("llm_time_ms", "Model time"),
-    ("vision_llm_calls", "Visual model calls"),
-    ("vision_llm_time_ms", "Visual model time"),
-    ("time_to_first_token_ms", "Time to first token"),
-    ("device_execution_ms", "Device execution time"),
-    ("screenshot_capture_ms", "Runner screenshot capture"),
-    ("tool_calls", "Tool calls"),
-    ("device_actions", "Device actions"),
-    ("screenshots_taken", "Screenshots taken"),
-    ("input_tokens", "Input tokens"),
-    ("output_tokens", "Output tokens"),
-    ("total_tokens", "Total tokens"),
-    ("cached_input_tokens", "Cached input tokens"),
-    ("reasoning_tokens", "Reasoning tokens"),
-    ("cost_usd", "Cost (USD)"),
-)
-RELIABILITY_FIELDS: tuple[tuple[str, str], ...] = (
-    ("tool_errors", "Tool errors (incl. recovered)"),
-    ("replan_count", "Replans"),
-    ("retry_count", "Agent retries"),
-)
-COST_TO_FIRST_SUCCESS_FIELDS: tuple[tuple[str, str], ...] = (
-    ("task_wall_ms", "Task wall time"),
-    ("total_tokens", "Total tokens"),
-    ("cost_usd", "Cost (USD)"),
-)
-HISTOGRAM_FIELDS: tuple[tuple[str, str], ...] = (
-    ("task_wall_ms", "Task wall time per attempt"),
-    ("total_tokens", "Total tokens per attempt"),
-    ("tool_calls", "Tool calls per attempt"),
-    ("device_actions", "Device actions per attempt"),
-)
+#: Row labels of the distribution tables (efficiency, reliability, cost to first success),
+#: in the order the efficiency table shows its rows: each count before its time ("Model
+#: calls", then "Model time"), unlike metrics.json's order.
+FIELD_LABELS = {
+    "task_wall_ms": "Task wall time",
+    "setup_ms": "Setup time (all observed attempts)",
+    "llm_calls": "Model calls",
+    "llm_time_ms": "Model time",
+    "vision_llm_calls": "Visual model calls",
+    "vision_llm_time_ms": "Visual model time",
+    "time_to_first_token_ms": "Time to first token",
+    "device_execution_ms": "Device execution time",
+    "screenshot_capture_ms": "Runner screenshot capture",
+    "tool_calls": "Tool calls",
+    "device_actions": "Device actions",
+    "screenshots_taken": "Screenshots taken",
+    "input_tokens": "Input tokens",
+    "output_tokens": "Output tokens",
+    "total_tokens": "Total tokens",
+    "cached_input_tokens": "Cached input tokens",
+    "reasoning_tokens": "Reasoning tokens",
+    "cost_usd": "Cost (USD)",
+    "tool_errors": "Tool errors (incl. recovered)",
+    "replan_count": "Replans",
+    "retry_count": "Agent retries",
+}
+#: The efficiency table's rows: metrics.json's efficiency fields in FIELD_LABELS' order.
+EFFICIENCY_ROWS = tuple(f for f in FIELD_LABELS if f in EFFICIENCY_FIELDS)
+#: report.html's histograms: a few per-attempt distributions, titled "<label> per attempt".
+HISTOGRAM_FIELDS = ("task_wall_ms", "total_tokens", "tool_calls", "device_actions")
 
 TOP_N = 10
 LIST_CAP = 25
@@ -736,13 +706,13 @@ def shown_stage(rec: Mapping[str, Any]) -> Any:
 
 
 def _sort_key_status(status: Any) -> tuple[int, str]:
-    return (STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER), str(status))
+    return (STATUSES.index(status) if status in STATUSES else len(STATUSES), str(status))
 
 
 def _sort_key_class(cls: Any) -> tuple[int, str]:
     if cls is None:
         return (-1, "")
-    return (CLASS_ORDER.index(cls) if cls in CLASS_ORDER else len(CLASS_ORDER), str(cls))
+    return (FAILURE_CLASSES.index(cls) if cls in FAILURE_CLASSES else len(FAILURE_CLASSES), str(cls))
 
 
 #: Outcome labels of the exclusion table; "from status" marks a success value the legacy
@@ -812,7 +782,7 @@ def _attempt_note(rec: Mapping[str, Any]) -> str:
     """
     ev = rec.get("evidence") if isinstance(rec.get("evidence"), dict) else {}
     errors = ev.get("errors") if isinstance(ev.get("errors"), dict) else {}
-    for key in ERROR_KEYS[:4]:
+    for key in FAILURE_ERROR_FIELDS:
         if errors.get(key):
             return one_line(f"{key}: {errors[key]}")
     for item in _as_list(ev.get("hard_assertion_failures")):
@@ -941,7 +911,7 @@ def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: M
             else:
                 status = str(r.get("status"))
                 elig = "" if r.get("agent_eligible") is True else ", ineligible"
-                strip.append((status if status in STATUS_ORDER else "other", f"#{n} {status}{elig}"))
+                strip.append((status_kind(status), f"#{n} {status}{elig}"))
         if span > STRIP_CAP:
             strip.append(("other", f"#{STRIP_CAP + 1}-#{span}: see the attempt table"))
         rows.append({
@@ -968,10 +938,10 @@ def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: M
     return rows
 
 
-def _distribution_rows(block: Any, fields: Sequence[tuple[str, str]], stats: Sequence[str]) -> list[dict[str, Any]]:
+def _distribution_rows(block: Any, fields: Sequence[str], stats: Sequence[str]) -> list[dict[str, Any]]:
     """Formatted rows of an efficiency/reliability/cost_to_first_success block."""
     rows = []
-    for field, label in fields:
+    for field in fields:
         entry = block.get(field) if isinstance(block, dict) else None
         entry = entry if isinstance(entry, dict) else {}
         fmt = formatter_for(field)
@@ -979,7 +949,7 @@ def _distribution_rows(block: Any, fields: Sequence[tuple[str, str]], stats: Seq
         for stat in stats:
             if stat != "count":
                 cells[stat] = fmt(entry.get(stat))
-        rows.append({"field": field, "label": label, **cells})
+        rows.append({"field": field, "label": FIELD_LABELS[field], **cells})
     return rows
 
 
@@ -1150,15 +1120,15 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
     # failures
     class_counts = dig(metrics, "failures", "class") or {}
     stage_counts = dig(metrics, "failures", "stage") or {}
-    class_items = [(c, int(class_counts.get(c) or 0)) for c in _ordered_keys(class_counts, CLASS_ORDER)]
-    stage_items = [(s, int(stage_counts.get(s) or 0)) for s in _ordered_keys(stage_counts, STAGE_ORDER)]
+    class_items = [(c, int(class_counts.get(c) or 0)) for c in _ordered_keys(class_counts, FAILURE_CLASSES)]
+    stage_items = [(s, int(stage_counts.get(s) or 0)) for s in _ordered_keys(stage_counts, FAILURE_STAGES)]
     class_counts_ok = isinstance(class_counts, dict) and bool(class_counts)
     stage_counts_ok = isinstance(stage_counts, dict) and bool(stage_counts)
 
     # status mix
     status_counts = facts["status_counts"]
-    status_items = [(s, status_counts.get(s, 0)) for s in STATUS_ORDER] + [
-        (s, c) for s, c in sorted(status_counts.items()) if s not in STATUS_ORDER]
+    status_items = [(s, status_counts.get(s, 0)) for s in STATUSES] + [
+        (s, c) for s, c in sorted(status_counts.items()) if s not in STATUSES]
 
     # slowest / most expensive
     with_wall = [t for t in task_rows if is_number(t["avg_wall_ms"])]
@@ -1239,10 +1209,10 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
         "class_total": sum(c for _, c in class_items),
         "stage_total": sum(c for _, c in stage_items),
         "stage_coverage": fmt_pct(dig(metrics, "diagnostics", "failure_stage_coverage")),
-        "efficiency": _distribution_rows(efficiency, EFFICIENCY_FIELDS, ("count", "mean", "p50", "p90", "p95", "sum")),
+        "efficiency": _distribution_rows(efficiency, EFFICIENCY_ROWS, ("count", "mean", "p50", "p90", "p95", "sum")),
         "reliability": _distribution_rows(metrics.get("reliability") or {}, RELIABILITY_FIELDS,
                                           ("count", "mean", "p50", "p90", "p95", "sum")),
-        "cost_first": _distribution_rows(metrics.get("cost_to_first_success") or {}, COST_TO_FIRST_SUCCESS_FIELDS,
+        "cost_first": _distribution_rows(metrics.get("cost_to_first_success") or {}, COST_FIELDS,
                                          ("count", "mean", "p50")),
         "slowest": slowest,
         "expensive": expensive,
@@ -1482,13 +1452,13 @@ def histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
     (the efficiency population); only ``metrics["efficiency"]`` is read (p50/p90 markers)."""
     eligible = [a for a in attempts if a.get("agent_eligible") is True]
     charts = []
-    for field, title in HISTOGRAM_FIELDS:
+    for field in HISTOGRAM_FIELDS:
         values = list(map(float, numbers(a.get(field) for a in eligible)))
         stats = dig(metrics, "efficiency", field) or {}
         fmt = formatter_for(field)
         charts.append({
             "field": field,
-            "title": title,
+            "title": f"{FIELD_LABELS[field]} per attempt",
             "svg": svg_histogram(values, field, markers={"p50": stats.get("p50"), "p90": stats.get("p90")}),
             "n": len(values),
             "missing": len(eligible) - len(values),
@@ -1515,13 +1485,18 @@ def _csp(script: str) -> str:
             f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
 
 
-PILL_STATUSES = frozenset(STATUS_ORDER)
+_KNOWN_STATUSES = frozenset(STATUSES)
+
+
+def status_kind(status: Any) -> str:
+    """The status's colour in report.html (class ``st-<kind>``): the status, or ``other``
+    for one outside the vocabulary."""
+    return status if status in _KNOWN_STATUSES else "other"
 
 
 def status_pill(status: Any) -> Markup:
     """A status badge (a filter rather than a macro: it runs once per attempt row)."""
-    kind = status if status in PILL_STATUSES else "other"
-    return Markup(f'<span class="pill st-{kind}">{escape(fmt_text(status))}</span>')
+    return Markup(f'<span class="pill st-{status_kind(status)}">{escape(fmt_text(status))}</span>')
 
 
 class TemplateCache(FileSystemBytecodeCache):
@@ -1583,7 +1558,8 @@ def _environment(html: bool) -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(mdc=md_code, mdt=md_text, pct=fmt_pct, intf=fmt_int, ms=fmt_ms, txt=fmt_text,
-                       quality=fmt_quality, usd=fmt_usd, yn=fmt_bool, round0=fmt_round, pill=status_pill)
+                       quality=fmt_quality, usd=fmt_usd, yn=fmt_bool, round0=fmt_round, pill=status_pill,
+                       status_kind=status_kind)
     return env
 
 
@@ -1720,7 +1696,7 @@ def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[di
         histograms=charts if charts is not None else histograms(metrics if isinstance(metrics, dict) else {}, records),
         class_svg=svg_hbar_chart(view["class_items"], css="bar cls"),
         stage_svg=svg_hbar_chart(view["stage_items"], css="bar stg", label_width=150),
-        status_svg=svg_stacked_bar([(s, c, f"st-{s}" if s in STATUS_ORDER else "st-other")
+        status_svg=svg_stacked_bar([(s, c, f"st-{status_kind(s)}")
                                     for s, c in view["status_items"]]),
         attempt_rows=Markup(rows_marker),
         task_rows=task_table_rows(view["task_rows"]),

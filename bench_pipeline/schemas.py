@@ -11,7 +11,7 @@ import pandas as pd
 import pandera.pandas as pa
 from pandera.typing import Series
 
-from .attempt_metrics import FAILURE_CLASSES, STAGES
+from .vocabulary import FAILURE_CLASSES, FAILURE_STAGES, STATUSES
 
 Int = pd.Int64Dtype
 Bool = pd.BooleanDtype
@@ -42,13 +42,13 @@ class AttemptMetricsSchema(pa.DataFrameModel):
     line: Series[Int] = pa.Field(ge=1, unique=True, description="line in results.jsonl")
     category: Series[str] = pa.Field(nullable=True, description="row category, else the suite task's")
     artifact_dir: Series[str] = pa.Field(nullable=True, description="artifact_dir as recorded")
-    status: Series[str] = pa.Field(nullable=True, description="passed, failed, timeout, judge_error or skipped")
+    status: Series[str] = pa.Field(nullable=True, description=f"{', '.join(STATUSES[:-1])} or {STATUSES[-1]}")
     success_raw: Series[Bool] = pa.Field(nullable=True, description="success when the row holds a real Boolean")
     success: Series[Bool] = pa.Field(nullable=True, description="success after the legacy derivation; null = unknown")
     agent_eligible_raw: Series[Bool] = pa.Field(nullable=True, description="eligibility when the row holds a real Boolean")
     agent_eligible: Series[Bool] = pa.Field(nullable=False, description="eligibility after inference")
     failure_class: Series[str] = pa.Field(nullable=True, description=f"one of {', '.join(FAILURE_CLASSES)} (or another recorded string)")
-    first_failure_stage: Series[str] = pa.Field(nullable=True, description=f"one of {', '.join(STAGES)} (or another recorded string)")
+    first_failure_stage: Series[str] = pa.Field(nullable=True, description=f"one of {', '.join(FAILURE_STAGES)} (or another recorded string)")
     failure_event_ref: Series[str] = pa.Field(nullable=True, description="history:<i> or episode:<i>")
     quality_score: Series[Float] = pa.Field(nullable=True, description="quality in [0, 1]; null = unavailable")
     rubric_pass_count: Series[Int] = pa.Field(nullable=True, description="stored rubric passes")

@@ -10,9 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .stats import finite_mean, finite_sum, is_number
-
-#: Resource fields summed up to the first success (reference 2, cost_to_first_success).
-COST_FIELDS = ("task_wall_ms", "total_tokens", "cost_usd")
+from .vocabulary import COST_FIELDS  # resources summed up to the first success
 
 
 def deduplicate(attempts: Iterable[dict]) -> dict[str, dict[int, dict]]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench_pipeline.generate import DEVICE_TOOLS, generate_runs
+from bench_pipeline.vocabulary import FAILURE_CLASSES, FAILURE_STAGES, ROW_METRICS_KEYS, STATUSES
 from bench_pipeline_tests.test_reference_examples import OUTCOME_TABLE as REFERENCE_OUTCOMES
 
 RUN_ID = re.compile(r"^2026-\d\d-\d\dT\d\d-\d\d-\d\dZ-[0-9a-f]{6}$")
@@ -384,6 +385,19 @@ def test_outcomes_follow_the_reference_table(edge_runs: list[Path]) -> None:
 
 
 # ----------------------------------------------------------------------------- edge cases
+
+def test_rows_speak_the_pipeline_vocabulary(edge_runs: list[Path]) -> None:
+    """Every status, class and stage a row records is one the pipeline lists, and every
+    metrics key it lists is written (unknown keys come only from the extra_keys edge case)."""
+    for run in edge_runs:
+        for row in rows_of(run):
+            if "attempt" not in row:
+                continue  # legacy row
+            assert row["status"] in STATUSES
+            assert row["failure_class"] in (*FAILURE_CLASSES, None)
+            assert row["first_failure_stage"] in (*FAILURE_STAGES, None)
+            assert set(ROW_METRICS_KEYS) <= set(row["metrics"])
+
 
 def test_every_edge_case_appears_in_50_runs(edge_runs: list[Path]) -> None:
     found = scan_edge_cases(edge_runs)

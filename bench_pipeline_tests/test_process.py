@@ -11,14 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench_pipeline.attempt_metrics import FAILURE_CLASSES, STAGES
-from bench_pipeline.capability import EFFICIENCY_FIELDS, RELIABILITY_FIELDS
 from bench_pipeline.frames import attempts_frame, attempts_from_frame, raw_results_frame, tasks_frame, tasks_from_frame
 from bench_pipeline.generate import generate_runs
 from bench_pipeline.outputs import write_run_outputs
 from bench_pipeline.pipeline import process_run
 from bench_pipeline.process import ATTEMPT_KEYS
 from bench_pipeline.run_reader import read_run
+from bench_pipeline.vocabulary import EFFICIENCY_FIELDS, FAILURE_CLASSES, FAILURE_STAGES, RELIABILITY_FIELDS
 
 # outputs.md "metrics.json", key by key.
 PASS_KEYS = {"value", "successes", "eligible_tasks", "total_tasks", "ci95"}
@@ -58,7 +57,7 @@ def assert_outputs_md_shape(m: dict) -> None:
     for name in ("pass_at_1", "pass_at_k", "pass_pow_k", "attempt_success_rate"):
         assert set(m["capability"][name]["ci95"]) == {"lower", "upper"}
     assert set(m["failures"]["class"]) >= set(FAILURE_CLASSES)
-    assert set(m["failures"]["stage"]) >= set(STAGES)
+    assert set(m["failures"]["stage"]) >= set(FAILURE_STAGES)
     assert set(m["efficiency"]) == set(EFFICIENCY_FIELDS)
     assert set(m["reliability"]) == set(RELIABILITY_FIELDS)
     for dist in [*m["efficiency"].values(), *m["reliability"].values()]:

@@ -14,6 +14,7 @@ from bench_pipeline import reports
 from bench_pipeline.capability import per_task
 from bench_pipeline.reports import render_report_html, render_summary_md, write_reports
 from bench_pipeline.task_groups import group_tasks
+from bench_pipeline.vocabulary import COST_FIELDS, EFFICIENCY_FIELDS, RELIABILITY_FIELDS
 from bench_pipeline_tests.fixtures_reports import (
     XSS_ARG,
     XSS_ERROR,
@@ -342,6 +343,11 @@ def test_judge_disabled_and_unlisted_labels() -> None:
     assert "| `<b>odd\\|class</b>` | 2 |" in md
     page = render_report_html(metrics, attempts, manifest, run_id)
     assert "&lt;b&gt;odd|class&lt;/b&gt;" in page and "<b>odd|class" not in page
+
+
+def test_distribution_tables_show_every_field_of_their_metrics_section() -> None:
+    assert sorted(reports.EFFICIENCY_ROWS) == sorted(EFFICIENCY_FIELDS)
+    assert set(RELIABILITY_FIELDS) | set(COST_FIELDS) <= set(reports.FIELD_LABELS)
 
 
 def test_empty_inputs_render() -> None:

@@ -38,6 +38,7 @@ import orjson
 from langfuse import LangfuseOtelSpanAttributes as A
 
 from ..run_reader import planned_attempts
+from ..vocabulary import BOOLEAN_FIELDS, CATEGORICAL_FIELDS, NUMERIC_FIELDS
 
 MAX_ITEM_ID_LENGTH = 255
 UNKNOWN_SUITE = "unknown-suite"
@@ -55,24 +56,10 @@ REPLAY = "replay"
 
 # --- score fields (outputs.md "attempt metrics", metrics-reference section 2) ----------------
 
-#: Attempt fields exported as CATEGORICAL ``benchmark.<field>`` scores.
-CATEGORICAL_FIELDS = ("status", "failure_class", "first_failure_stage")
-#: Attempt fields exported as BOOLEAN scores (raw and derived outcome, recovery).
-BOOLEAN_FIELDS = (
-    "success_raw", "success", "agent_eligible_raw", "agent_eligible",
-    "recovery_attempted", "recovery_succeeded",
-)
+# Attempt fields by score kind (``benchmark.<field>``): CATEGORICAL_FIELDS, BOOLEAN_FIELDS and
+# NUMERIC_FIELDS, from vocabulary.
 #: Deterministic checks kept in the attempt record's ``evidence`` (reference: exported scores).
 EVIDENCE_BOOLEAN_FIELDS = ("expected_answer_match", "expected_recalled_memory_match")
-#: Attempt fields exported as NUMERIC scores, in outputs.md order.
-NUMERIC_FIELDS = (
-    "quality_score", "rubric_pass_count", "rubric_total",
-    "task_wall_ms", "setup_ms", "screenshot_capture_ms", "time_to_first_token_ms", "llm_calls",
-    "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms", "device_actions", "device_execution_ms",
-    "tool_calls", "screenshots_taken", "tool_errors", "replan_count", "retry_count",
-    "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens",
-    "cost_usd",
-)
 #: metrics.json sections exported as run-level scores (outputs.md "Langfuse publication").
 RUN_SCORE_SECTIONS = (
     "capability", "coverage", "failures", "diagnostics", "category", "observations",

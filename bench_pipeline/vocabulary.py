@@ -1,0 +1,113 @@
+"""The names the product shares: outcome vocabularies and field lists, each defined once.
+
+The stages, the reports, the Langfuse mapping, the frame schemas and the run generator take
+these from here. The order of every tuple is the order the specification lists it in (and
+the order of the keys in the files written from it), so a tuple here is never re-sorted by a
+user; a module that needs a different subset or order derives it from these, saying why.
+
+Sources: run-directory.md "results.jsonl" (the input's fields), metrics-reference.txt
+section 2 (the status, class and stage vocabularies) and outputs.md (the output's fields).
+"""
+
+from __future__ import annotations
+
+# --- Outcome vocabularies (metrics-reference 2 "Status, failure class, stage, and eligibility
+#     are different dimensions"; run-directory.md "results.jsonl") -----------------------------
+
+#: ``status``: the runner's terminal statuses.
+STATUSES = ("passed", "failed", "timeout", "judge_error", "skipped")
+#: ``failure_class``: the reference's class table; outputs.md "metrics.json": every class
+#: appears in ``failures.class``, zero included.
+FAILURE_CLASSES = ("agent", "environment", "evaluation", "skipped", "unknown")
+#: ``first_failure_stage``: the reference's stage vocabulary (metrics-reference 2 "Coverage
+#: and diagnostics"), with underscores (readings R17); every stage appears in
+#: ``failures.stage``, zero included.
+FAILURE_STAGES = (
+    "setup", "perception", "planning", "action_selection", "device_execution",
+    "state_verification", "recovery", "final_response", "evaluation", "unknown",
+)
+
+# The legacy rules (metrics-reference 2; run-directory.md "results.jsonl"): a success that is
+# not a Boolean is derived from the status, an eligibility that is not one is inferred.
+
+#: Statuses whose missing success is derived false (passed derives true, the rest unknown).
+FAILED_STATUSES = tuple(s for s in STATUSES if s in ("failed", "timeout"))
+#: Statuses under which a missing eligibility is inferred true (unless the class excludes).
+INFERRED_ELIGIBLE_STATUSES = ("passed", *FAILED_STATUSES)
+#: Classes under which a missing eligibility is inferred false.
+INELIGIBLE_CLASSES = tuple(c for c in FAILURE_CLASSES if c in ("environment", "evaluation", "skipped"))
+
+# --- Fields of a results.jsonl row's ``metrics`` (run-directory.md "results.jsonl") -----------
+
+#: Fields whose value comes from history.json (reference 3.3-3.5).
+HISTORY_FIELDS = (
+    "llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
+    "tool_calls", "screenshots_taken", "device_actions",
+)
+#: Fields only episode.json supplies (readings R3).
+EPISODE_FIELDS = ("device_execution_ms", "replan_count", "time_to_first_token_ms")
+#: Token totals (reference 3.5): from history.json usage, overridden by episode.json.
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
+#: Every field with a provenance entry (outputs.md "attempt metrics", readings R34).
+PROVENANCE_FIELDS = HISTORY_FIELDS + EPISODE_FIELDS + TOKEN_FIELDS + (
+    "tool_errors", "first_failure_stage", "failure_event_ref",
+)
+#: Error texts that interpret the coarse failure labels (metrics-reference 2 "Numeric
+#: suffixes and remaining interpretation details"): the attempt's own errors.
+FAILURE_ERROR_FIELDS = ("error", "agent_error", "judge_error", "environment_state_error")
+#: Error texts about acquiring the attempt's artifacts (which may not fail the attempt).
+ARTIFACT_ERROR_FIELDS = ("episode_error", "pre_screenshot_error", "post_screenshot_error")
+#: Every error text a row records.
+ERROR_TEXT_FIELDS = FAILURE_ERROR_FIELDS + ARTIFACT_ERROR_FIELDS
+#: Every key of a row's ``metrics`` object, in run-directory.md order.
+ROW_METRICS_KEYS = (
+    "task_wall_ms", "wall_ms", "setup_ms", "screenshot_capture_ms", "screenshot_capture_source",
+    "time_to_first_token_ms", "llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
+    "device_execution_ms", "tool_calls", "device_actions", "screenshots_taken", "tool_errors",
+    "replan_count", "retry_count", *TOKEN_FIELDS, "cost_usd", "cost_source", "failure_event_ref",
+    *ERROR_TEXT_FIELDS,
+)
+
+# --- Attempt metrics (outputs.md "attempt metrics") -------------------------------------------
+
+#: The derived numbers of an attempt (reference 3.2-3.5, and the recorded cost).
+MEASURED_FIELDS = (
+    "task_wall_ms", "setup_ms", "screenshot_capture_ms", "time_to_first_token_ms", "llm_calls",
+    "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms", "device_actions", "device_execution_ms",
+    "tool_calls", "screenshots_taken", "tool_errors", "replan_count", "retry_count",
+    *TOKEN_FIELDS, "cost_usd",
+)
+#: Every attempt field, in outputs.md order: identity, outcome, derived numbers, recovery.
+ATTEMPT_FIELDS = (
+    "run_id", "task_id", "attempt", "line", "category", "artifact_dir",
+    "status", "success_raw", "success", "agent_eligible_raw", "agent_eligible", "failure_class",
+    "first_failure_stage", "failure_event_ref", "quality_score", "rubric_pass_count", "rubric_total",
+    *MEASURED_FIELDS, "recovery_attempted", "recovery_succeeded",
+)
+
+# Score kinds of the attempt fields (outputs.md "Langfuse publication": Booleans as Boolean
+# scores, status/failure_class/first_failure_stage as categorical, the numbers as numeric).
+
+#: Attempt fields exported as CATEGORICAL scores.
+CATEGORICAL_FIELDS = ("status", "failure_class", "first_failure_stage")
+#: Attempt fields exported as BOOLEAN scores (raw and derived outcome, recovery).
+BOOLEAN_FIELDS = (
+    "success_raw", "success", "agent_eligible_raw", "agent_eligible",
+    "recovery_attempted", "recovery_succeeded",
+)
+#: Attempt fields exported as NUMERIC scores, in outputs.md order.
+NUMERIC_FIELDS = ("quality_score", "rubric_pass_count", "rubric_total", *MEASURED_FIELDS)
+
+# --- Run metrics (outputs.md "metrics.json") ---------------------------------------------------
+
+#: ``efficiency``'s fields, in outputs.md order (the order of the keys in metrics.json).
+EFFICIENCY_FIELDS = (
+    "task_wall_ms", "setup_ms", "llm_time_ms", "llm_calls", "vision_llm_calls",
+    "vision_llm_time_ms", "time_to_first_token_ms", "device_execution_ms",
+    "screenshot_capture_ms", "tool_calls", "device_actions", "screenshots_taken",
+    *TOKEN_FIELDS, "cost_usd",
+)
+#: ``reliability``'s fields.
+RELIABILITY_FIELDS = ("tool_errors", "replan_count", "retry_count")
+#: ``cost_to_first_success``'s fields: resources summed up to the first success (reference 2).
+COST_FIELDS = ("task_wall_ms", "total_tokens", "cost_usd")
