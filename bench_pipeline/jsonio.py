@@ -69,12 +69,17 @@ def jsonable(value: Any) -> Any:
 
 
 def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
-    """Write ``data`` (bytes, or byte pieces in order) to a temporary file and rename it,
-    so that a reader never sees half a file."""
+    """Write ``data`` (bytes, or byte pieces in order, which may be made as they are written)
+    to a temporary file and rename it, so that a reader never sees half a file; when making
+    or writing the data fails, the file is left as it was."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        if isinstance(data, bytes):
-            fh.write(data)
-        else:
-            fh.writelines(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            if isinstance(data, bytes):
+                fh.write(data)
+            else:
+                fh.writelines(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # the file itself is as it was
+        raise

@@ -165,8 +165,8 @@ def test_parallel_outputs_equal_sequential_outputs(fifty_runs, tmp_path, monkeyp
     (report rows in chunks, too): every file is byte-identical to the sequential one."""
     processed = process_run(fifty_runs[3])
     sequential = write_run_outputs(tmp_path / "one", processed, workers=1)
-    monkeypatch.setattr("bench_pipeline.reports.PARALLEL_MIN_ATTEMPTS", 1)
-    monkeypatch.setattr("bench_pipeline.reports._CHUNK_ATTEMPTS", 7)
+    monkeypatch.setattr("bench_pipeline.reports.rows.PARALLEL_MIN_ATTEMPTS", 1)
+    monkeypatch.setattr("bench_pipeline.reports.rows._CHUNK_ATTEMPTS", 7)
     monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 1)  # the outputs' fork, too
     parallel = write_run_outputs(tmp_path / "two", processed, workers=2)
     assert list(parallel) == list(sequential) == ["metrics.json", "attempts.jsonl", "summary.md", "report.html"]
@@ -358,6 +358,16 @@ def test_write_atomic_writes_pieces_and_leaves_no_temporary_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["attempts.jsonl"]
     with pytest.raises(FileNotFoundError):
         write_atomic(tmp_path / "no-such-folder" / "attempts.jsonl", [b"x"])
+
+    def pieces():  # made as they are written; making the third fails
+        yield b"new 1\n"
+        yield b"new 2\n"
+        raise RuntimeError("payload refused")
+
+    with pytest.raises(RuntimeError, match="payload refused"):
+        write_atomic(target, pieces())
+    assert target.read_bytes() == b"replaced\n"  # as it was
+    assert [p.name for p in tmp_path.iterdir()] == ["attempts.jsonl"]  # no temporary file left
 
 
 def test_frames_keep_large_integers_next_to_nulls_exact(tmp_path):

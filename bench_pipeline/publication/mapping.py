@@ -30,15 +30,17 @@ import json
 import math
 import numbers
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from langfuse import LangfuseOtelSpanAttributes as A
 
 from ..run_reader import planned_attempts
 from ..vocabulary import BOOLEAN_FIELDS, CATEGORICAL_FIELDS, NUMERIC_FIELDS
+
+T = TypeVar("T")
 
 MAX_ITEM_ID_LENGTH = 255
 UNKNOWN_SUITE = "unknown-suite"
@@ -641,18 +643,21 @@ def run_score_payloads(run: RunPlan, experiment: str, timestamp: str) -> list[di
     ]
 
 
-def chunk_by_size(entries: list[Any], sizes: list[int], max_bytes: int, max_count: int) -> list[list[int]]:
-    """Indices of ``entries`` grouped greedily so that each group stays under both limits
-    (an entry larger than ``max_bytes`` goes alone)."""
-    groups: list[list[int]] = []
-    current: list[int] = []
+def greedy_groups(sized: Iterable[tuple[T, int]], max_bytes: int, max_count: int) -> Iterator[list[T]]:
+    """``(entry, size)`` pairs grouped greedily, in order, as each group is complete: a group
+    stays under both limits (an entry larger than ``max_bytes`` goes alone)."""
+    current: list[T] = []
     used = 0
-    for i, size in enumerate(sizes):
+    for entry, size in sized:
         if current and (used + size > max_bytes or len(current) >= max_count):
-            groups.append(current)
+            yield current
             current, used = [], 0
-        current.append(i)
+        current.append(entry)
         used += size
     if current:
-        groups.append(current)
-    return groups
+        yield current
+
+
+def chunk_by_size(entries: list[Any], sizes: list[int], max_bytes: int, max_count: int) -> list[list[int]]:
+    """Indices of ``entries`` grouped as ``greedy_groups`` groups them."""
+    return list(greedy_groups(zip(range(len(entries)), sizes), max_bytes, max_count))

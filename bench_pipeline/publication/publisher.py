@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,51 +133,54 @@ def _write_outbox(plan: m.RunPlan, out_dir: Path, settings: LangfuseSettings, op
     now = _now()
     ctx = m.ExperimentContext(DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER, None, None)
     ts = plan.run_timestamp or now
-    lines: list[dict] = []
+    counts = {"spans": 0, "scores": 0}
+    secrets = [key.encode("utf-8") for key in (settings.secret_key, settings.public_key) if key]
 
-    def add(kind: str, path: str, body: Any, headers: dict | None = None, placeholders: tuple = ()) -> None:
-        line = {"seq": len(lines) + 1, "kind": kind, "method": "POST", "path": path}
-        if headers:
-            line["headers"] = headers
-        line["body"] = body
-        if placeholders:
-            line["placeholders"] = list(placeholders)
-        lines.append(line)
+    def requests() -> Iterator[tuple[str, str, Any, dict | None, tuple]]:
+        """(kind, path, body, headers, placeholders) of each request, in order; the spans and
+        scores are made attempt by attempt and grouped as they come (nothing is held for the
+        whole run but the plan)."""
+        yield "dataset", "/api/public/v2/datasets", _dataset_body(plan.suite), None, ()
+        for a in plan.attempts:
+            yield "dataset_item", "/api/public/dataset-items", a.item, None, ()
+        otlp_headers = {"content-type": "application/json", "x-langfuse-ingestion-version": "4"}
+        spans = ((span, len(orjson.dumps(span))) for a in plan.attempts
+                 for span in m.attempt_spans(a, m.decide_binding(a, None), plan, ctx, now, now))
+        for group in m.greedy_groups(spans, options.max_span_bytes, options.max_spans_per_request):
+            counts["spans"] += len(group)
+            yield ("spans", "/api/public/otel/v1/traces", m.otlp_body(group), otlp_headers,
+                   (DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER))
+        scores = itertools.chain(
+            (score for a in plan.attempts for score in m.attempt_score_payloads(a, m.decide_binding(a, None), plan, ts)),
+            m.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, ts))
+        sized = ((score, len(orjson.dumps(score)) + 1) for score in scores)
+        for batch in m.greedy_groups(sized, options.max_score_bytes, options.max_scores_per_request):
+            counts["scores"] += len(batch)
+            yield ("scores", "/api/public/scores", batch, None,
+                   (EXPERIMENT_ID_PLACEHOLDER,) if any("datasetRunId" in s for s in batch) else ())
 
-    add("dataset", "/api/public/v2/datasets", _dataset_body(plan.suite))
-    for a in plan.attempts:
-        add("dataset_item", "/api/public/dataset-items", a.item)
-    spans: list[dict] = []
-    scores: list[dict] = []
-    for a in plan.attempts:
-        binding = m.decide_binding(a, None)
-        spans.extend(m.attempt_spans(a, binding, plan, ctx, now, now))
-        scores.extend(m.attempt_score_payloads(a, binding, plan, ts))
-    run_scores = m.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, ts)
-    otlp_headers = {"content-type": "application/json", "x-langfuse-ingestion-version": "4"}
-    for group in m.chunk_by_size(spans, [len(orjson.dumps(s)) for s in spans], options.max_span_bytes,
-                                 options.max_spans_per_request):
-        add("spans", "/api/public/otel/v1/traces", m.otlp_body([spans[i] for i in group]), otlp_headers,
-            (DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER))
-    all_scores = scores + run_scores
-    for group in m.chunk_by_size(all_scores, [len(orjson.dumps(s)) + 1 for s in all_scores],
-                                 options.max_score_bytes, options.max_scores_per_request):
-        batch = [all_scores[i] for i in group]
-        add("scores", "/api/public/scores", batch, None,
-            (EXPERIMENT_ID_PLACEHOLDER,) if any("datasetRunId" in s for s in batch) else ())
-    data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
-    for secret in (settings.secret_key, settings.public_key):
-        if secret and secret.encode("utf-8") in data:  # partial configuration: never write a key
-            raise PublicationError("refusing to write the outbox: a payload contains a Langfuse key")
+    def encoded() -> Iterator[bytes]:
+        for seq, (kind, path, body, headers, placeholders) in enumerate(requests(), start=1):
+            line = {"seq": seq, "kind": kind, "method": "POST", "path": path}
+            if headers:
+                line["headers"] = headers
+            line["body"] = body
+            if placeholders:
+                line["placeholders"] = list(placeholders)
+            data = orjson.dumps(line) + b"\n"
+            if any(secret in data for secret in secrets):  # partial configuration: never write a key
+                raise PublicationError("refusing to write the outbox: a payload contains a Langfuse key")
+            yield data
+
     path = out_dir / OUTBOX_NAME
-    write_atomic(path, data)
+    write_atomic(path, encoded())
     total = len(plan.attempts)
     if progress is not None:
         progress(total, total)
-    log.info("Langfuse not configured: %d request(s) for %d attempt(s) written to the outbox", len(lines), total)
+    log.info("Langfuse not configured: requests for %d attempt(s) written to the outbox", total)
     return PublicationResult(
         status="not_configured", dataset=plan.suite, experiment_id=None, items=len(plan.attempts),
-        scores=len(all_scores), spans=len(spans), skipped_existing=0, record_path=None,
+        scores=counts["scores"], spans=counts["spans"], skipped_existing=0, record_path=None,
         outbox_path=path, http_requests=None,
     )
 

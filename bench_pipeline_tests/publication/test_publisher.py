@@ -476,6 +476,18 @@ def test_not_configured_writes_the_outbox_without_http(run, out_dir, monkeypatch
     assert strip(again.outbox_path.read_text()) == strip(text)
 
 
+def test_the_outbox_is_never_written_with_a_key_in_it(run, out_dir):
+    """A partial configuration whose key appears in a payload (here: the suite name) refuses
+    to write the outbox, and leaves no partial file behind."""
+    key = "sk-lf-in-the-payload"
+    run = {**run, "metrics": {**run["metrics"], "suite": key}}
+    partial = LangfuseSettings(base_url=None, public_key=None, secret_key=key)
+    with pytest.raises(PublicationError, match="contains a Langfuse key"):
+        publish_run(**run, out_dir=out_dir, settings=partial)
+    assert not (out_dir / "langfuse_outbox.jsonl").exists()
+    assert not [p for p in out_dir.iterdir() if "outbox" in p.name]
+
+
 def test_settings_from_env_and_repr(monkeypatch):
     for name in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
         monkeypatch.delenv(name, raising=False)
