@@ -96,6 +96,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_backfill(args: argparse.Namespace) -> int:
+    """Launch one asset backfill of the per-run stages over every run partition."""
+    from .backfill import launch
+
+    try:
+        backfill_id = launch(Path(args.workspace).absolute())
+    except RuntimeError as exc:
+        _say(f"error: {exc}")
+        return 1
+    print(f"backfill {backfill_id} launched over every run partition; the Dagster daemon runs it "
+          f"(UI: Overview -> Backfills, or http://127.0.0.1:3000/runs/b/{backfill_id})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench-pipeline", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -116,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--history-messages", type=int, default=30)
     g.add_argument("--no-edge-cases", action="store_true", help="clean runs only (for benchmarks)")
     g.set_defaults(func=cmd_generate)
+
+    b = sub.add_parser("backfill", help="re-process every run through Dagster (after a formula change); needs the daemon")
+    b.add_argument("--workspace", default="workspace.yaml", help="the Dagster workspace file (default: workspace.yaml)")
+    b.set_defaults(func=cmd_backfill)
     return parser
 
 

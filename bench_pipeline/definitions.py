@@ -13,7 +13,7 @@ import dagster as dg
 from .assets import cross_run_assets, per_run_assets
 from .partitions import runs_partitions
 from .resources import JsonIOManagerFactory, LangfuseResource, ParquetIOManagerFactory, default_settings
-from .sensors import run_folder_sensor
+from .sensors import catalog_sensor, run_folder_sensor
 
 process_run_job = dg.define_asset_job(
     "process_run",
@@ -43,8 +43,9 @@ def select_executor() -> dg.ExecutorDefinition:
     """The executor of every job, from BENCH_EXECUTOR (deploy/README.md).
 
     ``in_process`` (default): the per-run stages are one step, which runs its partitions in
-    worker processes of its own (assets/partition_work.py). ``multiprocess``: checks and independent steps in parallel processes.
-    ``k8s``: one pod per step (dagster-k8s, needs the K8sRunLauncher of the Helm chart).
+    worker processes of its own (assets/partition_work.py). ``multiprocess``: the step in a process
+    of its own.
+    ``k8s``: the step in a pod of its own (dagster-k8s, needs the K8sRunLauncher of the Helm chart).
     """
     choice = os.environ.get("BENCH_EXECUTOR", "in_process")
     if choice == "in_process":
@@ -72,7 +73,7 @@ def build_resources(storage_base: str | None = None) -> dict:
 defs = dg.Definitions(
     assets=[*per_run_assets, *cross_run_assets],
     jobs=[process_run_job, refresh_catalog_job],
-    sensors=[run_folder_sensor],
+    sensors=[run_folder_sensor, catalog_sensor],
     schedules=[daily_catalog_schedule],
     resources=build_resources(),
     executor=select_executor(),

@@ -4,8 +4,10 @@
 
 1. uses the Dagster instance under $DAGSTER_HOME (SQLite, created when missing);
 2. writes sample runs into the runs root when it holds no run folder;
-3. adds a partition for every ready run folder and executes the `process_run` job for
-   each (the same job the sensor and backfills run), then refreshes the catalog;
+3. adds a partition for every ready run folder, skips the runs already processed from the
+   same folder contents with the same formula version (saying so per run), and executes
+   the `process_run` job (the one the sensor and backfills run) over the others, up to
+   PARTITIONS_PER_RUN runs per Dagster run; then refreshes the catalog if it is behind;
 4. prints where each run's reports are.
 
 `dagster dev -w workspace.yaml` on the same DAGSTER_HOME then shows these runs,
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from .formula import FORMULA_VERSION
 from .partitions import runs_partitions
 from .resources import default_settings
 from .run_folders import is_ready, scan
@@ -30,6 +33,8 @@ SAMPLE_RUNS = 3
 #: Console shows progress and problems, not every step event (all events are in the instance).
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 SAMPLE_SEED = 7
+#: The run tags of a Dagster run over a range of partitions.
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
 def _say(message: str) -> None:
@@ -48,8 +53,11 @@ def ensure_sample_runs(runs_root: Path) -> None:
 
 
 def run_all(samples: bool = True) -> int:
-    """Process every ready run; returns the number of failed runs."""
+    """Process every ready run that is new or changed; returns the number of failed runs."""
+    from .assets.cross_run import catalog_behind
+    from .assets.run_stages import PARTITIONS_PER_RUN, up_to_date
     from .definitions import defs  # loaded only here: --samples-only does not need it
+
     settings = default_settings()
     runs_root = Path(settings.runs_root)
     if samples:
@@ -74,24 +82,42 @@ def run_all(samples: bool = True) -> int:
         _say(f"no ready run folders under {runs_root}")
         return 0
     keys = [f.run_id for f in folders]
-    existing = set(instance.get_dynamic_partitions(runs_partitions.name))
-    new = [k for k in keys if k not in existing]
+    existing = instance.get_dynamic_partitions(runs_partitions.name)
+    new = [k for k in keys if k not in set(existing)]
     if new:
         instance.add_dynamic_partitions(runs_partitions.name, new)
+    unchanged = up_to_date(instance, {f.run_id: f.fingerprint for f in folders})
+    for key in keys:
+        if key in unchanged:
+            _say(f"{key}: unchanged since it was processed with formula {FORMULA_VERSION}: skipped")
+    todo = [k for k in keys if k not in unchanged]
     job = defs.resolve_job_def("process_run")
     failed = 0
-    for i, key in enumerate(keys, start=1):
+    done = 0
+    for batch in partition_batches(instance.get_dynamic_partitions(runs_partitions.name), set(todo), PARTITIONS_PER_RUN):
         started = time.monotonic()
         result = job.execute_in_process(
-            instance=instance, partition_key=key, raise_on_error=False, tags={"bench/trigger": "main"}, run_config=QUIET,
+            instance=instance, raise_on_error=False, run_config=QUIET,
+            tags={RANGE_START: batch[0], RANGE_END: batch[-1], "bench/trigger": "main"},
         )
-        status = "ok" if result.success else "FAILED"
-        failed += 0 if result.success else 1
-        _say(f"[{i}/{len(keys)}] {key}: {status} ({time.monotonic() - started:.1f}s)")
-    catalog = defs.resolve_job_def("refresh_catalog").execute_in_process(
-        instance=instance, raise_on_error=False, run_config=QUIET,
-    )
-    _say(f"catalog: {'ok' if catalog.success else 'FAILED'}")
+        errors = _failed_runs(result)
+        seconds = _run_seconds(result)
+        for key in batch:
+            done += 1
+            if key in errors or key not in seconds:
+                failed += 1
+                _say(f"[{done}/{len(todo)}] {key}: FAILED: {errors.get(key, 'see the Dagster run ' + result.run_id)}")
+            else:
+                _say(f"[{done}/{len(todo)}] {key}: ok ({seconds[key]:.1f}s)")
+        if len(batch) > 1:
+            _say(f"  ({len(batch)} runs in one Dagster run, {time.monotonic() - started:.1f}s)")
+    if catalog_behind(instance) is not None:
+        catalog = defs.resolve_job_def("refresh_catalog").execute_in_process(
+            instance=instance, raise_on_error=False, run_config=QUIET,
+        )
+        _say(f"catalog: {'ok' if catalog.success else 'FAILED'}")
+    else:
+        _say("catalog: up to date")
     _say("")
     _say("Reports:")
     for key in keys:
@@ -102,6 +128,44 @@ def run_all(samples: bool = True) -> int:
     _say(f"Dagster instance: {home}")
     _say("See it in the UI: scripts/ui.sh  (dagster dev -w workspace.yaml on the same instance)")
     return failed
+
+
+def partition_batches(ordered: list[str], wanted: set[str], size: int) -> list[list[str]]:
+    """The ``wanted`` partition keys as consecutive stretches of ``ordered`` (the instance's
+    partition order), at most ``size`` keys each: each is one partition range, processed in
+    one Dagster run (a backfill splits its partitions the same way)."""
+    batches: list[list[str]] = []
+    current: list[str] = []
+    for key in ordered:
+        if key in wanted and len(current) < size:
+            current.append(key)
+            continue
+        if current:
+            batches.append(current)
+        current = [key] if key in wanted else []
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _failed_runs(result) -> dict[str, str]:
+    """{run id: first line of its error} from a failed per-run step."""
+    errors: dict[str, str] = {}
+    for event in result.get_step_failure_events():
+        data = event.step_failure_data.user_failure_data
+        failed = data.metadata.get("failed_runs") if data is not None else None
+        if failed is not None:
+            errors.update({key: f"{v['stage']}: {v['error']}" for key, v in failed.value.items()})
+    return errors
+
+
+def _run_seconds(result) -> dict[str, float]:
+    """{run id: seconds} of each run whose last stage was materialized."""
+    from .assets.partition_work import STAGES
+
+    return {e.materialization.partition: e.materialization.metadata["run_seconds"].value
+            for e in result.get_asset_materialization_events()
+            if e.asset_key == dg.AssetKey(STAGES[-1]) and "run_seconds" in e.materialization.metadata}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,10 @@
-"""Backfill after a formula change, as a user does it: edit the constant, run the CLI backfill.
+"""Backfill after a formula change, as a user does it: edit the constant, run the backfill.
 
-A copy of the package is materialized for several runs through `dagster job backfill`,
-then its FORMULA_VERSION is changed: every run's formula-dependent assets become stale,
-and one more `dagster job backfill ... --all` rewrites every metrics.json with the new
-version.
+A copy of the package is materialized for several runs through `bench-pipeline backfill`
+(one asset backfill, run by a Dagster daemon in one Dagster run), then its FORMULA_VERSION
+is changed: every run's formula-dependent assets become stale, and one more backfill
+rewrites every metrics.json with the new version. After each backfill the catalog sensor
+refreshes the run catalog, which then shows every run with the new version.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -57,23 +59,27 @@ def _env(tmp: Path) -> dict:
     return env
 
 
-def _backfill(tmp: Path, env: dict) -> None:
-    """`dagster job backfill --all` and wait until its runs have finished."""
+def _backfill(tmp: Path, env: dict) -> str:
+    """`bench-pipeline backfill` (one asset backfill of every run partition), run by the
+    daemon; waits until it has finished and returns its id."""
     instance = dg.DagsterInstance.from_config(str(tmp / "home"))
-    before = len(instance.get_runs())
-    subprocess.run(
-        [DAGSTER, "job", "backfill", "-w", "workspace.yaml", "-j", "process_run", "--all", "--noprompt"],
-        cwd=tmp / "src", env=env, check=True, capture_output=True, timeout=300,
-    )
+    before = {b.backfill_id for b in instance.get_backfills()}
+    subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "backfill"], cwd=tmp / "src", env=env, check=True,
+                   capture_output=True, timeout=120)
+    (backfill,) = [b for b in instance.get_backfills() if b.backfill_id not in before]
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        runs = instance.get_runs()
-        new = runs[: len(runs) - before]
-        if len(new) == len(RUNS) and all(r.is_finished for r in new):
-            assert all(r.is_success for r in new), [(r.run_id, r.status) for r in new]
-            return
+        backfill = instance.get_backfill(backfill.backfill_id)
+        if backfill.status.value.startswith(("COMPLETED", "FAILED", "CANCELED")):
+            assert backfill.status.value == "COMPLETED_SUCCESS", backfill.status
+            return backfill.backfill_id
         time.sleep(1)
-    raise AssertionError("backfill runs did not finish in time")
+    raise AssertionError("the backfill did not finish in time")
+
+
+def _backfill_runs(tmp: Path, backfill_id: str) -> list:
+    instance = dg.DagsterInstance.from_config(str(tmp / "home"))
+    return instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
 
 
 def _stale(tmp: Path, env: dict) -> dict:
@@ -86,7 +92,61 @@ def _versions(tmp: Path) -> set[str]:
     return {json.loads((tmp / "reports" / r / "metrics.json").read_text())["formula_version"] for r in RUNS}
 
 
-def test_formula_change_makes_runs_stale_and_backfill_reprocesses_all(tmp_path):
+CATALOG_PROBE = """
+import json
+import dagster as dg
+from bench_pipeline.definitions import defs
+frame = defs.load_asset_value("run_catalog", instance=dg.DagsterInstance.get())
+print(json.dumps(dict(zip(frame["run_id"], frame["formula_version"]))))
+"""
+
+
+def _catalog_after(tmp: Path, env: dict, since: float, version: str) -> dict:
+    """The catalog {run_id: formula version} once the catalog sensor has refreshed it after
+    ``since`` with every run at ``version``."""
+    instance = dg.DagsterInstance.from_config(str(tmp / "home"))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        refreshed = [r for r in instance.get_run_records(dg.RunsFilter(job_name="refresh_catalog"))
+                     if r.end_time and r.end_time > since and r.dagster_run.is_success]
+        if refreshed:
+            out = subprocess.run([sys.executable, "-c", CATALOG_PROBE], cwd=tmp / "src", env=env, check=True,
+                                 capture_output=True, text=True, timeout=120)
+            catalog = json.loads(out.stdout.strip().splitlines()[-1])
+            if catalog == {run_id: version for run_id in RUNS}:
+                return catalog
+        time.sleep(2)
+    raise AssertionError("the catalog sensor did not refresh the catalog in time")
+
+
+@pytest.fixture()
+def daemon(tmp_path):
+    """A Dagster daemon on the test's instance, with the run-folder sensor stopped (the test
+    decides which runs are requested); the catalog sensor runs."""
+    env = _env(tmp_path)
+    running = {}
+
+    def stop() -> None:
+        proc = running.pop("proc", None)
+        if proc is not None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
+
+    def start() -> None:
+        """(Re)start the daemon: a deployment restarts it to load changed definitions."""
+        stop()
+        subprocess.run([DAGSTER, "sensor", "stop", "-w", "workspace.yaml", "run_folder_sensor"],
+                       cwd=tmp_path / "src", env=env, check=True, capture_output=True, timeout=120)
+        running["proc"] = subprocess.Popen(
+            [str(Path(sys.executable).with_name("dagster-daemon")), "run", "-w", "workspace.yaml"],
+            cwd=tmp_path / "src", env=env, stdout=open(tmp_path / "daemon.log", "wb"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+    yield start
+    stop()
+
+
+def test_formula_change_makes_runs_stale_and_backfill_reprocesses_all(tmp_path, daemon):
     src = tmp_path / "src"
     shutil.copytree(Path(bench_pipeline.__file__).parent, src / "bench_pipeline",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -94,7 +154,7 @@ def test_formula_change_makes_runs_stale_and_backfill_reprocesses_all(tmp_path):
         "load_from:\n  - python_module:\n      module_name: bench_pipeline.definitions\n      working_directory: .\n"
     )
     (tmp_path / "home").mkdir()
-    # Launch backfill runs at once (the deployed queue, which needs a daemon, has its own test).
+    # Launch backfill runs at once (the deployed queue has its own test).
     (tmp_path / "home" / "dagster.yaml").write_text(
         "run_coordinator:\n  module: dagster.core.run_coordinator\n  class: DefaultRunCoordinator\n"
         "telemetry:\n  enabled: false\n"
@@ -104,19 +164,27 @@ def test_formula_change_makes_runs_stale_and_backfill_reprocesses_all(tmp_path):
     env = _env(tmp_path)
     instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
     instance.add_dynamic_partitions("benchmark_runs", RUNS)
+    daemon()
 
-    _backfill(tmp_path, env)
+    started = time.time()
+    first = _backfill(tmp_path, env)
+    assert len(_backfill_runs(tmp_path, first)) == 1  # every partition in one Dagster run
     assert _versions(tmp_path) == {FORMULA_VERSION}
     assert all(s == "FRESH" for run in _stale(tmp_path, env).values() for s in run.values())
+    assert _catalog_after(tmp_path, env, started, FORMULA_VERSION)  # the catalog followed the runs
 
     formula = src / "bench_pipeline" / "formula.py"
     formula.write_text(formula.read_text().replace(FORMULA_VERSION, "test-bump"))
     stale = _stale(tmp_path, env)
     assert all(s == "STALE" for run in stale.values() for s in run.values()), stale
 
-    _backfill(tmp_path, env)
+    daemon()  # the running daemon has the old definitions: restart it, as a deployment does
+    started = time.time()
+    second = _backfill(tmp_path, env)
+    assert len(_backfill_runs(tmp_path, second)) == 1
     assert _versions(tmp_path) == {"test-bump"}
     assert all(s == "FRESH" for run in _stale(tmp_path, env).values() for s in run.values())
     for run_id in RUNS:
         event = instance.get_latest_materialization_event(dg.AssetKey("capability_aggregates"))
         assert event.asset_materialization.tags["dagster/code_version"] == "test-bump"
+    assert _catalog_after(tmp_path, env, started, "test-bump")

@@ -12,10 +12,17 @@ import time
 import urllib.request
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
+from bench_pipeline.assets.run_stages import up_to_date
+from bench_pipeline.formula import FORMULA_VERSION
+from bench_pipeline.main import partition_batches
+from bench_pipeline.partitions import runs_partitions
+from bench_pipeline.resources import PipelineSettings
+from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
+
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow
 
 ASSETS_QUERY = """
 { assetNodes { assetKey { path } }
@@ -39,6 +46,18 @@ def _graphql(port: int, query: str) -> dict:
         return json.loads(response.read())["data"]
 
 
+@pytest.mark.parametrize(("ordered", "wanted", "size", "expected"), [
+    (["a", "b", "c", "d"], {"a", "b", "c", "d"}, 20, [["a", "b", "c", "d"]]),
+    (["a", "b", "c", "d"], {"a", "b", "d"}, 20, [["a", "b"], ["d"]]),  # c is not wanted: two ranges
+    (["a", "b", "c", "d", "e"], {"a", "b", "c", "d", "e"}, 2, [["a", "b"], ["c", "d"], ["e"]]),
+    (["a", "b"], set(), 20, []),
+    (["a", "b", "c"], {"c"}, 1, [["c"]]),
+])
+def test_partition_batches_are_consecutive_stretches(ordered, wanted, size, expected):
+    assert partition_batches(ordered, wanted, size) == expected
+
+
+@pytest.mark.slow
 def test_main_command_then_ui_serves_the_materializations(tmp_path):
     env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home")}
     for var in ("BENCH_RUNS_ROOT", "BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
@@ -57,6 +76,22 @@ def test_main_command_then_ui_serves_the_materializations(tmp_path):
             p.name for p in out.iterdir()}
         assert str(out / "report.html") in done.stdout
     assert "catalog: ok" in done.stdout
+
+    # Run twice: nothing changed, so nothing is processed, and it says so per run.
+    again = subprocess.run([sys.executable, "-m", "bench_pipeline.main"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
+    for run_id in runs:
+        assert f"{run_id}: unchanged since it was processed with formula {FORMULA_VERSION}: skipped" in again.stdout
+    assert "ok (" not in again.stdout and "catalog: up to date" in again.stdout
+
+    # The sensor's first tick (empty cursor) on that instance requests nothing either.
+    instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
+    settings = PipelineSettings(runs_root=str(tmp_path / "data" / "runs"), output_root=str(tmp_path / "data" / "reports"),
+                                storage_base=str(tmp_path / "data" / "storage"))
+    tick = evaluate_run_folders(settings, None, set(instance.get_dynamic_partitions(runs_partitions.name)),
+                                lambda fingerprints: up_to_date(instance, fingerprints))
+    assert tick.run_requests == [] and set(json.loads(tick.cursor)) == set(runs)
 
     port = _free_port()
     server = subprocess.Popen(

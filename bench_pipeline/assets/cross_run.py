@@ -1,8 +1,10 @@
-"""Cross-run assets: the run catalog and per-suite trends, refreshed by a daily schedule.
+"""Cross-run assets: the run catalog and per-suite trends.
 
 They depend on every run partition. Dagster computes no dependency-based staleness for an
-asset with 100 or more upstream partitions, so freshness comes from the schedule (and an
-on-demand materialization from the UI), not from staleness.
+asset with 100 or more upstream partitions, so they follow the runs by ``catalog_behind``:
+the catalog sensor (and the main command) refresh them once new per-run materializations
+exist and no per-run work is still under way, so a backfill of many runs ends in one
+refresh, not one per partition. The daily schedule refreshes them as well.
 """
 
 
@@ -13,8 +15,24 @@ import pandas as pd
 
 from ..catalog import catalog_frame, catalog_row, suite_trends as build_trends
 from ..resources import PipelineSettings
+from .partition_work import STAGES
 
 GROUP = "cross_run"
+
+
+def _latest_storage_id(instance: dg.DagsterInstance, asset: str) -> int | None:
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
+    return records[0].storage_id if records else None
+
+
+def catalog_behind(instance: dg.DagsterInstance) -> int | None:
+    """The storage id of the newest per-run materialization when the catalog was made before
+    it (or never), else None."""
+    runs = _latest_storage_id(instance, STAGES[-1])  # the last stage: a run is done
+    if runs is None:
+        return None
+    catalog = _latest_storage_id(instance, "run_catalog")
+    return runs if catalog is None or catalog < runs else None
 
 
 @dg.asset(

@@ -31,7 +31,7 @@ import dagster as dg
 import pandas as pd
 import pandera.errors
 
-from ..bulk import default_workers
+from ..bulk import default_workers, gc_paused
 from ..formula import FORMULA_VERSION
 from ..frames import attempts_frame, raw_results_frame, tasks_frame
 from ..pipeline import publish, run_stages
@@ -46,7 +46,8 @@ from ..schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
 STAGES = ("raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "reports", "langfuse_publication")
 
 #: The pandera model each stored frame is validated with (frames.py).
-_SCHEMAS = {"raw_results": RawResultsSchema, "attempt_metrics": AttemptMetricsSchema, "task_groups": TaskGroupsSchema}
+FRAME_SCHEMAS = {"raw_results": RawResultsSchema, "attempt_metrics": AttemptMetricsSchema,
+                 "task_groups": TaskGroupsSchema}
 
 #: The headline rates of metrics.json capability, charted per run in the Dagster UI.
 HEADLINE_RATES = ("pass_at_1", "pass_at_k", "pass_pow_k", "attempt_success_rate")
@@ -80,8 +81,10 @@ class PartitionOutcome:
     attempts: int = 0
 
 
+@gc_paused()
 def process_partition(job: PartitionJob, log: Callable[[str], None]) -> PartitionOutcome:
-    """Stages 1-6 for one run partition; never raises for a broken run (see module doc)."""
+    """Stages 1-6 for one run partition; never raises for a broken run (see module doc).
+    The collector stays paused throughout, as in the command line (bulk.gc_paused)."""
     started = time.monotonic()
     outcome = PartitionOutcome(job.key, job.fingerprint)
     stage = STAGES[0]
@@ -152,14 +155,15 @@ def process_partition(job: PartitionJob, log: Callable[[str], None]) -> Partitio
         done_word = "published" if job.langfuse.configured else "written to the outbox (Langfuse not configured)"
         published = publish(processed, Path(job.out_dir), job.langfuse, _every_tenth(
             lambda done, total: log(f"{job.key}: langfuse: {done}/{total} attempts {done_word}")))
-        outcome.materialized[stage] = publication_metadata(published)
+        outcome.materialized[stage] = {**publication_metadata(published),
+                                       "run_seconds": round(time.monotonic() - started, 3)}
     except NotARunFolderError as exc:
         outcome.failed_stage, outcome.error = stage, str(exc)
     except PublicationError as exc:
         outcome.failed_stage, outcome.error = stage, f"{job.run_dir}: Langfuse publication failed: {exc}"
     except pandera.errors.SchemaError as exc:
         outcome.failed_stage = stage
-        outcome.error = f"{job.run_dir}: the {stage} frame breaks {_SCHEMAS[stage].__name__}: {exc}"
+        outcome.error = f"{job.run_dir}: the {stage} frame breaks {FRAME_SCHEMAS[stage].__name__}: {exc}"
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
         ours = [f for f in traceback.extract_tb(exc.__traceback__) if "bench_pipeline" in f.filename]
         where = f" (at {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else ""

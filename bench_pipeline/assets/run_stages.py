@@ -16,15 +16,17 @@ results are kept. The work itself is in ``partition_work``.
 """
 
 import os
+import warnings
 
 import dagster as dg
+from dagster_pandera import pandera_schema_to_dagster_type
 
 from ..formula import FORMULA_VERSION
 from ..partitions import runs_partitions
 from ..resources import LangfuseResource, PipelineSettings
 from ..run_folders import fingerprint
 from .checks import CHECK_SPECS, check_evaluations
-from .partition_work import STAGES, PartitionJob, PartitionOutcome, run_partitions
+from .partition_work import FRAME_SCHEMAS, STAGES, PartitionJob, PartitionOutcome, run_partitions
 
 GROUP = "per_run"
 
@@ -70,19 +72,43 @@ _KINDS = {
     "langfuse_publication": {"langfuse"},
 }
 
-STAGE_SPECS = [
-    dg.AssetSpec(
+#: Where each stage's value is stored (and loaded from by later readers, the catalog
+#: included); reports and publication have files and Langfuse objects instead.
+_IO_MANAGERS = {
+    "raw_results": "parquet_io_manager",
+    "attempt_metrics": "parquet_io_manager",
+    "task_groups": "parquet_io_manager",
+    "capability_aggregates": "json_io_manager",
+}
+
+
+def _column_schema(name: str) -> dict:
+    """The stored frame's pandera model as the asset's column schema: the asset page lists its
+    columns, descriptions and checks (dagster-pandera)."""
+    if name not in FRAME_SCHEMAS:
+        return {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)  # dagster-pandera is marked beta
+        dagster_type = pandera_schema_to_dagster_type(FRAME_SCHEMAS[name])
+    return {"dagster/column_schema": dagster_type.metadata["schema"].schema}
+
+
+def _spec(i: int, name: str) -> dg.AssetSpec:
+    spec = dg.AssetSpec(
         name,
         deps=[STAGES[i - 1]] if i else [],
         description=_DESCRIPTIONS[name],
         group_name=GROUP,
         code_version=FORMULA_VERSION,
         kinds=_KINDS[name],
+        metadata=_column_schema(name),
         partitions_def=runs_partitions,
         skippable=True,  # materialized per partition as each run is done (see module doc)
     )
-    for i, name in enumerate(STAGES)
-]
+    return spec.with_io_manager_key(_IO_MANAGERS[name]) if name in _IO_MANAGERS else spec
+
+
+STAGE_SPECS = [_spec(i, name) for i, name in enumerate(STAGES)]
 
 
 @dg.multi_asset(

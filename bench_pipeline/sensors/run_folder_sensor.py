@@ -9,27 +9,44 @@ a later tick, and deletes the partition of a folder that disappeared.
 
 
 import json
+from collections.abc import Callable
 
 import dagster as dg
 
+from ..assets.run_stages import up_to_date
 from ..partitions import runs_partitions
 from ..resources import PipelineSettings, safe_partition_key
 from ..run_folders import is_ready, scan
 
 
-def evaluate_run_folders(settings: PipelineSettings, cursor: str | None, existing: set[str]) -> dg.SensorResult:
-    """One tick's decisions; pure apart from reading the runs root."""
+def evaluate_run_folders(
+    settings: PipelineSettings,
+    cursor: str | None,
+    existing: set[str],
+    already_done: Callable[[dict[str, str]], set[str]] = lambda fingerprints: set(),
+) -> dg.SensorResult:
+    """One tick's decisions; pure apart from reading the runs root and ``already_done``.
+
+    ``already_done({run_id: fingerprint})`` names the runs already materialized from a
+    folder with that fingerprint and with this formula version (by ``bench_pipeline.main``,
+    a backfill, or before the cursor was lost): they are recorded, not requested again.
+    """
     seen: dict[str, str] = json.loads(cursor) if cursor else {}
     requests: list[dg.RunRequest] = []
     new_keys: list[str] = []
     skipped: list[str] = []
     current: dict[str, str] = {}
+    folders = []
     for folder in scan(settings.runs_root):
         try:
             safe_partition_key(folder.run_id)
         except ValueError:
             continue
-        if seen.get(folder.run_id) == folder.fingerprint:
+        folders.append(folder)
+    done = already_done({f.run_id: f.fingerprint for f in folders
+                         if f.run_id in existing and seen.get(f.run_id) != f.fingerprint})
+    for folder in folders:
+        if seen.get(folder.run_id) == folder.fingerprint or folder.run_id in done:
             current[folder.run_id] = folder.fingerprint
             continue
         if not is_ready(folder, settings.quiet_seconds):
@@ -70,7 +87,7 @@ def evaluate_run_folders(settings: PipelineSettings, cursor: str | None, existin
 )
 def run_folder_sensor(context: dg.SensorEvaluationContext, settings: PipelineSettings) -> dg.SensorResult:
     existing = set(context.instance.get_dynamic_partitions(runs_partitions.name))
-    result = evaluate_run_folders(settings, context.cursor, existing)
+    result = evaluate_run_folders(settings, context.cursor, existing, lambda fps: up_to_date(context.instance, fps))
     if result.run_requests:
         context.log.info(f"requesting {len(result.run_requests)} run(s)")
     return result

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -144,3 +146,58 @@ def test_a_huge_plan_materializes_with_exact_counts(tmp_path, monkeypatch):
     assert missing.passed is False
     assert missing.metadata["count"].value == 2 * huge - 2
     assert missing.description == f"{2 * huge - 2} planned attempts missing"
+
+
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+
+
+def _normalized(path: Path, generated_at: str) -> bytes:
+    """A file's bytes with the expected differences masked: the run's generated_at stamp and,
+    in the outbox, replay spans' times (stamped with the time of publication)."""
+    data = path.read_bytes().replace(generated_at.encode(), b"<generated_at>")
+    return re.sub(rb'"(start|end)TimeUnixNano":"\d+"', rb'"\1TimeUnixNano":"<published_at>"', data)
+
+
+@pytest.mark.slow
+def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatch):
+    """A backfill's Dagster run covers a range of partitions (worker processes): every good
+    run gets its own materializations and checks, and files byte-identical to the command
+    line's; the broken folder fails only its own partition, with its located message."""
+    from bench_pipeline.generate import generate_runs
+    from bench_pipeline.pipeline import publish, run_stages
+    from bench_pipeline.publication import LangfuseSettings
+
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    resources = make_resources(tmp_path)
+    good = [p.name for p in generate_runs(tmp_path / "runs", runs=3, seed=11, tasks=12, repeats=3, history_messages=8)]
+    (tmp_path / "runs" / "zz-broken").mkdir()
+    keys = sorted([*good, "zz-broken"])
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(runs_partitions.name, keys)
+        result = dg.materialize(per_run_assets, instance=instance, resources=resources, raise_on_error=False,
+                                tags={RANGE_START: keys[0], RANGE_END: keys[-1]})
+        assert not result.success
+        failure = result.get_step_failure_events()[0].step_failure_data.error.message
+        assert "1 of 4 run(s) failed: zz-broken at raw_results" in failure and "no results.jsonl" in failure
+        for stage in ("raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "reports",
+                      "langfuse_publication"):
+            status = instance.get_status_by_partition(dg.AssetKey(stage), keys, runs_partitions)
+            assert {k: v.value for k, v in status.items()} == {
+                **{k: "MATERIALIZED" for k in good}, "zz-broken": "FAILED"}, stage
+        checks = [(e.partition, e.check_name) for e in result.get_asset_check_evaluations()]
+        assert sorted(checks) == sorted((k, name) for k in good for name in (
+            "no_bad_rows", "no_duplicate_rows", "no_missing_attempts", "no_unsafe_artifact_dirs",
+            "no_invalid_artifacts", "recorded_matches_derived"))
+
+    for run_id in good:
+        dagster_out = tmp_path / "reports" / run_id
+        command_out = tmp_path / "command" / run_id
+        processed = run_stages(tmp_path / "runs" / run_id, command_out, keep_evidence=True).processed
+        publish(processed, command_out, LangfuseSettings(None, None, None))
+        files = ("metrics.json", "attempts.jsonl", "summary.md", "report.html", "langfuse_outbox.jsonl")
+        assert sorted(p.name for p in dagster_out.iterdir()) == sorted(p.name for p in command_out.iterdir())
+        stamp = {p: json.loads((p / "metrics.json").read_text())["generated_at"] for p in (dagster_out, command_out)}
+        for name in files:
+            assert _normalized(dagster_out / name, stamp[dagster_out]) == _normalized(
+                command_out / name, stamp[command_out]), (run_id, name)

@@ -1,0 +1,33 @@
+"""The sensor that keeps the cross-run catalog following the runs.
+
+Each tick: when a per-run materialization is newer than the catalog (``catalog_behind``)
+and no run is queued or under way, it requests one ``refresh_catalog`` run, keyed by that
+materialization, so a sensor tick, a main command and a backfill of a thousand runs all
+end in one refresh instead of one per partition.
+"""
+
+import dagster as dg
+
+from ..assets.cross_run import catalog_behind
+
+IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
+
+
+@dg.sensor(
+    name="catalog_sensor",
+    job_name="refresh_catalog",
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Refreshes the run catalog and trends once new runs are materialized and no run is under way.",
+)
+def catalog_sensor(context: dg.SensorEvaluationContext):
+    newest = catalog_behind(context.instance)
+    if newest is None:
+        return dg.SkipReason("the catalog is up to date with every materialized run")
+    busy = context.instance.get_runs_count(dg.RunsFilter(statuses=IN_FLIGHT))
+    if busy:
+        return dg.SkipReason(f"new runs materialized; waiting for {busy} queued or running run(s) to finish")
+    return dg.RunRequest(run_key=f"catalog-after-{newest}")
