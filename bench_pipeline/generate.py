@@ -340,7 +340,7 @@ class AttemptOutput:
 
 def generate_runs(out_root: Path, runs: int, seed: int, tasks: int = 12, repeats: int = 3,
                   history_messages: int = 30, edge_cases: bool = True,
-                  progress: Callable[[str], None] | None = None) -> list[Path]:
+                  progress: Callable[[str], None] | None = None, id_prefix: str = "") -> list[Path]:
     """Write `runs` synthetic run folders under `out_root`; return them in order.
 
     The same arguments always produce byte-identical folders. A run folder that already
@@ -355,7 +355,7 @@ def generate_runs(out_root: Path, runs: int, seed: int, tasks: int = 12, repeats
     started = BASE_TIME
     created = []
     for index in range(runs):
-        plan = plan_run(master, index, runs, started, offsets, edge_cases)
+        plan = plan_run(master, index, runs, started, offsets, edge_cases, id_prefix)
         run_dir = out_root / plan.run_id
         write_run(run_dir, plan, suite, repeats, history_messages, edge_cases, progress)
         created.append(run_dir)
@@ -382,9 +382,9 @@ def build_suite(rng: random.Random, count: int) -> list[Task]:
 
 
 def plan_run(master: random.Random, index: int, runs: int, started: datetime,
-             offsets: dict[str, int], edge_cases: bool) -> RunPlan:
-    """Draw one run's id, configuration and run-level edge cases."""
-    run_id = started.strftime("%Y-%m-%dT%H-%M-%SZ") + f"-{master.getrandbits(24):06x}"
+             offsets: dict[str, int], edge_cases: bool, id_prefix: str = "") -> RunPlan:
+    """Draw one run's id (``id_prefix`` first), configuration and run-level edge cases."""
+    run_id = id_prefix + started.strftime("%Y-%m-%dT%H-%M-%SZ") + f"-{master.getrandbits(24):06x}"
     seed = master.getrandbits(64)
     model = master.choice(MODELS)
     device = master.choice(DEVICES)

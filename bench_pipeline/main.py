@@ -29,10 +29,15 @@ from .partitions import runs_partitions
 from .resources import default_settings
 from .run_folders import is_ready, scan
 
-SAMPLE_RUNS = 3
+#: The sample runs: (run id prefix, how many, with the generator's edge cases). The ids say
+#: what a newcomer will see: one clean run whose every check passes, and runs with the
+#: defects real runs have (malformed lines, duplicated rows, unsafe or broken artifacts,
+#: missing attempts), whose checks are red because of the data, not the pipeline.
+SAMPLES = (("sample-clean-", 1, False), ("sample-with-data-problems-", 2, True))
+#: The seed whose runs show every kind of check failure across the two imperfect runs.
+SAMPLE_SEED = 8
 #: Console shows progress and problems, not every step event (all events are in the instance).
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-SAMPLE_SEED = 7
 #: The run tags of a Dagster run over a range of partitions.
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
@@ -47,9 +52,13 @@ def ensure_sample_runs(runs_root: Path) -> None:
         return
     from .generate import generate_runs
 
-    _say(f"no run folders under {runs_root}: writing {SAMPLE_RUNS} sample runs")
+    count = sum(n for _, n, _ in SAMPLES)
+    _say(f"no run folders under {runs_root}: writing {count} sample runs (one clean, "
+         f"{count - 1} with the data problems real runs have: their red checks are the data's)")
     runs_root.mkdir(parents=True, exist_ok=True)
-    generate_runs(runs_root, runs=SAMPLE_RUNS, seed=SAMPLE_SEED, tasks=12, repeats=3, history_messages=30)
+    for prefix, runs, edge_cases in SAMPLES:
+        generate_runs(runs_root, runs=runs, seed=SAMPLE_SEED, tasks=12, repeats=3, history_messages=30,
+                      edge_cases=edge_cases, id_prefix=prefix)
 
 
 def run_all(samples: bool = True) -> int:

@@ -57,6 +57,31 @@ def test_partition_batches_are_consecutive_stretches(ordered, wanted, size, expe
     assert partition_batches(ordered, wanted, size) == expected
 
 
+def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
+    """The sample ids tell a newcomer what to expect: the clean run passes every check, and
+    each run with data problems fails at least one, because of its data."""
+    from bench_pipeline.main import ensure_sample_runs
+    from bench_pipeline.pipeline import process_run
+    from bench_pipeline.quality import run_checks
+
+    ensure_sample_runs(tmp_path)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert [n.split("-2026-")[0] for n in names] == ["sample-clean", "sample-with-data-problems",
+                                                      "sample-with-data-problems"]
+    failed = {}
+    for name in names:
+        processed = process_run(tmp_path / name)
+        assert processed.raw.run_id == name
+        failed[name] = {c.name for c in run_checks(processed.raw, processed.attempts, processed.metrics["data_quality"])
+                        if not c.passed}
+    assert failed[names[0]] == set()
+    assert all(failed[n] for n in names[1:])
+    assert set().union(*failed.values()) == {"no_bad_rows", "no_duplicate_rows", "no_missing_attempts",
+                                             "no_unsafe_artifact_dirs", "no_invalid_artifacts"}
+    ensure_sample_runs(tmp_path)  # a runs root with runs gets no more
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+
+
 @pytest.mark.slow
 def test_main_command_then_ui_serves_the_materializations(tmp_path):
     env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home")}
