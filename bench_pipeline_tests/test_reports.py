@@ -12,6 +12,7 @@ import pytest
 
 from bench_pipeline import reports
 from bench_pipeline.capability import per_task
+from bench_pipeline.jsonio import EncodedJSON, jsonable
 from bench_pipeline.reports import render_report_html, render_summary_md, write_reports
 from bench_pipeline.task_groups import group_tasks
 from bench_pipeline.vocabulary import COST_FIELDS, EFFICIENCY_FIELDS, RELIABILITY_FIELDS
@@ -346,8 +347,8 @@ def test_judge_disabled_and_unlisted_labels() -> None:
 
 
 def test_distribution_tables_show_every_field_of_their_metrics_section() -> None:
-    assert sorted(reports.EFFICIENCY_ROWS) == sorted(EFFICIENCY_FIELDS)
-    assert set(RELIABILITY_FIELDS) | set(COST_FIELDS) <= set(reports.FIELD_LABELS)
+    assert sorted(reports.view.EFFICIENCY_ROWS) == sorted(EFFICIENCY_FIELDS)
+    assert set(RELIABILITY_FIELDS) | set(COST_FIELDS) <= set(reports.format.FIELD_LABELS)
 
 
 def test_empty_inputs_render() -> None:
@@ -375,7 +376,7 @@ def test_html_is_self_contained(page: str) -> None:
 def test_csp_hash_matches_the_inline_script(page: str) -> None:
     script = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
     csp = html.unescape(re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"', page).group(1))
-    assert csp == reports._csp(script)
+    assert csp == reports.write._csp(script)
 
 
 def test_injected_strings_are_escaped(page: str) -> None:
@@ -430,7 +431,7 @@ def test_attempt_details_carry_the_evidence(page: str) -> None:
 def test_null_final_response_in_an_available_trace_is_not_called_a_missing_file() -> None:
     """Reference 1: a null final_response is unavailable evidence; the note says where it
     comes from (the trace exists and records null, e.g. an attempt that timed out)."""
-    from bench_pipeline.reports import _details_payload
+    from bench_pipeline.reports.rows import _details_payload
 
     def final_note(trace_status: str) -> list:
         rec = {"evidence": {"trace_artifact": {"status": trace_status, "path": "t/trace.json"}, "final_response": None}}
@@ -499,7 +500,7 @@ def test_script_json_cannot_close_its_script_tag() -> None:
 
 
 def test_jsonable_handles_nan_and_odd_types() -> None:
-    assert reports.jsonable({"a": float("nan"), "b": (1, 2), 3: {1}}) == {"a": None, "b": [1, 2], "3": "{1}"}
+    assert jsonable({"a": float("nan"), "b": (1, 2), 3: {1}}) == {"a": None, "b": [1, 2], "3": "{1}"}
 
 
 def test_histogram_bins() -> None:
@@ -534,8 +535,8 @@ def test_does_not_mutate_inputs(run: tuple) -> None:
 def test_report_rows_built_in_forked_chunks_equal_the_sequential_page(run, monkeypatch):
     """Large runs build attempt rows in chunks in forked workers: same page, rows in line order."""
     sequential = render_report_html(*run)
-    monkeypatch.setattr(reports, "PARALLEL_MIN_ATTEMPTS", 0)
-    monkeypatch.setattr(reports, "_CHUNK_ATTEMPTS", 3)
+    monkeypatch.setattr(reports.rows, "PARALLEL_MIN_ATTEMPTS", 0)
+    monkeypatch.setattr(reports.rows, "_CHUNK_ATTEMPTS", 3)
     chunked = render_report_html(*run, workers=2)
     assert chunked == sequential
     indices = [int(i) for i in re.findall(r'<details class="a" data-i="(\d+)"', chunked)]
@@ -546,11 +547,11 @@ def test_report_rows_built_in_forked_chunks_equal_the_sequential_page(run, monke
 
 def _render_with_fresh_environment(run: tuple) -> str:
     """report.html through a new jinja2 environment (as a new process would make)."""
-    reports._ENVS.clear()
+    reports.templates._ENVS.clear()
     try:
         return render_report_html(*run)
     finally:
-        reports._ENVS.clear()
+        reports.templates._ENVS.clear()
 
 
 def test_compiled_templates_are_cached_on_disk_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -560,7 +561,7 @@ def test_compiled_templates_are_cached_on_disk_and_reused(tmp_path: Path, monkey
     entries = sorted((tmp_path / "cache").iterdir())
     assert len(entries) == 1 and entries[0].stat().st_size > 1000  # report.html.j2, compiled
     compiled = []
-    monkeypatch.setattr(reports.Environment, "compile", lambda *a, **k: compiled.append(a) or None)
+    monkeypatch.setattr(reports.templates.Environment, "compile", lambda *a, **k: compiled.append(a) or None)
     second = _render_with_fresh_environment(run)
     assert compiled == []  # loaded, not compiled again
     assert second == first
@@ -586,18 +587,18 @@ def test_a_template_cache_others_can_write_is_not_used(tmp_path: Path, monkeypat
     shared.mkdir()
     shared.chmod(0o777)
     monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(shared))
-    assert reports._template_cache() is None
+    assert reports.templates._template_cache() is None
     private = tmp_path / "private" / "templates"
     monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(private))
-    assert reports._template_cache() is not None and (private.stat().st_mode & 0o777) == 0o700
+    assert reports.templates._template_cache() is not None and (private.stat().st_mode & 0o777) == 0o700
 
 
 def test_json_made_once_is_written_as_is_on_both_encoding_paths() -> None:
     pairs = [["tap", {"x": 1, "note": "a</script>"}], ["type", {"text": "ü"}]]
-    encoded = reports.EncodedJSON(pairs, b'[["tap",{"x":1,"note":"a</script>"}],["type",{"text":"\xc3\xbc"}]]')
-    assert reports._json_text([encoded, 2]) == reports._json_text([pairs, 2])
+    encoded = EncodedJSON(pairs, b'[["tap",{"x":1,"note":"a</script>"}],["type",{"text":"\xc3\xbc"}]]')
+    assert reports.format._json_text([encoded, 2]) == reports.format._json_text([pairs, 2])
     # a value orjson cannot write (an integer beyond 64 bits) takes the standard library's path
-    assert reports._json_text([encoded, 2**70]) == json.dumps([pairs, 2**70], ensure_ascii=False, separators=(",", ":"))
+    assert reports.format._json_text([encoded, 2**70]) == json.dumps([pairs, 2**70], ensure_ascii=False, separators=(",", ":"))
     assert "</script>" not in reports.script_json([encoded])
 
 
