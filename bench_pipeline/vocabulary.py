@@ -1,9 +1,10 @@
 """The names the product shares: outcome vocabularies and field lists, each defined once.
 
 The stages, the reports, the Langfuse mapping, the frame schemas and the run generator take
-these from here. The order of every tuple is the order the specification lists it in (and
-the order of the keys in the files written from it), so a tuple here is never re-sorted by a
-user; a module that needs a different subset or order derives it from these, saying why.
+these from here. Each tuple is in the order the specification lists it, which is also the
+order of the keys written from it (metrics.json, attempts.jsonl, a generated row), so it is
+not to be re-sorted; a module that needs another subset or order derives it from these and
+says why.
 
 Sources: run-directory.md "results.jsonl" (the input's fields), metrics-reference.txt
 section 2 (the status, class and stage vocabularies) and outputs.md (the output's fields).
@@ -55,7 +56,8 @@ PROVENANCE_FIELDS = HISTORY_FIELDS + EPISODE_FIELDS + TOKEN_FIELDS + (
 #: Error texts that interpret the coarse failure labels (metrics-reference 2 "Numeric
 #: suffixes and remaining interpretation details"): the attempt's own errors.
 FAILURE_ERROR_FIELDS = ("error", "agent_error", "judge_error", "environment_state_error")
-#: Error texts about acquiring the attempt's artifacts (which may not fail the attempt).
+#: Error texts about acquiring the attempt's artifacts (same table: they may reduce the
+#: evidence without failing the attempt).
 ARTIFACT_ERROR_FIELDS = ("episode_error", "pre_screenshot_error", "post_screenshot_error")
 #: Every error text a row records.
 ERROR_TEXT_FIELDS = FAILURE_ERROR_FIELDS + ARTIFACT_ERROR_FIELDS
