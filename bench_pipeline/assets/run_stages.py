@@ -19,6 +19,12 @@ import os
 import warnings
 
 import dagster as dg
+from dagster._core.definitions.data_version import (  # the provenance tags Dagster itself writes
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    NULL_EVENT_POINTER,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
 from dagster_pandera import pandera_schema_to_dagster_type
 
 from ..formula import FORMULA_VERSION
@@ -152,11 +158,23 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
 
 
 def partition_events(outcome: PartitionOutcome):
-    """The materializations (stage order) and check evaluations of one partition."""
-    tags = {CODE_VERSION_TAG: FORMULA_VERSION}
-    if outcome.fingerprint is not None:
-        tags[DATA_VERSION_TAG] = data_version(outcome.fingerprint)
-    for stage, metadata in outcome.materialized.items():
+    """The materializations (stage order) and check evaluations of one partition.
+
+    Each materialization carries the provenance tags Dagster writes for an asset's output
+    (code version, data version, and the data version of the stage it was computed from,
+    with ``dagster/data_version_is_user_provided``), so the UI's staleness works as for any
+    asset: fresh after processing, stale after a formula change.
+    """
+    version = data_version(outcome.fingerprint) if outcome.fingerprint is not None else None
+    for i, (stage, metadata) in enumerate(outcome.materialized.items()):
+        tags = {CODE_VERSION_TAG: FORMULA_VERSION}
+        if version is not None:
+            tags[DATA_VERSION_TAG] = version
+            tags[DATA_VERSION_IS_USER_PROVIDED_TAG] = "true"
+            if i:
+                upstream = dg.AssetKey(STAGES[i - 1])
+                tags[get_input_data_version_tag(upstream)] = version
+                tags[get_input_event_pointer_tag(upstream)] = NULL_EVENT_POINTER
         yield dg.AssetMaterialization(asset_key=stage, partition=outcome.key, metadata=metadata, tags=tags)
     yield from check_evaluations(outcome.key, outcome.checks)
 

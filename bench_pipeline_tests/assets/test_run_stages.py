@@ -201,3 +201,30 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
         for name in files:
             assert _normalized(dagster_out / name, stamp[dagster_out]) == _normalized(
                 command_out / name, stamp[command_out]), (run_id, name)
+
+
+def test_stages_are_fresh_after_processing_and_stale_after_a_formula_change(run_env, monkeypatch):
+    """The materializations carry Dagster's provenance tags: every stage is fresh right after
+    its run is processed, and stale ("has a new code version") once the formula version of
+    the definitions differs from the one that computed it."""
+    from dagster._utils.test.data_versions import get_stale_status_resolver
+
+    from bench_pipeline.assets import run_stages
+
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    root, run, instance, resources = run_env
+    stages = [key.to_user_string() for a in per_run_assets for key in a.keys]
+    dg.materialize(per_run_assets, partition_key="run-x", instance=instance, resources=resources)
+    resolver = get_stale_status_resolver(instance, per_run_assets)
+    assert {s: resolver.get_status(dg.AssetKey(s), "run-x").value for s in stages} == dict.fromkeys(stages, "FRESH")
+
+    specs = [spec.replace_attributes(code_version="bumped") for spec in run_stages.STAGE_SPECS]
+    @dg.multi_asset(specs=specs, partitions_def=runs_partitions, can_subset=False)
+    def changed():
+        """The per-run stages as definitions with another formula version would declare them."""
+    resolver = get_stale_status_resolver(instance, [changed])
+    for stage in stages:
+        assert resolver.get_status(dg.AssetKey(stage), "run-x").value == "STALE", stage
+        causes = [c.reason for c in resolver.get_stale_causes(dg.AssetKey(stage), "run-x")]
+        assert "has a new code version" in causes, (stage, causes)
