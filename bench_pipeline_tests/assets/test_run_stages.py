@@ -171,6 +171,8 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
         monkeypatch.delenv(var, raising=False)
     resources = make_resources(tmp_path)
     good = [p.name for p in generate_runs(tmp_path / "runs", runs=3, seed=11, tasks=12, repeats=3, history_messages=8)]
+    good += [p.name for p in generate_runs(tmp_path / "runs", runs=1, seed=12, tasks=12, repeats=3, history_messages=8,
+                                           edge_cases=False, id_prefix="clean-")]
     (tmp_path / "runs" / "zz-broken").mkdir()
     keys = sorted([*good, "zz-broken"])
     with dg.instance_for_test() as instance:
@@ -179,7 +181,7 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
                                 tags={RANGE_START: keys[0], RANGE_END: keys[-1]})
         assert not result.success
         failure = result.get_step_failure_events()[0].step_failure_data.error.message
-        assert "1 of 4 run(s) failed: zz-broken at raw_results" in failure and "no results.jsonl" in failure
+        assert "1 of 5 run(s) failed: zz-broken at raw_results" in failure and "no results.jsonl" in failure
         for stage in ("raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "reports",
                       "langfuse_publication"):
             status = instance.get_status_by_partition(dg.AssetKey(stage), keys, runs_partitions)
