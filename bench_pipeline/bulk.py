@@ -180,3 +180,28 @@ def _picklable(exc: BaseException) -> BaseException:
     except Exception:  # noqa: BLE001 - any pickling failure
         text = "".join(traceback.format_exception(exc))
         return RuntimeError(f"worker process failed:\n{text}")
+
+
+# --- Worker processes started from a fork server ----------------------------------------
+
+#: The module a fork server loads before it forks workers for the per-run Dagster step
+#: (assets/worker_preload.py). Named here, in a module that imports nothing heavy, so that
+#: the main command can start the fork server before it imports Dagster.
+WORKER_PRELOAD = "bench_pipeline.assets.worker_preload"
+
+
+def fork_server_context() -> multiprocessing.context.BaseContext:
+    """The ``forkserver`` start method, its server loading WORKER_PRELOAD: workers are forked
+    from that fresh single-threaded process, never from the (threaded) process asking."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([WORKER_PRELOAD])
+    return context
+
+
+def start_fork_server() -> None:
+    """Start the fork server now: it loads WORKER_PRELOAD in its own process, on another core,
+    while this one goes on (the first worker then starts without waiting for it)."""
+    import multiprocessing.forkserver
+
+    fork_server_context()
+    multiprocessing.forkserver.ensure_running()

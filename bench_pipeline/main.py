@@ -22,12 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-import dagster as dg
-
-from .formula import FORMULA_VERSION
-from .partitions import runs_partitions
-from .resources import default_settings
-from .run_folders import is_ready, scan
+# Only light imports here: `main` starts the fork server before Dagster is imported.
 
 #: The sample runs: (run id prefix, how many, with the generator's edge cases). The ids say
 #: what a newcomer will see: one clean run whose every check passes, and runs with the
@@ -48,6 +43,8 @@ def _say(message: str) -> None:
 
 def ensure_sample_runs(runs_root: Path) -> None:
     """Write deterministic sample runs when the runs root holds no run folder."""
+    from .run_folders import scan
+
     if scan(str(runs_root)):
         return
     from .generate import generate_runs
@@ -63,9 +60,15 @@ def ensure_sample_runs(runs_root: Path) -> None:
 
 def run_all(samples: bool = True) -> int:
     """Process every ready run that is new or changed; returns the number of failed runs."""
+    import dagster as dg
+
     from .assets.cross_run import catalog_behind
     from .assets.run_stages import PARTITIONS_PER_RUN, up_to_date
     from .definitions import defs  # loaded only here: --samples-only does not need it
+    from .formula import FORMULA_VERSION
+    from .partitions import runs_partitions
+    from .resources import default_settings
+    from .run_folders import is_ready, scan
 
     settings = default_settings()
     runs_root = Path(settings.runs_root)
@@ -170,6 +173,8 @@ def _failed_runs(result) -> dict[str, str]:
 
 def _run_seconds(result) -> dict[str, float]:
     """{run id: seconds} of each run whose last stage was materialized."""
+    import dagster as dg
+
     from .assets.partition_work import STAGES
 
     return {e.materialization.partition: e.materialization.metadata["run_seconds"].value
@@ -178,13 +183,20 @@ def _run_seconds(result) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .bulk import start_fork_server
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-samples", action="store_true", help="do not write sample runs into an empty runs root")
     parser.add_argument("--samples-only", action="store_true", help="only write sample runs into an empty runs root")
     args = parser.parse_args(argv)
     if args.samples_only:
-        ensure_sample_runs(Path(default_settings().runs_root))
+        from .resources.settings import default_runs_root
+
+        ensure_sample_runs(Path(default_runs_root()))
         return 0
+    # The per-run step's worker processes come from a fork server; started here, it loads
+    # their code on another core while this process loads Dagster and the definitions.
+    start_fork_server()
     return 1 if run_all(samples=not args.no_samples) else 0
 
 

@@ -131,3 +131,19 @@ def test_fork_map_error_in_this_process_stops_the_children():
 
     with pytest.raises(KeyError):
         fork_map(fail_first, list(range(20)), workers=2, chunk_size=2)
+
+
+def test_the_workers_message_queue_starts_no_thread():
+    """A per-run worker sends its log lines through the fork server context's SimpleQueue: a
+    Queue would start a feeder thread on the first message, after which the worker could no
+    longer fork (bulk.can_fork) and would process a large run on one core."""
+    import threading
+
+    from bench_pipeline.bulk import can_fork, fork_server_context
+
+    messages = fork_server_context().SimpleQueue()
+    before = threading.active_count()
+    messages.put("attempts derived: 100/10000")
+    assert threading.active_count() == before
+    assert messages.get() == "attempts derived: 100/10000"
+    assert can_fork() == (before == 1)

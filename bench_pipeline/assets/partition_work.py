@@ -16,8 +16,6 @@ children may fork in turn (``bulk.fork_map``) to derive a large run on every cor
 
 from __future__ import annotations
 
-import multiprocessing
-import queue
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -31,11 +29,11 @@ import dagster as dg
 import pandas as pd
 import pandera.errors
 
-from ..bulk import default_workers, gc_paused
+from ..bulk import default_workers, fork_map, fork_server_context, gc_paused
 from ..formula import FORMULA_VERSION
 from ..frames import attempts_frame, raw_results_frame, tasks_frame
 from ..pipeline import publish, run_stages
-from ..process import PARALLEL_MIN_ROWS, data_quality_findings
+from ..process import PARALLEL_MIN_ROWS, data_quality_findings, workers_for
 from ..publication import LangfuseSettings, PublicationError
 from ..quality import CheckOutcome, run_checks
 from ..resources.io_managers import store_partition
@@ -84,22 +82,61 @@ class PartitionOutcome:
 @gc_paused()
 def process_partition(job: PartitionJob, log: Callable[[str], None]) -> PartitionOutcome:
     """Stages 1-6 for one run partition; never raises for a broken run (see module doc).
-    The collector stays paused throughout, as in the command line (bulk.gc_paused)."""
+
+    After ``run_stages``, the stage frames are validated and stored while the run is
+    published (two processes for a large run, as ``pipeline.run_stages`` splits its own
+    work). The collector stays paused throughout, as in the command line (bulk.gc_paused).
+    """
     started = time.monotonic()
     outcome = PartitionOutcome(job.key, job.fingerprint)
-    stage = STAGES[0]
     try:
         result = run_stages(
             job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
             progress=_every_tenth(lambda done, total: log(f"{job.key}: attempts derived: {done}/{total}")),
         )
-        processed, written = result.processed, result.written
-        raw = processed.raw
-        outcome.attempts = len(processed.attempts)
+    except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
+        outcome.failed_stage, outcome.error = STAGES[0], _failure(job, STAGES[0], exc)
+        outcome.seconds = time.monotonic() - started
+        return outcome
+    processed = result.processed
+    outcome.attempts = len(processed.attempts)
+    outcome.checks = run_checks(processed.raw, processed.attempts, processed.metrics["data_quality"])
 
+    def stored() -> tuple[dict[str, dict], str | None, str | None]:
+        return _store_stages(job, processed, result.written)
+
+    def published() -> tuple[dict | None, str | None]:
+        done_word = "published" if job.langfuse.configured else "written to the outbox (Langfuse not configured)"
+        try:
+            return publication_metadata(publish(processed, Path(job.out_dir), job.langfuse, _every_tenth(
+                lambda done, total: log(f"{job.key}: langfuse: {done}/{total} attempts {done_word}")))), None
+        except Exception as exc:  # noqa: BLE001
+            return None, _failure(job, STAGES[-1], exc)
+
+    (materialized, failed_stage, error), (publication, publication_error) = fork_map(
+        lambda _start, jobs: jobs[0](), [stored, published],
+        workers=min(2, workers_for(len(processed.attempts), job.workers)), chunk_size=1)
+    outcome.materialized = materialized
+    if failed_stage is None and publication_error is not None:
+        failed_stage, error = STAGES[-1], publication_error
+    outcome.failed_stage, outcome.error = failed_stage, error
+    outcome.seconds = time.monotonic() - started
+    if failed_stage is None:
+        outcome.materialized[STAGES[-1]] = {**publication, "run_seconds": round(outcome.seconds, 3)}
+    return outcome
+
+
+def _store_stages(job: PartitionJob, processed, written: dict[str, Path]
+                  ) -> tuple[dict[str, dict], str | None, str | None]:
+    """Stages 1-5's stored values and materialization metadata, in stage order, up to the
+    first that fails: (metadata by stage, the failed stage, its error)."""
+    raw = processed.raw
+    materialized: dict[str, dict] = {}
+    stage = STAGES[0]
+    try:
         frame = raw_results_frame(raw)
         store_partition(job.storage_base, stage, job.key, frame)
-        outcome.materialized[stage] = {
+        materialized[stage] = {
             "dagster/row_count": len(frame),
             "usable_rows": len(raw.rows),
             "bad_rows": len(raw.bad_rows),
@@ -113,7 +150,7 @@ def process_partition(job: PartitionJob, log: Callable[[str], None]) -> Partitio
         stage = "attempt_metrics"
         frame = attempts_frame(processed.attempts)
         store_partition(job.storage_base, stage, job.key, frame)
-        outcome.materialized[stage] = {
+        materialized[stage] = {
             "dagster/row_count": len(frame),
             "eligible_attempts": int(frame["agent_eligible"].sum()),
             "recorded_fallback_values": sum(
@@ -125,7 +162,7 @@ def process_partition(job: PartitionJob, log: Callable[[str], None]) -> Partitio
         stage = "task_groups"
         frame = tasks_frame(processed.tasks)
         store_partition(job.storage_base, stage, job.key, frame)
-        outcome.materialized[stage] = {
+        materialized[stage] = {
             "dagster/row_count": len(frame),
             "tasks_in_E1": int(frame["in_e1"].sum()),
             "tasks_in_Ek": int(frame["in_ek"].sum()),
@@ -134,7 +171,7 @@ def process_partition(job: PartitionJob, log: Callable[[str], None]) -> Partitio
 
         stage = "capability_aggregates"
         store_partition(job.storage_base, stage, job.key, processed.metrics)
-        outcome.materialized[stage] = {
+        materialized[stage] = {
             **headline_metadata(processed.metrics),
             "formula_version": FORMULA_VERSION,
             "metrics_json": dg.MetadataValue.path(str(written["metrics.json"])),
@@ -143,35 +180,29 @@ def process_partition(job: PartitionJob, log: Callable[[str], None]) -> Partitio
 
         stage = "reports"
         summary = Path(written["summary.md"]).read_text(encoding="utf-8")
-        outcome.materialized[stage] = {
+        materialized[stage] = {
             "summary_md": dg.MetadataValue.path(str(written["summary.md"])),
             "report_html": dg.MetadataValue.path(str(written["report.html"])),
             "report_bytes": Path(written["report.html"]).stat().st_size,
             "preview": dg.MetadataValue.md(summary[:4000]),
         }
-        outcome.checks = run_checks(raw, processed.attempts, processed.metrics["data_quality"])
-
-        stage = "langfuse_publication"
-        done_word = "published" if job.langfuse.configured else "written to the outbox (Langfuse not configured)"
-        published = publish(processed, Path(job.out_dir), job.langfuse, _every_tenth(
-            lambda done, total: log(f"{job.key}: langfuse: {done}/{total} attempts {done_word}")))
-        outcome.materialized[stage] = {**publication_metadata(published),
-                                       "run_seconds": round(time.monotonic() - started, 3)}
-    except NotARunFolderError as exc:
-        outcome.failed_stage, outcome.error = stage, str(exc)
-    except PublicationError as exc:
-        outcome.failed_stage, outcome.error = stage, f"{job.run_dir}: Langfuse publication failed: {exc}"
-    except pandera.errors.SchemaError as exc:
-        outcome.failed_stage = stage
-        outcome.error = f"{job.run_dir}: the {stage} frame breaks {FRAME_SCHEMAS[stage].__name__}: {exc}"
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
-        ours = [f for f in traceback.extract_tb(exc.__traceback__) if "bench_pipeline" in f.filename]
-        where = f" (at {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else ""
-        outcome.failed_stage = stage
-        outcome.error = (f"{job.run_dir}: {stage} failed: {type(exc).__name__}: {exc}{where}\n"
-                         f"{traceback.format_exc()}")
-    outcome.seconds = time.monotonic() - started
-    return outcome
+        return materialized, stage, _failure(job, stage, exc)
+    return materialized, None, None
+
+
+def _failure(job: PartitionJob, stage: str, exc: Exception) -> str:
+    """A located message for a partition that failed at ``stage``."""
+    if isinstance(exc, NotARunFolderError):
+        return str(exc)
+    if isinstance(exc, PublicationError):
+        return f"{job.run_dir}: Langfuse publication failed: {exc}"
+    if isinstance(exc, pandera.errors.SchemaError):
+        return f"{job.run_dir}: the {stage} frame breaks {FRAME_SCHEMAS[stage].__name__}: {exc}"
+    ours = [f for f in traceback.extract_tb(exc.__traceback__) if "bench_pipeline" in f.filename]
+    where = f" (at {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else ""
+    return (f"{job.run_dir}: {stage} failed: {type(exc).__name__}: {exc}{where}\n"
+            f"{''.join(traceback.format_exception(exc))}")
 
 
 def headline_metadata(metrics: dict) -> dict[str, Any]:
@@ -297,9 +328,10 @@ def _work(job: PartitionJob) -> PartitionOutcome:
 
 
 def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int) -> Iterator[PartitionOutcome]:
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([f"{__package__}.worker_preload"])
-    messages = context.Queue()
+    context = fork_server_context()
+    # A SimpleQueue writes from the calling thread: a Queue would start a feeder thread in the
+    # worker, which then could no longer fork for its large run (bulk.can_fork).
+    messages = context.SimpleQueue()
     pool = ProcessPoolExecutor(min(processes, len(jobs)), mp_context=context, initializer=_start_worker,
                                initargs=(messages,), max_tasks_per_child=1)
     # Even split of the cores: a worker forks for a large run only when it has cores to itself.
@@ -328,8 +360,5 @@ def _with_workers(job: PartitionJob, workers: int) -> PartitionJob:
 
 
 def _drain(messages: Any, log: Callable[[str], None]) -> None:
-    while True:
-        try:
-            log(messages.get_nowait())
-        except queue.Empty:
-            return
+    while not messages.empty():
+        log(messages.get())
