@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .bulk import fork_map, gc_paused
 from .capability import attempt_sections, combine_sections, task_sections
 from .jsonio import encode_records, write_atomic
 from .outputs import BULKY_EVIDENCE, Rendered, ReportParts, write_run_outputs
-from .publication import LangfuseSettings, PublicationResult, publish_run
 from .process import (
     ProcessedRun,
     attempt_record,
@@ -45,6 +45,9 @@ from .reports import (
 )
 from .run_reader import RawRun, read_run
 from .task_groups import group_tasks
+
+if TYPE_CHECKING:  # the Langfuse SDK is loaded only by a publication (about 0.3 s)
+    from .publication import LangfuseSettings, PublicationResult
 
 
 @dataclass
@@ -99,6 +102,8 @@ def publish(
     ``out_dir``'s outbox without Langfuse keys. ``processed`` needs its full evidence
     (``run_stages(..., keep_evidence=True)``). Raises PublicationError when something could
     not be delivered; calling again sends only what is missing."""
+    from .publication import publish_run
+
     raw = processed.raw
     return publish_run(
         run_id=raw.run_id,

@@ -407,3 +407,11 @@ def test_nan_next_to_a_huge_integer_in_row_evidence_is_written_as_null(tmp_path)
     assert len(processed.attempts) == 2
     back = attempts_from_frame(attempts_frame(process_run(make_run(tmp_path / "d", [line])).attempts))
     assert back[0]["evidence"]["hard_assertions"] == {"x": None, "y": int(big)}
+
+
+def test_the_composition_loads_the_langfuse_sdk_only_to_publish():
+    """`bench-pipeline process` without --publish does not pay for importing the Langfuse SDK
+    (about 0.3 s, twice a small run's whole processing)."""
+    probe = "import sys, bench_pipeline.cli, bench_pipeline.pipeline; print('langfuse' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "False"
