@@ -1,0 +1,69 @@
+"""Baseline choice: the latest earlier processed run of the suite, or the pinned one."""
+
+from __future__ import annotations
+
+import json
+
+from bench_pipeline.baselines import Baseline, RunInfo, choose_baseline, load_pins, run_index
+
+from .run_builder import make_run, row
+
+
+def info(run_id, suite="s", started="2026-11-02T00:00:00Z", processed=True):
+    return RunInfo(run_id, suite, started, processed)
+
+
+RUNS = [
+    info("r1", started="2026-11-01T00:00:00Z"),
+    info("r2", started="2026-11-02T00:00:00Z"),
+    info("r2b", started="2026-11-02T00:00:00Z"),  # same start: the run id orders them
+    info("r3", started="2026-11-03T00:00:00Z", processed=False),
+    info("other", suite="t", started="2026-11-02T12:00:00Z"),
+    info("undated", started=None),
+]
+
+
+def test_default_is_the_latest_earlier_processed_run_of_the_suite():
+    assert choose_baseline(info("c", started="2026-11-04T00:00:00Z"), RUNS, {}).run_id == "r2b"  # r3 unprocessed
+    assert choose_baseline(RUNS[2], RUNS, {}).run_id == "r2"  # same started_at, earlier id
+    assert choose_baseline(RUNS[1], RUNS, {}).run_id == "r1"
+    assert choose_baseline(RUNS[0], RUNS, {}).run_id == "undated"  # undated sorts first
+    first = choose_baseline(RUNS[5], RUNS, {})
+    assert first == Baseline(None, "no baseline: no earlier processed run of suite 's'")
+    assert choose_baseline(RUNS[4], RUNS, {}).run_id is None  # the only run of suite t
+
+
+def test_a_pinned_baseline_wins_but_never_for_itself_or_unprocessed():
+    pins = {"s": "r1"}
+    assert choose_baseline(RUNS[2], RUNS, pins) == Baseline("r1", "pinned for suite 's'")
+    assert choose_baseline(RUNS[5], RUNS, pins).run_id == "r1"  # later or earlier alike
+    assert choose_baseline(RUNS[0], RUNS, pins).run_id is None  # r1 itself
+    assert "has not been processed" in choose_baseline(RUNS[1], RUNS, {"s": "r3"}).reason
+    assert "has not been processed" in choose_baseline(RUNS[1], RUNS, {"s": "gone"}).reason
+    assert choose_baseline(RUNS[4], RUNS, pins).run_id is None  # another suite's pin does not apply
+
+
+def test_unknown_suite_has_no_baseline():
+    assert choose_baseline(info("c", suite=None), RUNS, {}).run_id is None
+
+
+def test_run_index_reads_suite_start_and_whether_processed(tmp_path):
+    make_run(tmp_path / "runs", [row("a")], run_id="r1",
+             manifest={"status": "completed", "started_at": "2026-11-01T00:00:00Z", "suite": {"name": "m"}})
+    make_run(tmp_path / "runs", [row("a")], run_id="r2", suite={"name": "from-suite-json", "tasks": []},
+             manifest={"status": "completed"})
+    (tmp_path / "out" / "r1").mkdir(parents=True)
+    for name in ("metrics.json", "attempts.jsonl"):
+        (tmp_path / "out" / "r1" / name).write_text("{}")
+    index = {r.run_id: r for r in run_index(tmp_path / "runs", tmp_path / "out")}
+    assert index["r1"].processed and not index["r2"].processed
+    assert index["r1"].started_at == "2026-11-01T00:00:00Z" and index["r2"].started_at is None
+    assert index["r2"].suite == "from-suite-json"
+
+
+def test_pins_file(tmp_path):
+    assert load_pins(tmp_path / "missing.json") == {}
+    (tmp_path / "p.json").write_text(json.dumps({"s": "r1", "bad": 3}))
+    assert load_pins(tmp_path / "p.json") == {"s": "r1"}
+    (tmp_path / "p.json").write_text("not json")
+    assert load_pins(tmp_path / "p.json") == {}
