@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,10 @@ class PartitionJob:
     langfuse: LangfuseSettings
     fingerprint: str | None
     workers: int = 1
+    baseline: str | None = None  # the baseline's run id (baselines.py), None: no comparison
+    baseline_dir: str | None = None  # its output folder
+    baseline_reason: str = "no baseline"
+    after: str | None = None  # a partition of the same step to finish first (the baseline)
 
 
 @dataclass
@@ -298,14 +302,33 @@ def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
                    processes: int | None = None) -> Iterator[PartitionOutcome]:
     """Each job's outcome as soon as it is done (any order). Jobs run in up to ``processes``
     (default: one per core) fresh worker processes, one partition per process, or in this
-    process when ``in_worker_processes`` says they are not worth it."""
+    process when ``in_worker_processes`` says they are not worth it. A job whose ``after``
+    names another job of the list starts once that one is done (a run is compared with its
+    baseline's outputs as this step makes them)."""
     if not jobs:
         return
     if not in_worker_processes(jobs):
-        for job in jobs:
+        for job in in_dependency_order(jobs):
             yield process_partition(job, log)
         return
     yield from _pooled(jobs, log, processes or default_workers())
+
+
+def in_dependency_order(jobs: list[PartitionJob]) -> list[PartitionJob]:
+    """``jobs`` with each one after the job its ``after`` names (when that is in the list),
+    otherwise in their own order. A cycle of ``after`` links (possible only with pinned
+    baselines) is broken in list order."""
+    keys = {job.key for job in jobs}
+    done: set[str] = set()
+    ordered: list[PartitionJob] = []
+    waiting = list(jobs)
+    while waiting:
+        ready = [j for j in waiting if j.after not in keys or j.after in done]
+        for job in ready or waiting[:1]:
+            ordered.append(job)
+            done.add(job.key)
+            waiting.remove(job)
+    return ordered
 
 
 _messages: Any = None  # a worker's queue of log lines for the step (set by _start_worker)
@@ -322,8 +345,7 @@ def _worker_log(line: str) -> None:
 
 
 def _work(job: PartitionJob) -> PartitionOutcome:
-    """A worker's job: one partition (the worker exits after it, so its heap is never freed
-    object by object)."""
+    """A worker's job: one partition."""
     return process_partition(job, _worker_log)
 
 
@@ -336,27 +358,39 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
                                initargs=(messages,), max_tasks_per_child=1)
     # Even split of the cores: a worker forks for a large run only when it has cores to itself.
     per_job = max(1, processes // min(processes, len(jobs)))
-    futures: dict[Future, PartitionJob] = {
-        pool.submit(_work, _with_workers(job, per_job)): job for job in jobs}
-    pending = set(futures)
+    keys = {job.key for job in in_dependency_order(jobs)}
+    waiting = in_dependency_order(jobs)
+    futures: dict[Future, PartitionJob] = {}
+    finished: set[str] = set()
+
+    def submit_ready() -> None:
+        for job in [j for j in waiting if j.after not in keys or j.after in finished]:
+            waiting.remove(job)
+            futures[pool.submit(_work, replace(job, workers=per_job))] = job
+        if waiting and not any(not f.done() for f in futures):  # only a cycle is left: break it
+            job = waiting.pop(0)
+            futures[pool.submit(_work, replace(job, workers=per_job))] = job
+
     try:
+        submit_ready()
+        pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             _drain(messages, log)
             for future in done:
                 job = futures[future]
+                finished.add(job.key)
                 try:
                     yield future.result()
                 except BrokenProcessPool as exc:
                     yield PartitionOutcome(job.key, job.fingerprint, failed_stage=STAGES[0],
                                            error=f"{job.run_dir}: the worker process processing it died ({exc})")
+            before = set(futures)
+            submit_ready()
+            pending |= set(futures) - before
         _drain(messages, log)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _with_workers(job: PartitionJob, workers: int) -> PartitionJob:
-    return PartitionJob(job.key, job.run_dir, job.out_dir, job.storage_base, job.langfuse, job.fingerprint, workers)
 
 
 def _drain(messages: Any, log: Callable[[str], None]) -> None:

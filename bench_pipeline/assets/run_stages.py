@@ -17,6 +17,8 @@ results are kept. The work itself is in ``partition_work``.
 
 import os
 import warnings
+from dataclasses import replace
+from pathlib import Path
 
 import dagster as dg
 from dagster._core.definitions.data_version import (  # the provenance tags Dagster itself writes
@@ -27,6 +29,7 @@ from dagster._core.definitions.data_version import (  # the provenance tags Dags
 )
 from dagster_pandera import pandera_schema_to_dagster_type
 
+from ..baselines import RunInfo, choose_baseline, load_pins, pins_file, run_index
 from ..formula import FORMULA_VERSION
 from ..partitions import runs_partitions
 from ..resources import LangfuseResource, PipelineSettings
@@ -129,13 +132,7 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
     """Every per-run stage for each run partition of this step."""
     from ..bulk import default_workers
 
-    target = langfuse.settings()
-    jobs = []
-    for key in context.partition_keys:
-        run_dir = settings.run_dir(key)
-        fp = fingerprint(str(run_dir))
-        jobs.append(PartitionJob(key, str(run_dir), str(settings.output_dir(key)), settings.storage_base,
-                                 target, fp[0] if fp else None, default_workers()))
+    jobs = partition_jobs(context.partition_keys, settings, langfuse.settings(), default_workers())
     failed: list[PartitionOutcome] = []
     for i, outcome in enumerate(run_partitions(jobs, context.log.info), start=1):
         yield from partition_events(outcome)
@@ -155,6 +152,28 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
             metadata={"failed_runs": dg.MetadataValue.json(
                 {o.key: {"stage": o.failed_stage, "error": o.error.splitlines()[0]} for o in failed})},
         )
+
+
+def partition_jobs(keys: list[str], settings: PipelineSettings, target, workers: int) -> list[PartitionJob]:
+    """One job per partition key, each with its baseline (baselines.py). The runs of this
+    step count as processed: a run whose baseline is among them waits for it (``after``)."""
+    in_step = set(keys)
+    runs = [replace(r, processed=r.processed or r.run_id in in_step)
+            for r in run_index(Path(settings.runs_root), Path(settings.output_root))]
+    by_id = {r.run_id: r for r in runs}
+    pins = load_pins(pins_file())
+    jobs = []
+    for key in keys:
+        run_dir = settings.run_dir(key)
+        fp = fingerprint(str(run_dir))
+        baseline = choose_baseline(by_id.get(key, RunInfo(key, None, None, False)), runs, pins)
+        jobs.append(PartitionJob(
+            key, str(run_dir), str(settings.output_dir(key)), settings.storage_base, target, fp[0] if fp else None,
+            workers, baseline=baseline.run_id,
+            baseline_dir=str(settings.output_dir(baseline.run_id)) if baseline.run_id else None,
+            baseline_reason=baseline.reason, after=baseline.run_id if baseline.run_id in in_step else None,
+        ))
+    return jobs
 
 
 def partition_events(outcome: PartitionOutcome):

@@ -230,3 +230,16 @@ def test_stages_are_fresh_after_processing_and_stale_after_a_formula_change(run_
         assert resolver.get_status(dg.AssetKey(stage), "run-x").value == "STALE", stage
         causes = [c.reason for c in resolver.get_stale_causes(dg.AssetKey(stage), "run-x")]
         assert "has a new code version" in causes, (stage, causes)
+
+
+def test_a_run_is_processed_after_its_baseline_in_the_same_step():
+    from bench_pipeline.assets.partition_work import PartitionJob, in_dependency_order
+    from bench_pipeline.publication import LangfuseSettings
+
+    def job(key, after=None):
+        return PartitionJob(key, key, key, "storage", LangfuseSettings(None, None, None), None, after=after)
+
+    jobs = [job("c", after="b"), job("b", after="a"), job("a"), job("x", after="not-in-this-step")]
+    assert [j.key for j in in_dependency_order(jobs)] == ["a", "x", "b", "c"]
+    cycle = [job("p", after="q"), job("q", after="p")]
+    assert [j.key for j in in_dependency_order(cycle)] == ["p", "q"]
