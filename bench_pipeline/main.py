@@ -33,8 +33,6 @@ SAMPLES = (("sample-clean-", 1, False), ("sample-with-data-problems-", 2, True))
 SAMPLE_SEED = 8
 #: Console shows progress and problems, not every step event (all events are in the instance).
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-#: The run tags of a Dagster run over a range of partitions.
-RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
 def _say(message: str) -> None:
@@ -66,7 +64,7 @@ def run_all(samples: bool = True) -> int:
     from .assets.run_stages import PARTITIONS_PER_RUN, up_to_date
     from .definitions import defs  # loaded only here: --samples-only does not need it
     from .formula import FORMULA_VERSION
-    from .partitions import runs_partitions
+    from .partitions import partition_batches, range_tags, runs_partitions
     from .resources import default_settings
     from .run_folders import is_ready, scan
 
@@ -110,7 +108,7 @@ def run_all(samples: bool = True) -> int:
         started = time.monotonic()
         result = job.execute_in_process(
             instance=instance, raise_on_error=False, run_config=QUIET,
-            tags={RANGE_START: batch[0], RANGE_END: batch[-1], "bench/trigger": "main"},
+            tags={**range_tags(batch), "bench/trigger": "main"},
         )
         errors = _failed_runs(result)
         seconds = _run_seconds(result)
@@ -140,24 +138,6 @@ def run_all(samples: bool = True) -> int:
     _say(f"Dagster instance: {home}")
     _say("See it in the UI: scripts/ui.sh  (dagster dev -w workspace.yaml on the same instance)")
     return failed
-
-
-def partition_batches(ordered: list[str], wanted: set[str], size: int) -> list[list[str]]:
-    """The ``wanted`` partition keys as consecutive stretches of ``ordered`` (the instance's
-    partition order), at most ``size`` keys each: each is one partition range, processed in
-    one Dagster run (a backfill splits its partitions the same way)."""
-    batches: list[list[str]] = []
-    current: list[str] = []
-    for key in ordered:
-        if key in wanted and len(current) < size:
-            current.append(key)
-            continue
-        if current:
-            batches.append(current)
-        current = [key] if key in wanted else []
-    if current:
-        batches.append(current)
-    return batches
 
 
 def _failed_runs(result) -> dict[str, str]:

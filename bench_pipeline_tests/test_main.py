@@ -17,7 +17,6 @@ import pytest
 
 from bench_pipeline.assets.run_stages import up_to_date
 from bench_pipeline.formula import FORMULA_VERSION
-from bench_pipeline.main import partition_batches
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.resources import PipelineSettings
 from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
@@ -44,17 +43,6 @@ def _graphql(port: int, query: str) -> dict:
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())["data"]
-
-
-@pytest.mark.parametrize(("ordered", "wanted", "size", "expected"), [
-    (["a", "b", "c", "d"], {"a", "b", "c", "d"}, 20, [["a", "b", "c", "d"]]),
-    (["a", "b", "c", "d"], {"a", "b", "d"}, 20, [["a", "b"], ["d"]]),  # c is not wanted: two ranges
-    (["a", "b", "c", "d", "e"], {"a", "b", "c", "d", "e"}, 2, [["a", "b"], ["c", "d"], ["e"]]),
-    (["a", "b"], set(), 20, []),
-    (["a", "b", "c"], {"c"}, 1, [["c"]]),
-])
-def test_partition_batches_are_consecutive_stretches(ordered, wanted, size, expected):
-    assert partition_batches(ordered, wanted, size) == expected
 
 
 def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
@@ -114,7 +102,7 @@ def test_main_command_then_ui_serves_the_materializations(tmp_path):
     instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
     settings = PipelineSettings(runs_root=str(tmp_path / "data" / "runs"), output_root=str(tmp_path / "data" / "reports"),
                                 storage_base=str(tmp_path / "data" / "storage"))
-    tick = evaluate_run_folders(settings, None, set(instance.get_dynamic_partitions(runs_partitions.name)),
+    tick = evaluate_run_folders(settings, None, instance.get_dynamic_partitions(runs_partitions.name),
                                 lambda fingerprints: up_to_date(instance, fingerprints))
     assert tick.run_requests == [] and set(json.loads(tick.cursor)) == set(runs)
 

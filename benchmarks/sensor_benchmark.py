@@ -37,16 +37,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         make_folders(root, args.folders)
-        settings = PipelineSettings(runs_root=str(root), output_root=str(root / "out"))
+        settings = PipelineSettings(runs_root=str(root), output_root=str(root / "out"), storage_base=str(root / "s"))
         started = time.perf_counter()
-        first = evaluate_run_folders(settings, None, set())
+        first = evaluate_run_folders(settings, None, [])
         first_s = time.perf_counter() - started
-        existing = {r.partition_key for r in first.run_requests}
+        existing = [k for req in first.dynamic_partitions_requests for k in req.partition_keys]
         started = time.perf_counter()
         steady = evaluate_run_folders(settings, first.cursor, existing)
         steady_s = time.perf_counter() - started
         assert not steady.run_requests
-        print(f"{args.folders} run folders: first tick {first_s:.2f}s ({len(first.run_requests)} requests), "
+        print(f"{args.folders} run folders: first tick {first_s:.2f}s ({len(first.run_requests)} run requests, "
+              f"{len(existing)} new partitions), "
               f"steady tick {steady_s:.2f}s (0 requests), cursor {len(first.cursor) / 1024:.0f} KiB")
 
 

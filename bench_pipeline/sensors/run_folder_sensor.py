@@ -8,13 +8,14 @@ a later tick, and deletes the partition of a folder that disappeared.
 """
 
 
+import hashlib
 import json
 from collections.abc import Callable
 
 import dagster as dg
 
-from ..assets.run_stages import up_to_date
-from ..partitions import runs_partitions
+from ..assets.run_stages import PARTITIONS_PER_RUN, up_to_date
+from ..partitions import partition_batches, range_tags, runs_partitions
 from ..resources import PipelineSettings, safe_partition_key
 from ..run_folders import is_ready, scan
 
@@ -22,15 +23,21 @@ from ..run_folders import is_ready, scan
 def evaluate_run_folders(
     settings: PipelineSettings,
     cursor: str | None,
-    existing: set[str],
+    existing: list[str],
     already_done: Callable[[dict[str, str]], set[str]] = lambda fingerprints: set(),
+    batch_size: int = PARTITIONS_PER_RUN,
 ) -> dg.SensorResult:
     """One tick's decisions; pure apart from reading the runs root and ``already_done``.
 
-    ``already_done({run_id: fingerprint})`` names the runs already materialized from a
-    folder with that fingerprint and with this formula version (by ``bench_pipeline.main``,
-    a backfill, or before the cursor was lost): they are recorded, not requested again.
+    ``existing`` is the instance's partition keys in their order. ``already_done({run_id:
+    fingerprint})`` names the runs already materialized from a folder with that fingerprint
+    and with this formula version (by ``bench_pipeline.main``, a backfill, or before the
+    cursor was lost): they are recorded, not requested again. Up to ``batch_size`` runs to
+    process get a Dagster run each (the lowest latency); a burst of more (a first tick over
+    a full runs root) gets one Dagster run per consecutive range of ``batch_size``, as a
+    backfill does.
     """
+    existing_keys = set(existing)
     seen: dict[str, str] = json.loads(cursor) if cursor else {}
     requests: list[dg.RunRequest] = []
     new_keys: list[str] = []
@@ -44,7 +51,7 @@ def evaluate_run_folders(
             continue
         folders.append(folder)
     done = already_done({f.run_id: f.fingerprint for f in folders
-                         if f.run_id in existing and seen.get(f.run_id) != f.fingerprint})
+                         if f.run_id in existing_keys and seen.get(f.run_id) != f.fingerprint})
     for folder in folders:
         if seen.get(folder.run_id) == folder.fingerprint or folder.run_id in done:
             current[folder.run_id] = folder.fingerprint
@@ -55,7 +62,7 @@ def evaluate_run_folders(
                 current[folder.run_id] = seen[folder.run_id]
             continue
         current[folder.run_id] = folder.fingerprint
-        if folder.run_id not in existing:
+        if folder.run_id not in existing_keys:
             new_keys.append(folder.run_id)
         requests.append(
             dg.RunRequest(
@@ -64,6 +71,8 @@ def evaluate_run_folders(
                 tags={"bench/trigger": "changed" if folder.run_id in seen else "new"},
             )
         )
+    if len(requests) > batch_size:
+        requests = _batched(requests, [*existing, *new_keys], current, batch_size)
     gone = sorted(k for k in existing if k not in current and k not in skipped and k in seen)
     partition_requests = []
     if new_keys:
@@ -78,6 +87,21 @@ def evaluate_run_folders(
     )
 
 
+def _batched(requests: list[dg.RunRequest], ordered: list[str], fingerprints: dict[str, str],
+             size: int) -> list[dg.RunRequest]:
+    """The requests as one run per consecutive range of at most ``size`` partitions."""
+    triggers = {r.partition_key: r.tags["bench/trigger"] for r in requests}
+    batched = []
+    for batch in partition_batches(ordered, set(triggers), size):
+        digest = hashlib.sha1("|".join(f"{k}:{fingerprints[k]}" for k in batch).encode()).hexdigest()[:16]
+        kinds = sorted({triggers[k] for k in batch})
+        batched.append(dg.RunRequest(
+            run_key=f"{batch[0]}..{batch[-1]}:{digest}",
+            tags={**range_tags(batch), "bench/trigger": kinds[0] if len(kinds) == 1 else "new+changed"},
+        ))
+    return batched
+
+
 @dg.sensor(
     name="run_folder_sensor",
     job_name="process_run",
@@ -86,7 +110,7 @@ def evaluate_run_folders(
     description="Adds a partition and processes every new or changed ready run folder under the runs root.",
 )
 def run_folder_sensor(context: dg.SensorEvaluationContext, settings: PipelineSettings) -> dg.SensorResult:
-    existing = set(context.instance.get_dynamic_partitions(runs_partitions.name))
+    existing = context.instance.get_dynamic_partitions(runs_partitions.name)
     result = evaluate_run_folders(settings, context.cursor, existing, lambda fps: up_to_date(context.instance, fps))
     if result.run_requests:
         context.log.info(f"requesting {len(result.run_requests)} run(s)")

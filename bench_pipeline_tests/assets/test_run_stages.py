@@ -12,7 +12,7 @@ import pytest
 
 from bench_pipeline.assets import per_run_assets
 from bench_pipeline.formula import FORMULA_VERSION
-from bench_pipeline.partitions import runs_partitions
+from bench_pipeline.partitions import range_tags, runs_partitions
 from bench_pipeline.pipeline import process_run
 from bench_pipeline.process import data_quality_findings as written_findings
 from bench_pipeline.run_folders import fingerprint
@@ -148,9 +148,6 @@ def test_a_huge_plan_materializes_with_exact_counts(tmp_path, monkeypatch):
     assert missing.description == f"{2 * huge - 2} planned attempts missing"
 
 
-RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
-
-
 def _normalized(path: Path, generated_at: str) -> bytes:
     """A file's bytes with the expected differences masked: the run's generated_at stamp and,
     in the outbox, replay spans' times (stamped with the time of publication)."""
@@ -178,7 +175,7 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(runs_partitions.name, keys)
         result = dg.materialize(per_run_assets, instance=instance, resources=resources, raise_on_error=False,
-                                tags={RANGE_START: keys[0], RANGE_END: keys[-1]})
+                                tags=range_tags(keys))
         assert not result.success
         failure = result.get_step_failure_events()[0].step_failure_data.error.message
         assert "1 of 5 run(s) failed: zz-broken at raw_results" in failure and "no results.jsonl" in failure

@@ -93,3 +93,48 @@ def test_aborted_runs_are_ready_and_unsafe_names_are_ignored(tmp_path, instance)
     make_run(tmp_path / "runs", [row("t")], run_id=".hidden", manifest={"status": "completed"})
     result = tick(instance, resources)
     assert [r.partition_key for r in result.run_requests] == ["aborted"]
+
+
+def test_a_burst_of_runs_is_requested_in_ranges(tmp_path):
+    """More runs to process than one Dagster run takes (a first tick over a full runs root)
+    become one request per consecutive range of partitions, as a backfill's runs are."""
+    from bench_pipeline.partitions import RANGE_END, RANGE_START
+    from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
+
+    resources = make_resources(tmp_path)
+    for name in ("r1", "r2", "r3", "r4", "r5"):
+        make_run(tmp_path / "runs", [row("t")], run_id=name)
+    few = evaluate_run_folders(resources["settings"], None, [], batch_size=5)
+    assert [r.partition_key for r in few.run_requests] == ["r1", "r2", "r3", "r4", "r5"]  # one each
+    burst = evaluate_run_folders(resources["settings"], None, ["old"], batch_size=2)
+    assert [(r.tags[RANGE_START], r.tags[RANGE_END]) for r in burst.run_requests] == [
+        ("r1", "r2"), ("r3", "r4"), ("r5", "r5")]
+    assert all(r.partition_key is None and r.tags["bench/trigger"] == "new" for r in burst.run_requests)
+    assert len({r.run_key for r in burst.run_requests}) == 3
+    assert list(burst.dynamic_partitions_requests[0].partition_keys) == ["r1", "r2", "r3", "r4", "r5"]
+    # A folder that changes changes its range's run key: the range is requested again.
+    results = tmp_path / "runs" / "r1" / "results.jsonl"
+    results.write_text(results.read_text() + json.dumps(row("u")) + "\n")
+    again = evaluate_run_folders(resources["settings"], None, ["old"], batch_size=2)
+    assert again.run_requests[0].run_key != burst.run_requests[0].run_key
+    assert again.run_requests[1].run_key == burst.run_requests[1].run_key
+
+
+def test_runs_already_materialized_are_recorded_not_requested(tmp_path):
+    """After the main command (or a lost cursor) the first tick asks the instance which runs
+    are already done with this folder content and formula version."""
+    from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
+
+    resources = make_resources(tmp_path)
+    for name in ("done", "todo"):
+        make_run(tmp_path / "runs", [row("t")], run_id=name)
+    asked = []
+
+    def already_done(fingerprints):
+        asked.append(sorted(fingerprints))
+        return {"done"}
+
+    result = evaluate_run_folders(resources["settings"], None, ["done", "todo"], already_done)
+    assert asked == [["done", "todo"]]  # one question for every existing, unseen folder
+    assert [r.partition_key for r in result.run_requests] == ["todo"]
+    assert set(json.loads(result.cursor)) == {"done", "todo"}
