@@ -6,9 +6,10 @@ Every function here is pure: attempt rows (all rows, duplicates included, R29) a
 
 from __future__ import annotations
 
+import math
 from operator import itemgetter
 
-from .stats import distribution, finite_mean, is_number, numbers, ratio, short_distribution, wilson_interval
+from .stats import WILSON_Z, distribution, finite_mean, is_number, numbers, ratio, short_distribution, wilson_interval
 from .vocabulary import COST_FIELDS, EFFICIENCY_FIELDS, FAILURE_CLASSES, FAILURE_STAGES, RELIABILITY_FIELDS
 
 #: Stages that count as "recognized" for failure_stage_coverage (3.8, R35).
@@ -186,9 +187,87 @@ def per_task(tasks: list[dict]) -> dict:
     return {t["task_id"]: {k: t[k] for k in keys} for t in tasks}
 
 
+def attempt_success_uncertainty(attempts: list[dict]) -> dict:
+    """uncertainty.attempt_success_rate (comparison.md "Uncertainty grouped by task"): over
+    the population of capability.attempt_success_rate (eligible rows, duplicates included,
+    R29), x_j = 1 when success is true else 0, N rows, p = mean(x), clusters = task ids:
+
+        se_simple     = sqrt(p * (1 - p) / N)
+        se_clustered  = sqrt( sum over tasks t of ( sum_{j in t} (x_j - p) )^2 ) / N
+        ci95          = [max(0, p - z*se_clustered), min(1, p + z*se_clustered)]
+        design_effect = (se_clustered / se_simple)^2, null when se_simple = 0
+
+    The reference (2, 3.8) says the Wilson interval of attempt success does not model
+    within-task correlation; this one does (repeats of a task are one cluster). Computed in
+    exact integers up to one division and a square root: with s successes, n_t and s_t per
+    task, sum_{j in t}(x_j - p) = (s_t*N - n_t*s) / N, so
+    se_clustered = sqrt(S / N^4) with S = sum_t (s_t*N - n_t*s)^2, se_simple =
+    sqrt(s*(N - s) / N^3) and design_effect = S / (s*(N - s)*N). With one attempt per task,
+    S = s*(N - s)*N and the two standard errors are the same number. Statistics null and
+    counts 0 when N = 0 (docs/metric-choices.md).
+    """
+    per_task: dict[str, list[int]] = {}
+    successes = 0
+    for a in attempts:
+        if a["agent_eligible"]:
+            counts = per_task.setdefault(a["task_id"], [0, 0])
+            counts[0] += 1
+            if a["success"] is True:
+                counts[1] += 1
+                successes += 1
+    n = sum(c[0] for c in per_task.values())
+    if n == 0:
+        return {"value": None, "tasks": 0, "attempts": 0, "se_simple": None, "se_clustered": None,
+                "ci95": {"lower": None, "upper": None}, "design_effect": None}
+    s = successes
+    p = s / n
+    clustered_sq = sum((s_t * n - n_t * s) ** 2 for n_t, s_t in per_task.values())
+    se_simple = math.sqrt(s * (n - s) / n ** 3)
+    se_clustered = math.sqrt(clustered_sq / n ** 4)
+    return {
+        "value": p,
+        "tasks": len(per_task),
+        "attempts": n,
+        "se_simple": se_simple,
+        "se_clustered": se_clustered,
+        "ci95": {"lower": max(0.0, p - WILSON_Z * se_clustered), "upper": min(1.0, p + WILSON_Z * se_clustered)},
+        "design_effect": clustered_sq / (s * (n - s) * n) if 0 < s < n else None,
+    }
+
+
+def unbiased_estimators(tasks: list[dict], k: int | None) -> dict:
+    """estimators (comparison.md): unbiased estimates from every eligible attempt after
+    de-duplication, over the tasks with n_i >= k eligible attempts, c_i of them successful:
+
+        pass_at_k_unbiased  = mean of 1 - C(n_i - c_i, k) / C(n_i, k)   (Chen et al., 2021)
+        pass_pow_k_unbiased = mean of C(c_i, k) / C(n_i, k)             (Yao et al., 2024)
+
+    each ``{"value", "tasks", "k"}``, value null when no task qualifies or k is null. They
+    estimate the chance over arbitrary k-combinations of a task's attempts, unlike
+    capability's observed fixed-k values (reference 2: "observed fixed-k outcomes, not an
+    estimate from arbitrary combinations of attempts"). Each task's ratio is one correctly
+    rounded division of exact binomial coefficients; the tasks' mean is an fsum.
+    """
+    at_k: list[float] = []
+    pow_k: list[float] = []
+    if k is not None and k >= 1:
+        for t in tasks:
+            n_i, c_i = t["eligible_attempts"], t["passed"]
+            if n_i >= k:
+                total = math.comb(n_i, k)
+                at_k.append((total - math.comb(n_i - c_i, k)) / total)
+                pow_k.append(math.comb(c_i, k) / total)
+
+    def estimate(values: list[float]) -> dict:
+        return {"value": math.fsum(values) / len(values) if values else None, "tasks": len(values), "k": k}
+
+    return {"pass_at_k_unbiased": estimate(at_k), "pass_pow_k_unbiased": estimate(pow_k)}
+
+
 def attempt_sections(attempts: list[dict]) -> dict:
     """The sections computed from attempt rows alone (no task grouping): failures,
-    diagnostics, category, observations, efficiency and reliability."""
+    diagnostics, category, observations, efficiency, reliability and uncertainty (whose
+    clusters are task ids over every row, duplicates included)."""
     return {
         "failures": failures(attempts),
         "diagnostics": diagnostics(attempts),
@@ -196,6 +275,7 @@ def attempt_sections(attempts: list[dict]) -> dict:
         "observations": observations(attempts),
         "efficiency": distributions(attempts, EFFICIENCY_FIELDS),
         "reliability": distributions(attempts, RELIABILITY_FIELDS),
+        "uncertainty": {"attempt_success_rate": attempt_success_uncertainty(attempts)},
     }
 
 
@@ -208,18 +288,21 @@ def task_sections(
     missing_attempts: int | None,
 ) -> dict:
     """The sections that need the task groups: capability, coverage,
-    cost_to_first_success and aggregate."""
+    cost_to_first_success, aggregate and estimators."""
     return {
         "capability": capability(attempts, tasks),
         "coverage": coverage(attempts, tasks, metrics_k, planned_attempts, missing_attempts),
         "cost_to_first_success": cost_to_first_success(tasks),
         "aggregate": {"tasks": len(attempts), "per_task": per_task(tasks)},
+        "estimators": unbiased_estimators(tasks, metrics_k),
     }
 
 
-#: The order of the aggregate sections in metrics.json (outputs.md).
+#: The order of the aggregate sections in metrics.json: outputs.md's, then comparison.md's
+#: two additions (data_quality, which process.metrics_document adds, stays the last key).
 SECTION_ORDER = ("capability", "coverage", "failures", "diagnostics", "category", "observations",
-                 "efficiency", "reliability", "cost_to_first_success", "aggregate")
+                 "efficiency", "reliability", "cost_to_first_success", "aggregate",
+                 "uncertainty", "estimators")
 
 
 def combine_sections(task_part: dict, attempt_part: dict) -> dict:

@@ -9,4 +9,4 @@ Bump rule: change this string in the same commit as any change to a formula in
 word are enough; it only has to differ).
 """
 
-FORMULA_VERSION = "2026-12-01.2"
+FORMULA_VERSION = "2026-12-01.3"

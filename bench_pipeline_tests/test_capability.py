@@ -7,9 +7,13 @@ below is set directly in results.jsonl.
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench_pipeline.pipeline import process_run
 
@@ -350,3 +354,126 @@ def test_distributions_of_any_field_selection_match_field_by_field():
         assert distributions(rows, fields) == expected
     assert distributions(rows, ("setup_ms",))["setup_ms"]["count"] == 2
     assert distributions(rows, ("task_wall_ms",))["task_wall_ms"]["sum"] == 12.5
+
+
+# --- uncertainty grouped by task and unbiased estimators (comparison.md, last section) -------
+
+def _direct_clustered(outcomes: dict[str, list[bool]]) -> tuple[float, float]:
+    """(se_simple, se_clustered) computed as comparison.md writes them, in floats."""
+    xs = [1.0 if o else 0.0 for v in outcomes.values() for o in v]
+    n = len(xs)
+    p = sum(xs) / n
+    clustered = math.sqrt(sum(sum(x - p for x in map(float, v)) ** 2 for v in outcomes.values())) / n
+    return math.sqrt(p * (1 - p) / n), clustered
+
+
+def test_uncertainty_of_the_reference_example_by_hand(tmp_path):
+    """3.7's k=2 example: eligible x = A 1,0; B 0,1; C 1,1; D 1 (D's attempt 2 ineligible).
+    N = 7, p = 5/7; per-task sums of x - p: -3/7, -3/7, 4/7, 2/7, squares 38/49, so
+    se_clustered = sqrt(38/49) / 7 = sqrt(38) / 49; se_simple = sqrt(10/343);
+    design effect = (38/2401) / (10/343) = 0.542857..."""
+    rows = [
+        row("A", 1, "passed"), row("A", 2, "failed"),
+        row("B", 1, "failed"), row("B", 2, "passed"),
+        row("C", 1, "passed"), row("C", 2, "passed"),
+        row("D", 1, "passed"), row("D", 2, "skipped"),
+    ]
+    u = _metrics(tmp_path, rows, manifest={"status": "completed", "metrics_k": 2})["uncertainty"]["attempt_success_rate"]
+    assert list(u) == ["value", "tasks", "attempts", "se_simple", "se_clustered", "ci95", "design_effect"]
+    assert (u["value"], u["tasks"], u["attempts"]) == (5 / 7, 4, 7)
+    assert u["se_clustered"] == pytest.approx(math.sqrt(38) / 49, rel=1e-15)
+    assert u["se_simple"] == pytest.approx(math.sqrt(10 / 343), rel=1e-15)
+    assert u["design_effect"] == pytest.approx(38 * 343 / (2401 * 10), rel=1e-15)
+    z = 1.959963984540054
+    assert u["ci95"] == {"lower": pytest.approx(5 / 7 - z * math.sqrt(38) / 49, rel=1e-15),
+                         "upper": pytest.approx(5 / 7 + z * math.sqrt(38) / 49, rel=1e-15)}
+    simple, clustered = _direct_clustered({"A": [True, False], "B": [False, True], "C": [True, True], "D": [True]})
+    assert (u["se_simple"], u["se_clustered"]) == (pytest.approx(simple, rel=1e-14), pytest.approx(clustered, rel=1e-14))
+
+
+def test_uncertainty_counts_duplicate_rows_and_clusters_by_task(tmp_path):
+    """Over capability.attempt_success_rate's population: eligible rows, a duplicate
+    included (R29); a task whose repeats agree widens the interval (design effect > 1)."""
+    rows = [row("a", 1), row("a", 2), row("a", 2), row("b", 1, "failed"), row("b", 2, "failed"),
+            row("c", 1), row("c", 2, "failed"), row("d", 1, "skipped")]
+    m = _metrics(tmp_path, rows, manifest={"status": "completed", "metrics_k": 2})
+    u = m["uncertainty"]["attempt_success_rate"]
+    assert u["attempts"] == m["capability"]["attempt_success_rate"]["eligible_attempts"] == 7
+    assert u["value"] == m["capability"]["attempt_success_rate"]["value"] == 4 / 7
+    assert u["tasks"] == 3  # d has no eligible row
+    simple, clustered = _direct_clustered({"a": [True, True, True], "b": [False, False], "c": [True, False]})
+    assert u["se_simple"] == pytest.approx(simple, rel=1e-14)
+    assert u["se_clustered"] == pytest.approx(clustered, rel=1e-14)
+    assert u["design_effect"] == pytest.approx((clustered / simple) ** 2, rel=1e-13) and u["design_effect"] > 1
+
+
+def test_clustered_equals_simple_with_one_attempt_per_task(tmp_path):
+    outcomes = ["passed", "failed", "passed", "passed", "timeout", "passed", "failed"]
+    m = _metrics(tmp_path, [row(f"t{i}", 1, s) for i, s in enumerate(outcomes)])
+    u = m["uncertainty"]["attempt_success_rate"]
+    assert u["se_clustered"] == u["se_simple"] == pytest.approx(math.sqrt(4 / 7 * 3 / 7 / 7), rel=1e-15)
+    assert u["design_effect"] == 1.0
+
+
+def test_uncertainty_without_eligible_rows_and_at_the_edges(tmp_path):
+    empty = _metrics(tmp_path / "e", [row("a", 1, "skipped")])["uncertainty"]["attempt_success_rate"]
+    assert empty == {"value": None, "tasks": 0, "attempts": 0, "se_simple": None, "se_clustered": None,
+                     "ci95": {"lower": None, "upper": None}, "design_effect": None}
+    allpass = _metrics(tmp_path / "p", [row("a", 1), row("a", 2), row("b", 1)])["uncertainty"]["attempt_success_rate"]
+    assert (allpass["value"], allpass["se_simple"], allpass["se_clustered"]) == (1.0, 0.0, 0.0)
+    assert allpass["ci95"] == {"lower": 1.0, "upper": 1.0} and allpass["design_effect"] is None
+
+
+def _enumerated(attempts: list[bool], k: int) -> tuple[float, float]:
+    """(pass@k, pass^k) of one task: the share of its k-subsets with a success / all successes."""
+    subsets = list(itertools.combinations(attempts, k))
+    return sum(any(s) for s in subsets) / len(subsets), sum(all(s) for s in subsets) / len(subsets)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_estimators_equal_an_enumeration_of_every_k_subset(tmp_path, k):
+    """Tasks with n_i >= k eligible attempts (an ineligible attempt is not one of them);
+    each estimate is the mean over those tasks of the share of k-subsets (Chen et al. 2021,
+    Yao et al. 2024). metrics_k comes from the manifest."""
+    plan = {"a": ["passed", "failed", "passed", "failed", "passed"],
+            "b": ["failed", "failed", "passed"],
+            "c": ["passed", "skipped", "passed"],  # two eligible attempts
+            "d": ["failed"],
+            "e": ["passed", "passed", "passed", "passed"]}
+    rows = [row(t, n, s) for t, statuses in plan.items() for n, s in enumerate(statuses, start=1)]
+    est = _metrics(tmp_path, rows, manifest={"status": "completed", "metrics_k": k})["estimators"]
+    eligible = {t: [s == "passed" for s in statuses if s != "skipped"] for t, statuses in plan.items()}
+    shares = [_enumerated(v, k) for v in eligible.values() if len(v) >= k]
+    assert est["pass_at_k_unbiased"] == {"value": pytest.approx(sum(a for a, _ in shares) / len(shares), rel=1e-15),
+                                         "tasks": len(shares), "k": k}
+    assert est["pass_pow_k_unbiased"] == {"value": pytest.approx(sum(p for _, p in shares) / len(shares), rel=1e-15),
+                                          "tasks": len(shares), "k": k}
+    assert len(shares) == {1: 5, 2: 4, 3: 3}[k]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.booleans(), min_size=1, max_size=7), min_size=1, max_size=6), st.integers(1, 5))
+def test_the_estimator_formulas_equal_enumeration_on_random_tasks(tasks, k):
+    from bench_pipeline.capability import unbiased_estimators
+
+    rows = [{"eligible_attempts": len(t), "passed": sum(t)} for t in tasks]
+    est = unbiased_estimators(rows, k)
+    shares = [_enumerated(t, k) for t in tasks if len(t) >= k]
+    if not shares:
+        assert est["pass_at_k_unbiased"] == {"value": None, "tasks": 0, "k": k}
+        return
+    assert est["pass_at_k_unbiased"]["value"] == pytest.approx(sum(a for a, _ in shares) / len(shares), rel=1e-12)
+    assert est["pass_pow_k_unbiased"]["value"] == pytest.approx(sum(p for _, p in shares) / len(shares), rel=1e-12)
+
+
+def test_estimators_keep_the_later_duplicate_and_need_a_k(tmp_path):
+    from bench_pipeline.capability import unbiased_estimators
+
+    # a#2 appears twice: the later (passed) line wins, so a has c = 2 of n = 2
+    rows = [row("a", 1), row("a", 2, "failed"), row("a", 2)]
+    est = _metrics(tmp_path, rows, manifest={"status": "completed", "metrics_k": 2})["estimators"]
+    assert est["pass_pow_k_unbiased"] == {"value": 1.0, "tasks": 1, "k": 2}
+    assert unbiased_estimators([{"eligible_attempts": 3, "passed": 1}], None) == {
+        "pass_at_k_unbiased": {"value": None, "tasks": 0, "k": None},
+        "pass_pow_k_unbiased": {"value": None, "tasks": 0, "k": None},
+    }

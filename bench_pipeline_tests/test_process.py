@@ -31,7 +31,17 @@ METRICS_SHAPE = {
     "coverage": {"pass_at_1", "pass_at_k", "pass_pow_k", "unique_tasks", "attempts", "metrics_k",
                  "agent_eligible_attempts", "invalid_attempts", "planned_attempts", "missing_attempts"},
     "diagnostics": {"failure_stage_coverage"},
+    # comparison.md, "Uncertainty grouped by task and estimators, in metrics.json"
+    "uncertainty": {"attempt_success_rate": {"value", "tasks", "attempts", "se_simple", "se_clustered", "ci95",
+                                             "design_effect"}},
+    "estimators": {"pass_at_k_unbiased": {"value", "tasks", "k"}, "pass_pow_k_unbiased": {"value", "tasks", "k"}},
 }
+#: metrics.json's keys in order: outputs.md's, with comparison.md's two additions before
+#: data_quality (which stays last).
+METRICS_KEY_ORDER = ["schema_version", "formula_version", "run_id", "suite", "generated_at", "capability",
+                     "coverage", "failures", "diagnostics", "category", "observations", "efficiency",
+                     "reliability", "cost_to_first_success", "aggregate", "uncertainty", "estimators",
+                     "data_quality"]
 DIST_KEYS = {"count", "sum", "mean", "p50", "p90", "p95"}
 PER_TASK_KEYS = {"attempts", "eligible_attempts", "passed", "failed", "pass_rate", "best_quality",
                  "avg_quality", "avg_wall_ms", "first_attempt_passed"}
@@ -47,7 +57,7 @@ OUTPUTS_MD_ATTEMPT_FIELDS = {
 
 
 def assert_outputs_md_shape(m: dict) -> None:
-    assert {"schema_version", "formula_version", "run_id", "suite", "generated_at"} <= set(m)
+    assert list(m) == METRICS_KEY_ORDER
     for section, shape in METRICS_SHAPE.items():
         if isinstance(shape, set):
             assert shape <= set(m[section]), section
@@ -56,6 +66,9 @@ def assert_outputs_md_shape(m: dict) -> None:
                 assert keys <= set(m[section][name]), (section, name)
     for name in ("pass_at_1", "pass_at_k", "pass_pow_k", "attempt_success_rate"):
         assert set(m["capability"][name]["ci95"]) == {"lower", "upper"}
+    assert set(m["uncertainty"]) == {"attempt_success_rate"}
+    assert set(m["uncertainty"]["attempt_success_rate"]["ci95"]) == {"lower", "upper"}
+    assert set(m["estimators"]) == {"pass_at_k_unbiased", "pass_pow_k_unbiased"}
     assert set(m["failures"]["class"]) >= set(FAILURE_CLASSES)
     assert set(m["failures"]["stage"]) >= set(FAILURE_STAGES)
     assert set(m["efficiency"]) == set(EFFICIENCY_FIELDS)
@@ -102,6 +115,17 @@ def assert_invariants(m: dict, attempts: list[dict]) -> None:
         else:
             assert dist["sum"] is None and dist["mean"] is None
     assert sum(c["attempts"] for c in m["category"].values()) <= cov["attempts"]
+    # the interval grouped by task is around the same attempt success, on the same population
+    u, asr = m["uncertainty"]["attempt_success_rate"], cap["attempt_success_rate"]
+    assert (u["value"], u["attempts"]) == (asr["value"], asr["eligible_attempts"])
+    if u["value"] is not None:
+        assert 0 <= u["ci95"]["lower"] <= u["value"] <= u["ci95"]["upper"] <= 1
+        assert u["tasks"] <= cov["unique_tasks"]
+    est = m["estimators"]
+    assert est["pass_at_k_unbiased"]["tasks"] == est["pass_pow_k_unbiased"]["tasks"] <= cov["unique_tasks"]
+    assert est["pass_at_k_unbiased"]["k"] == cov["metrics_k"]
+    if est["pass_at_k_unbiased"]["value"] is not None:
+        assert 0 <= est["pass_pow_k_unbiased"]["value"] <= est["pass_at_k_unbiased"]["value"] <= 1
 
 
 @pytest.fixture(scope="module")
