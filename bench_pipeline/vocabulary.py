@@ -113,3 +113,9 @@ EFFICIENCY_FIELDS = (
 RELIABILITY_FIELDS = ("tool_errors", "replan_count", "retry_count")
 #: ``cost_to_first_success``'s fields: resources summed up to the first success (reference 2).
 COST_FIELDS = ("task_wall_ms", "total_tokens", "cost_usd")
+
+# --- Paired run comparison (comparison.md) -----------------------------------------------------
+
+#: ``resources.<field>`` of comparison.json, in comparison.md's order: per task, the mean of
+#: the field over eligible attempts with a value (more is worse).
+COMPARISON_RESOURCE_FIELDS = ("task_wall_ms", "total_tokens", "cost_usd")

@@ -1,0 +1,448 @@
+"""Paired comparison of two processed runs, a baseline and a candidate (comparison.md).
+
+The reference (section 2, "Capability and consistency"): "For release decisions, compare
+paired tasks and use repeated runs or uncertainty analysis grouped by task. Do not infer
+significance merely from a small percentage increase or from overlap of separate confidence
+bounds." comparison.md pins what that means here: tasks are paired by id, each section
+compares per-task values of the two runs (delta, standard error, 95% interval, minimum
+detectable effect; binary sections also the exact McNemar test), each section gets a
+verdict, and a release gate reads the verdicts of ``first_attempt`` and ``task_success``.
+
+Every function here is pure except ``side_from_output``, which reads a processed run's
+output folder. A run enters a comparison as a ``Side``: its task groups (one row per
+task/attempt after the de-duplication of reference 3.7 / R29, the later line wins, exactly
+``task_groups.deduplicate``) with the fields the sections read, and its run id, suite and
+metrics_k. ``compare`` returns comparison.json's dict, keys in comparison.md's order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import orjson
+
+from .stats import WILSON_Z, is_number
+from .task_groups import deduplicate
+from .vocabulary import COMPARISON_RESOURCE_FIELDS
+
+if TYPE_CHECKING:
+    from .process import ProcessedRun
+
+SCHEMA_VERSION = 1
+
+#: z of a two-sided 95% interval, as comparison.md writes it (the reference's Wilson z, 3.8).
+Z95 = WILSON_Z
+#: z of 80% power, as comparison.md writes it: mde80 = (Z95 + Z_POWER80) * se.
+Z_POWER80 = 0.8416212335729143
+#: The level of the McNemar test's verdicts (comparison.md "Verdicts": mcnemar_p < 0.05).
+ALPHA = 0.05
+
+#: The binary sections, in comparison.json's order, and the rest.
+BINARY_SECTIONS = ("first_attempt", "pass_at_k", "pass_pow_k")
+MEAN_SECTIONS = ("task_success", "quality")
+#: The attempt fields a side keeps per task/attempt: the outcome, eligibility, quality and
+#: the compared resources (comparison.md "Inputs and pairing"), and the evidence folder the
+#: reports link to (never used by a formula).
+SIDE_FIELDS = ("success", "agent_eligible", "quality_score", *COMPARISON_RESOURCE_FIELDS)
+
+#: comparison.md's warning codes, in the order they are listed when present.
+WARNINGS = ("suite_differs", "metrics_k_differs", "no_paired_tasks")
+#: comparison.md's gate reasons, in their order.
+GATE_REASONS = ("first_attempt_regression", "first_attempt_below_margin",
+                "task_success_regression", "task_success_below_margin")
+VERDICTS = ("regression", "improvement", "no_significant_change")
+
+
+class ComparisonInputError(ValueError):
+    """A processed run's output folder that cannot enter a comparison (missing or unreadable
+    metrics.json or attempts.jsonl, or content that is not what run_stages writes)."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run as a comparison reads it.
+
+    ``tasks``: {task_id: {attempt: row}} after de-duplication (R29), each row holding
+    SIDE_FIELDS and ``evidence_dir`` (the attempt's evidence folder relative to the run
+    folder, null when refused). ``run_dir``: the run folder, for the reports' evidence links
+    only (None when unknown).
+    """
+
+    run_id: str | None
+    suite: str | None
+    metrics_k: int | None
+    tasks: Mapping[str, Mapping[int, Mapping[str, Any]]]
+    run_dir: Path | None = field(default=None, compare=False)
+
+
+def _slim(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of an attempt row (or attempts.jsonl record) a side keeps."""
+    evidence = row.get("evidence")
+    folder = evidence.get("dir") if isinstance(evidence, Mapping) else None
+    kept = {f: row.get(f) for f in SIDE_FIELDS}
+    kept["evidence_dir"] = folder if isinstance(folder, str) else None
+    kept["line"] = row["line"]
+    kept["task_id"] = row["task_id"]
+    kept["attempt"] = row["attempt"]
+    return kept
+
+
+def make_side(rows: Iterable[Mapping[str, Any]], *, run_id: str | None, suite: str | None,
+              metrics_k: int | None, run_dir: Path | None = None) -> Side:
+    """A side from a run's attempt rows, every row (duplicates included): grouped by task and
+    attempt with ``task_groups.deduplicate``, the later line winning (3.7, R29)."""
+    grouped = deduplicate(_slim(r) for r in rows)
+    return Side(run_id=run_id, suite=suite, metrics_k=metrics_k, tasks=grouped,
+                run_dir=Path(run_dir) if run_dir is not None else None)
+
+
+def side_from_processed(processed: ProcessedRun, run_dir: Path | None = None) -> Side:
+    """A side from a processed run (``pipeline.run_stages(...).processed``); ``run_dir``
+    defaults to the run folder it was read from."""
+    metrics = processed.metrics
+    return make_side(
+        processed.attempts,
+        run_id=metrics.get("run_id", processed.raw.run_id),
+        suite=metrics.get("suite", processed.raw.suite),
+        metrics_k=(metrics.get("coverage") or {}).get("metrics_k", processed.raw.metrics_k),
+        run_dir=run_dir if run_dir is not None else processed.raw.run_dir,
+    )
+
+
+def _load_json(text: bytes) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:  # an integer beyond 64 bits (written exactly, R42)
+        return json.loads(text)
+
+
+def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
+    """A side from a processed run's output folder: metrics.json (run id, suite,
+    coverage.metrics_k) and attempts.jsonl (every attempt row), both as run_stages writes
+    them. Raises ComparisonInputError, with a one-line reason, for a folder that does not
+    hold them. ``run_dir``: the run folder, for evidence links (optional)."""
+    out_dir = Path(out_dir)
+    metrics_path, attempts_path = out_dir / "metrics.json", out_dir / "attempts.jsonl"
+    try:
+        metrics = _load_json(metrics_path.read_bytes())
+    except OSError as exc:
+        raise ComparisonInputError(f"{metrics_path}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise ComparisonInputError(f"{metrics_path}: not JSON ({exc})") from None
+    if not isinstance(metrics, dict) or not isinstance(metrics.get("coverage"), dict):
+        raise ComparisonInputError(f"{metrics_path}: not a metrics.json (no coverage object)")
+    run_id, suite, k = metrics.get("run_id"), metrics.get("suite"), metrics["coverage"].get("metrics_k")
+    if not isinstance(run_id, str) or not (suite is None or isinstance(suite, str)):
+        raise ComparisonInputError(f"{metrics_path}: run_id or suite is not a string")
+    if not (k is None or (type(k) is int and k >= 1)):
+        raise ComparisonInputError(f"{metrics_path}: coverage.metrics_k is neither null nor a positive integer")
+    try:
+        lines = attempts_path.read_bytes().splitlines()
+    except OSError as exc:
+        raise ComparisonInputError(f"{attempts_path}: cannot be read ({exc.strerror or exc})") from None
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = _load_json(line)
+        except ValueError as exc:
+            raise ComparisonInputError(f"{attempts_path}: line {number} is not JSON ({exc})") from None
+        if not (isinstance(record, dict) and isinstance(record.get("task_id"), str)
+                and type(record.get("attempt")) is int and type(record.get("line")) is int):
+            raise ComparisonInputError(f"{attempts_path}: line {number} is not an attempt record")
+        rows.append(record)
+    return make_side(rows, run_id=run_id, suite=suite, metrics_k=k, run_dir=run_dir)
+
+
+# --- per-task values (comparison.md "Paired statistics", the population table) --------------
+
+def _eligible(row: Mapping[str, Any] | None) -> bool:
+    return row is not None and row["agent_eligible"] is True
+
+
+def first_attempt_value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> int | None:
+    """1 when attempt 1 succeeds, 0 when it does not; None when attempt 1 is missing or
+    ineligible (outside E1, reference 3.7)."""
+    first = by_attempt.get(1)
+    if not _eligible(first):
+        return None
+    return 1 if first["success"] is True else 0
+
+
+def _window(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None) -> list[bool] | None:
+    """Successes of attempts 1..k when all of them are present and eligible (Ek, 3.7), else
+    None. The window is walked only when the task has at least k attempts (k may be any size)."""
+    if not k or len(by_attempt) < k:
+        return None
+    rows = [by_attempt.get(a) for a in range(1, k + 1)]
+    if not all(_eligible(r) for r in rows):
+        return None
+    return [r["success"] is True for r in rows]
+
+
+def pass_at_k_value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None) -> int | None:
+    """1 when any of attempts 1..k succeeds; None outside Ek."""
+    window = _window(by_attempt, k)
+    return None if window is None else int(any(window))
+
+
+def pass_pow_k_value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None) -> int | None:
+    """1 when every one of attempts 1..k succeeds; None outside Ek."""
+    window = _window(by_attempt, k)
+    return None if window is None else int(all(window))
+
+
+def task_success_value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> float | None:
+    """Successful eligible attempts / eligible attempts of the task, every attempt number
+    (beyond k too); None without an eligible attempt."""
+    eligible = [r for r in by_attempt.values() if _eligible(r)]
+    if not eligible:
+        return None
+    return sum(1 for r in eligible if r["success"] is True) / len(eligible)
+
+
+def _mean_of(values: list) -> float | None:
+    """The mean of numbers (fsum), None for none or when it leaves the float range."""
+    if not values:
+        return None
+    try:
+        value = math.fsum(values) / len(values)
+    except OverflowError:
+        return None
+    return value if is_number(value) else None
+
+
+def field_mean_value(name: str) -> Callable[[Mapping[int, Mapping[str, Any]], int | None], float | None]:
+    """The per-task value of ``quality`` (name quality_score) and ``resources.<name>``: the
+    mean of the field over the task's eligible attempts with a number; None when none has one."""
+    def value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> float | None:
+        return _mean_of([r[name] for r in by_attempt.values() if _eligible(r) and is_number(r[name])])
+    value.__name__ = f"{name}_value"
+    return value
+
+
+# --- paired statistics ---------------------------------------------------------------------
+
+def mcnemar_p(baseline_only: int, candidate_only: int) -> float:
+    """Exact two-sided McNemar p-value on the m = baseline_only + candidate_only discordant
+    tasks (comparison.md): 1 when m = 0, else
+    min(1, 2 * sum_{i=0..min(b, c)} C(m, i) / 2^m), summed in exact integers."""
+    b, c = int(baseline_only), int(candidate_only)
+    if b < 0 or c < 0:
+        raise ValueError("discordant counts cannot be negative")
+    m = b + c
+    if m == 0:
+        return 1.0
+    term, tail = 1, 0  # term = C(m, i)
+    for i in range(min(b, c) + 1):
+        tail += term
+        term = term * (m - i) // (i + 1)
+    return min(1.0, 2 * tail / 2 ** m)  # integer true division: correctly rounded at any size
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and is_number(value) else None
+
+
+def paired_statistics(baseline: list[float], candidate: list[float]) -> dict:
+    """comparison.md "Paired statistics" over n paired per-task values b_i, c_i:
+    d_i = c_i - b_i, baseline_mean, candidate_mean, delta = mean(d),
+    se = sqrt(sum((d_i - delta)^2) / (n - 1) / n) (null when n < 2),
+    ci95 = delta -/+ z * se (not clamped), mde80 = (z + 0.8416212335729143) * se.
+    Every number null with n = 0; interval and MDE null with se null."""
+    n = len(baseline)
+    if n != len(candidate):
+        raise ValueError("paired values must have the same length")
+    b_mean, c_mean = _mean_of(baseline), _mean_of(candidate)
+    try:
+        diffs = [float(c) - float(b) for b, c in zip(baseline, candidate)]
+    except OverflowError:
+        diffs = []
+    delta = _mean_of(diffs) if len(diffs) == n and all(map(is_number, diffs)) else None
+    se = None
+    if n >= 2 and delta is not None:
+        try:
+            se = _finite(math.sqrt(math.fsum((d - delta) ** 2 for d in diffs) / (n - 1) / n))
+        except OverflowError:
+            se = None
+    lower = upper = mde = None
+    if se is not None:
+        lower, upper = _finite(delta - Z95 * se), _finite(delta + Z95 * se)
+        mde = _finite((Z95 + Z_POWER80) * se)
+    return {"n": n, "baseline_mean": b_mean, "candidate_mean": c_mean, "delta": delta, "se": se,
+            "ci95": {"lower": lower, "upper": upper}, "mde80": mde}
+
+
+def binary_section(pairs: list[tuple[int, int]]) -> dict:
+    """A binary section (per-task values 0/1) in comparison.json's key order: the four
+    concordance counts, rates, the paired statistics, the exact McNemar p-value and the
+    verdict (regression / improvement when delta < 0 / > 0 and mcnemar_p < 0.05)."""
+    counts = {"both_pass": 0, "baseline_only": 0, "candidate_only": 0, "both_fail": 0}
+    for b, c in pairs:
+        key = ("both_pass" if c else "baseline_only") if b else ("candidate_only" if c else "both_fail")
+        counts[key] += 1
+    stats = paired_statistics([b for b, _ in pairs], [c for _, c in pairs])
+    n = stats["n"]
+    p = mcnemar_p(counts["baseline_only"], counts["candidate_only"]) if n else None
+    verdict = None
+    if n:
+        delta = stats["delta"]
+        verdict = ("regression" if delta < 0 and p < ALPHA else
+                   "improvement" if delta > 0 and p < ALPHA else "no_significant_change")
+    return {"n": n, **counts, "baseline_rate": stats["baseline_mean"], "candidate_rate": stats["candidate_mean"],
+            "delta": stats["delta"], "se": stats["se"], "ci95": stats["ci95"], "mde80": stats["mde80"],
+            "mcnemar_p": p, "verdict": verdict}
+
+
+def mean_section(pairs: list[tuple[float, float]], more_is_better: bool = True) -> dict:
+    """A section of per-task means (task_success, quality, resources.<field>): the paired
+    statistics and the verdict from the interval (comparison.md "Verdicts"): with more is
+    better, regression when ci95.upper < 0 and improvement when ci95.lower > 0; for the
+    resources (more is worse) the other way round; null without an interval."""
+    stats = paired_statistics([b for b, _ in pairs], [c for _, c in pairs])
+    lower, upper = stats["ci95"]["lower"], stats["ci95"]["upper"]
+    verdict = None
+    if lower is not None and upper is not None:
+        worse, better = (upper < 0, lower > 0) if more_is_better else (lower > 0, upper < 0)
+        verdict = "regression" if worse else "improvement" if better else "no_significant_change"
+    return {**stats, "verdict": verdict}
+
+
+def _pairs(baseline: Side, candidate: Side, paired: list[str], value: Callable, k: int | None) -> list[tuple]:
+    """(b_i, c_i) over the paired tasks in the section's population (both values known)."""
+    out = []
+    for task_id in paired:
+        b, c = value(baseline.tasks[task_id], k), value(candidate.tasks[task_id], k)
+        if b is not None and c is not None:
+            out.append((b, c))
+    return out
+
+
+def comparison_k(baseline: Side, candidate: Side) -> int | None:
+    """k = min(B's metrics_k, C's metrics_k); null when either is null."""
+    if baseline.metrics_k is None or candidate.metrics_k is None:
+        return None
+    return min(baseline.metrics_k, candidate.metrics_k)
+
+
+def comparison_warnings(baseline: Side, candidate: Side, paired: int) -> list[str]:
+    """comparison.md's warnings in their order: suite_differs (both suites known and not
+    equal), metrics_k_differs (the two metrics_k are not equal, a null against a number
+    included: docs/metric-choices.md), no_paired_tasks."""
+    found = []
+    if baseline.suite is not None and candidate.suite is not None and baseline.suite != candidate.suite:
+        found.append("suite_differs")
+    if baseline.metrics_k != candidate.metrics_k:
+        found.append("metrics_k_differs")
+    if paired == 0:
+        found.append("no_paired_tasks")
+    return found
+
+
+def release_gate(first_attempt: Mapping[str, Any], task_success: Mapping[str, Any],
+                 max_drop: float | None = None) -> dict:
+    """comparison.md "the release gate": fail when first_attempt or task_success is a
+    regression or, with a non-inferiority margin X, when either one's ci95.lower < -X;
+    reasons in GATE_REASONS order. A section without an interval cannot fall below the
+    margin (docs/metric-choices.md)."""
+    reasons = []
+    for name, section in (("first_attempt", first_attempt), ("task_success", task_success)):
+        if section["verdict"] == "regression":
+            reasons.append(f"{name}_regression")
+        lower = section["ci95"]["lower"]
+        if max_drop is not None and lower is not None and lower < -max_drop:
+            reasons.append(f"{name}_below_margin")
+    return {"result": "fail" if reasons else "pass", "max_drop": max_drop, "reasons": reasons}
+
+
+def check_max_drop(max_drop: Any) -> float | None:
+    """The non-inferiority margin as given (None for none); ValueError unless it is a finite
+    number from 0 to 1 (a drop in a rate: 0.05 is five percentage points)."""
+    if max_drop is None:
+        return None
+    if not is_number(max_drop) or not 0 <= max_drop <= 1:
+        raise ValueError(f"max_drop must be a number from 0 to 1 (a drop in a rate), not {max_drop!r}")
+    return max_drop
+
+
+def compare(baseline: Side, candidate: Side, max_drop: float | None = None) -> dict:
+    """comparison.json (comparison.md): pairing by task, every section, verdicts,
+    regressions and improvements (tasks whose first attempt went 1 -> 0 / 0 -> 1) and the
+    gate, keys in comparison.md's order."""
+    max_drop = check_max_drop(max_drop)
+    paired = sorted(set(baseline.tasks) & set(candidate.tasks))
+    k = comparison_k(baseline, candidate)
+
+    first = _pairs(baseline, candidate, paired, first_attempt_value, k)
+    sections: dict[str, Any] = {
+        "first_attempt": binary_section(first),
+        "pass_at_k": binary_section(_pairs(baseline, candidate, paired, pass_at_k_value, k)),
+        "pass_pow_k": binary_section(_pairs(baseline, candidate, paired, pass_pow_k_value, k)),
+        "task_success": mean_section(_pairs(baseline, candidate, paired, task_success_value, k)),
+        "quality": mean_section(_pairs(baseline, candidate, paired, field_mean_value("quality_score"), k)),
+        "resources": {
+            name: mean_section(_pairs(baseline, candidate, paired, field_mean_value(name), k), more_is_better=False)
+            for name in COMPARISON_RESOURCE_FIELDS
+        },
+    }
+    regressions, improvements = first_attempt_changes(baseline, candidate, paired)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "baseline": {"run_id": baseline.run_id, "suite": baseline.suite, "metrics_k": baseline.metrics_k},
+        "candidate": {"run_id": candidate.run_id, "suite": candidate.suite, "metrics_k": candidate.metrics_k},
+        "k": k,
+        "warnings": comparison_warnings(baseline, candidate, len(paired)),
+        "tasks": {
+            "paired": len(paired),
+            "only_baseline": sorted(set(baseline.tasks) - set(candidate.tasks)),
+            "only_candidate": sorted(set(candidate.tasks) - set(baseline.tasks)),
+        },
+        **sections,
+        "regressions": regressions,
+        "improvements": improvements,
+        "gate": release_gate(sections["first_attempt"], sections["task_success"], max_drop),
+    }
+
+
+def first_attempt_changes(baseline: Side, candidate: Side, paired: Iterable[str] | None = None) -> tuple[list[str], list[str]]:
+    """Sorted task ids whose first attempt went 1 -> 0 (regressions) and 0 -> 1
+    (improvements), over the first_attempt population."""
+    if paired is None:
+        paired = set(baseline.tasks) & set(candidate.tasks)
+    down, up = [], []
+    for task_id in sorted(paired):
+        b = first_attempt_value(baseline.tasks[task_id])
+        c = first_attempt_value(candidate.tasks[task_id])
+        if b == 1 and c == 0:
+            down.append(task_id)
+        elif b == 0 and c == 1:
+            up.append(task_id)
+    return down, up
+
+
+def evidence_dir(side: Side, task_id: str, attempt: int = 1) -> str | None:
+    """The evidence folder (relative to the side's run folder) of a task's attempt, None when
+    the attempt is absent or its folder was refused; for the reports' links."""
+    row = side.tasks.get(task_id, {}).get(attempt)
+    return row["evidence_dir"] if row is not None else None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison with the two sides it was computed from: ``result`` is comparison.json;
+    the sides give the reports each task's evidence folders."""
+
+    result: dict
+    baseline: Side
+    candidate: Side
+
+
+def comparison_of(baseline: Side, candidate: Side, max_drop: float | None = None) -> Comparison:
+    """``compare`` kept with its sides (for the reports)."""
+    return Comparison(compare(baseline, candidate, max_drop), baseline, candidate)

@@ -1,0 +1,366 @@
+"""Paired run comparison (comparison.md): every section worked out by hand, McNemar against
+scipy, the edge cases, the gate, and the files run_stages writes with a baseline."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from scipy.stats import binomtest
+
+from bench_pipeline.comparison import (
+    GATE_REASONS,
+    WARNINGS,
+    Z95,
+    Z_POWER80,
+    ComparisonInputError,
+    check_max_drop,
+    compare,
+    make_side,
+    mcnemar_p,
+    paired_statistics,
+    side_from_output,
+    side_from_processed,
+)
+from bench_pipeline.pipeline import run_stages
+
+from .run_builder import make_run, row
+
+Z_SUM = Z95 + Z_POWER80
+BINARY_KEYS = ["n", "both_pass", "baseline_only", "candidate_only", "both_fail", "baseline_rate", "candidate_rate",
+               "delta", "se", "ci95", "mde80", "mcnemar_p", "verdict"]
+MEAN_KEYS = ["n", "baseline_mean", "candidate_mean", "delta", "se", "ci95", "mde80", "verdict"]
+
+
+def _r(task, attempt, status, quality=None, **metrics):
+    return row(task, attempt, status, quality_score=quality, metrics=metrics)
+
+
+# The reference's k=2 example (3.7: A Pass/Fail, B Fail/Pass, C Pass/Pass, D Pass/Ineligible),
+# with quality scores and resources added so that every section has numbers.
+BASELINE_ROWS = [
+    _r("A", 1, "passed", 1.0, task_wall_ms=1000, total_tokens=100, cost_usd=0.5),
+    _r("A", 2, "failed", 0.5, task_wall_ms=1000, total_tokens=100),
+    _r("B", 1, "failed", 0.25, task_wall_ms=2000, total_tokens=200),
+    _r("B", 2, "passed", 1.0, task_wall_ms=2000, total_tokens=200),
+    _r("C", 1, "passed", 1.0, task_wall_ms=1000, total_tokens=300),
+    _r("C", 2, "passed", 1.0, task_wall_ms=3000, total_tokens=300),
+    _r("D", 1, "passed", 1.0, task_wall_ms=4000, total_tokens=400),
+    _r("D", 2, "skipped", None, task_wall_ms=500, total_tokens=9999),  # ineligible: in no population
+]
+# The candidate, by hand: A and D lose their first attempt, B gains it; E is new.
+CANDIDATE_ROWS = [
+    _r("A", 1, "failed", 0.5, task_wall_ms=1500, total_tokens=90, cost_usd=0.25),
+    _r("A", 2, "passed", 1.0, task_wall_ms=1500, total_tokens=90),
+    _r("B", 1, "passed", 1.0, task_wall_ms=2600, total_tokens=170),
+    _r("B", 2, "passed", 1.0, task_wall_ms=2400, total_tokens=170),
+    _r("C", 1, "passed", 1.0, task_wall_ms=2500, total_tokens=290),
+    _r("C", 2, "failed", 0.0, task_wall_ms=2500, total_tokens=290),
+    _r("D", 1, "failed", 0.0, task_wall_ms=4500, total_tokens=370),
+    _r("D", 2, "passed", 1.0, task_wall_ms=4500, total_tokens=370),
+    _r("E", 1, "passed", 1.0, task_wall_ms=100, total_tokens=10),
+    _r("E", 2, "passed", 1.0, task_wall_ms=100, total_tokens=10),
+]
+K2 = {"status": "completed", "metrics_k": 2}
+
+
+@pytest.fixture()
+def processed(tmp_path):
+    """The example's two run folders, each processed into its output folder by run_stages."""
+    runs = tmp_path / "runs"
+    base = make_run(runs, BASELINE_ROWS, run_id="base", manifest=K2, suite={"name": "suite-a", "tasks": []})
+    cand = make_run(runs, CANDIDATE_ROWS, run_id="cand", manifest=K2, suite={"name": "suite-a", "tasks": []})
+    return tmp_path, run_stages(base, tmp_path / "out" / "base"), run_stages(cand, tmp_path / "out" / "cand")
+
+
+def approx(value):
+    return pytest.approx(value, rel=1e-12, abs=1e-15)
+
+
+def test_the_reference_example_against_a_hand_written_candidate(processed):
+    root, _, candidate = processed
+    c = compare(side_from_output(root / "out" / "base"), side_from_processed(candidate.processed))
+    assert list(c) == ["schema_version", "baseline", "candidate", "k", "warnings", "tasks", "first_attempt",
+                       "pass_at_k", "pass_pow_k", "task_success", "quality", "resources", "regressions",
+                       "improvements", "gate"]
+    assert c["baseline"] == {"run_id": "base", "suite": "suite-a", "metrics_k": 2}
+    assert c["candidate"] == {"run_id": "cand", "suite": "suite-a", "metrics_k": 2}
+    assert c["k"] == 2 and c["warnings"] == []
+    assert c["tasks"] == {"paired": 4, "only_baseline": [], "only_candidate": ["E"]}
+
+    # first_attempt, E1 of both = A, B, C, D: b = 1, 0, 1, 1; c = 0, 1, 1, 0.
+    # d = -1, +1, 0, -1: delta = -1/4; sum (d - delta)^2 = 0.5625 + 1.5625 + 0.0625 + 0.5625 = 2.75,
+    # se = sqrt(2.75 / 3 / 4) = sqrt(11/48). Discordant: A, D (baseline only), B (candidate only):
+    # m = 3, p = min(1, 2 * (C(3,0) + C(3,1)) / 8) = 1.
+    fa = c["first_attempt"]
+    assert list(fa) == BINARY_KEYS
+    assert (fa["n"], fa["both_pass"], fa["baseline_only"], fa["candidate_only"], fa["both_fail"]) == (4, 1, 2, 1, 0)
+    assert (fa["baseline_rate"], fa["candidate_rate"], fa["delta"]) == (0.75, 0.5, -0.25)
+    se = math.sqrt(11 / 48)
+    assert fa["se"] == approx(se)
+    assert fa["ci95"] == {"lower": approx(-0.25 - Z95 * se), "upper": approx(-0.25 + Z95 * se)}
+    assert fa["ci95"]["lower"] == pytest.approx(-1.18826, abs=1e-5)  # not clamped to -1
+    assert fa["mde80"] == approx(Z_SUM * se) and fa["mde80"] == pytest.approx(1.34116, abs=1e-5)
+    assert fa["mcnemar_p"] == 1.0 and fa["verdict"] == "no_significant_change"
+
+    # pass_at_k, Ek of both = A, B, C (D's attempt 2 is ineligible in the baseline). Every
+    # task has a success in 1..2 in both runs: all concordant, delta 0, se 0, p 1.
+    pk = c["pass_at_k"]
+    assert (pk["n"], pk["both_pass"], pk["baseline_only"], pk["candidate_only"], pk["both_fail"]) == (3, 3, 0, 0, 0)
+    assert (pk["baseline_rate"], pk["candidate_rate"], pk["delta"], pk["se"]) == (1.0, 1.0, 0.0, 0.0)
+    assert pk["ci95"] == {"lower": 0.0, "upper": 0.0} and pk["mde80"] == 0.0
+    assert pk["mcnemar_p"] == 1.0 and pk["verdict"] == "no_significant_change"
+
+    # pass_pow_k over A, B, C: b = 0, 0, 1; c = 0, 1, 0. d = 0, +1, -1: delta 0,
+    # se = sqrt(2 / 2 / 3) = sqrt(1/3); m = 2, p = min(1, 2 * 3 / 4) = 1.
+    pp = c["pass_pow_k"]
+    assert (pp["n"], pp["both_pass"], pp["baseline_only"], pp["candidate_only"], pp["both_fail"]) == (3, 0, 1, 1, 1)
+    assert pp["baseline_rate"] == approx(1 / 3) and pp["candidate_rate"] == approx(1 / 3) and pp["delta"] == 0.0
+    assert pp["se"] == approx(math.sqrt(1 / 3))
+    assert pp["ci95"] == {"lower": approx(-Z95 * math.sqrt(1 / 3)), "upper": approx(Z95 * math.sqrt(1 / 3))}
+    assert pp["mcnemar_p"] == 1.0 and pp["verdict"] == "no_significant_change"
+
+    # task_success over A, B, C, D (every eligible attempt; D's ineligible attempt 2 left out):
+    # b = 1/2, 1/2, 1, 1; c = 1/2, 1, 1/2, 1/2. d = 0, +1/2, -1/2, -1/2: delta = -1/8;
+    # sum (d - delta)^2 = 0.015625 + 0.390625 + 0.140625 + 0.140625 = 0.6875, se = sqrt(0.6875 / 12).
+    ts = c["task_success"]
+    assert list(ts) == MEAN_KEYS
+    assert (ts["n"], ts["baseline_mean"], ts["candidate_mean"], ts["delta"]) == (4, 0.75, 0.625, -0.125)
+    se = math.sqrt(0.6875 / 12)
+    assert ts["se"] == approx(se) and ts["mde80"] == approx(Z_SUM * se)
+    assert ts["ci95"] == {"lower": approx(-0.125 - Z95 * se), "upper": approx(-0.125 + Z95 * se)}
+    assert ts["verdict"] == "no_significant_change"
+
+    # quality: per-task means of eligible scores. b = 0.75, 0.625, 1, 1; c = 0.75, 1, 0.5, 0.5.
+    # d = 0, +0.375, -0.5, -0.5: delta = -0.15625; deviations 0.15625, 0.53125, -0.34375, -0.34375,
+    # squares sum 0.54296875, se = sqrt(0.54296875 / 12).
+    q = c["quality"]
+    assert (q["n"], q["baseline_mean"], q["candidate_mean"], q["delta"]) == (4, 0.84375, 0.6875, -0.15625)
+    assert q["se"] == approx(math.sqrt(0.54296875 / 12)) and q["verdict"] == "no_significant_change"
+
+    # resources.task_wall_ms: b = 1000, 2000, 2000, 4000 (D's ineligible 500 ms left out);
+    # c = 1500, 2500, 2500, 4500: every task 500 ms slower, se 0, interval [500, 500] > 0:
+    # more time is a regression.
+    wall = c["resources"]["task_wall_ms"]
+    assert list(c["resources"]) == ["task_wall_ms", "total_tokens", "cost_usd"]
+    assert (wall["n"], wall["baseline_mean"], wall["candidate_mean"], wall["delta"], wall["se"]) == (4, 2250, 2750, 500, 0)
+    assert wall["ci95"] == {"lower": 500, "upper": 500} and wall["verdict"] == "regression"
+    # total_tokens: b = 100, 200, 300, 400; c = 90, 170, 290, 370: d = -10, -30, -10, -30,
+    # delta -20, se = sqrt(400 / 12); the interval [-31.3, -8.7] is below 0: fewer tokens, an improvement.
+    tokens = c["resources"]["total_tokens"]
+    se = math.sqrt(400 / 12)
+    assert (tokens["n"], tokens["delta"]) == (4, -20) and tokens["se"] == approx(se)
+    assert tokens["ci95"]["upper"] == approx(-20 + Z95 * se) and tokens["ci95"]["upper"] < 0
+    assert tokens["verdict"] == "improvement"
+    # cost_usd: only task A has a cost in both runs: n = 1, a delta but no se, interval or verdict.
+    cost = c["resources"]["cost_usd"]
+    assert (cost["n"], cost["baseline_mean"], cost["candidate_mean"], cost["delta"]) == (1, 0.5, 0.25, -0.25)
+    assert cost["se"] is None and cost["ci95"] == {"lower": None, "upper": None} and cost["mde80"] is None
+    assert cost["verdict"] is None
+
+    assert c["regressions"] == ["A", "D"] and c["improvements"] == ["B"]
+    assert c["gate"] == {"result": "pass", "max_drop": None, "reasons": []}
+
+
+def test_a_side_from_the_output_folder_equals_the_side_from_the_processed_run(processed):
+    root, _, result = processed
+    from_files = side_from_output(root / "out" / "cand")
+    from_run = side_from_processed(result.processed)
+    assert from_files == from_run  # run folder aside (links only)
+    assert from_files.metrics_k == 2 and sorted(from_files.tasks) == ["A", "B", "C", "D", "E"]
+    assert from_files.tasks["D"][2]["agent_eligible"] is True
+    assert side_from_output(root / "out" / "base").tasks["D"][2]["agent_eligible"] is False
+    assert from_run.run_dir == root / "runs" / "cand"
+
+
+def test_a_bad_baseline_folder_is_refused_with_its_reason(processed):
+    root, _, _ = processed
+    with pytest.raises(ComparisonInputError, match="metrics.json: cannot be read"):
+        side_from_output(root / "nowhere")
+    broken = root / "broken"
+    broken.mkdir()
+    (broken / "metrics.json").write_text("{not json")
+    with pytest.raises(ComparisonInputError, match="metrics.json: not JSON"):
+        side_from_output(broken)
+    (broken / "metrics.json").write_text(json.dumps({"run_id": "x", "suite": None, "coverage": {"metrics_k": 2}}))
+    with pytest.raises(ComparisonInputError, match="attempts.jsonl: cannot be read"):
+        side_from_output(broken)
+    (broken / "attempts.jsonl").write_text('{"task_id": "a", "attempt": 1, "line": 1}\n[1]\n')
+    with pytest.raises(ComparisonInputError, match="line 2 is not an attempt record"):
+        side_from_output(broken)
+    (broken / "metrics.json").write_text(json.dumps({"run_id": "x", "coverage": {"metrics_k": 0}}))
+    with pytest.raises(ComparisonInputError, match="metrics_k"):
+        side_from_output(broken)
+
+
+# --- McNemar -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("b", [0, 1, 2, 3, 5, 8, 13, 21, 40])
+@pytest.mark.parametrize("c", [0, 1, 2, 4, 7, 12, 25, 39])
+def test_mcnemar_p_equals_scipys_exact_binomial_test(b, c):
+    expected = 1.0 if b + c == 0 else binomtest(b, b + c, 0.5, alternative="two-sided").pvalue
+    assert mcnemar_p(b, c) == pytest.approx(expected, rel=1e-12, abs=1e-300)
+    assert mcnemar_p(b, c) == mcnemar_p(c, b)
+
+
+def test_mcnemar_p_at_sizes_beyond_the_float_range_of_2_to_the_m():
+    """2^m overflows a float beyond m = 1023; the exact integer sum does not."""
+    expected = binomtest(480, 1100, 0.5).pvalue
+    assert mcnemar_p(480, 620) == pytest.approx(expected, rel=1e-9)
+    assert 0 < mcnemar_p(480, 620) < 1e-4
+    assert mcnemar_p(700, 700) == 1.0
+    assert mcnemar_p(0, 5000) == 0.0  # 2 / 2^5000 is below the smallest float
+    with pytest.raises(ValueError):
+        mcnemar_p(-1, 2)
+
+
+# --- edge cases on hand-made sides -------------------------------------------------------------
+
+def side(outcomes: dict[str, list], *, run_id="r", suite="s", k=2):
+    """A side from {task: [True / False / None (ineligible), ...]} by attempt number."""
+    rows, line = [], 0
+    for task, results in outcomes.items():
+        for attempt, outcome in enumerate(results, start=1):
+            line += 1
+            rows.append({"task_id": task, "attempt": attempt, "line": line,
+                         "success": outcome is True, "agent_eligible": outcome is not None,
+                         "quality_score": None, "task_wall_ms": None, "total_tokens": None, "cost_usd": None})
+    return make_side(rows, run_id=run_id, suite=suite, metrics_k=k)
+
+
+def test_no_paired_task_gives_nulls_zero_counts_and_a_warning():
+    c = compare(side({"a": [True, True]}), side({"b": [False, False]}))
+    assert c["tasks"] == {"paired": 0, "only_baseline": ["a"], "only_candidate": ["b"]}
+    assert c["warnings"] == ["no_paired_tasks"]
+    for name in ("first_attempt", "pass_at_k", "pass_pow_k"):
+        assert c[name] == {"n": 0, "both_pass": 0, "baseline_only": 0, "candidate_only": 0, "both_fail": 0,
+                           "baseline_rate": None, "candidate_rate": None, "delta": None, "se": None,
+                           "ci95": {"lower": None, "upper": None}, "mde80": None, "mcnemar_p": None, "verdict": None}
+    for section in (c["task_success"], c["quality"], *c["resources"].values()):
+        assert section == {"n": 0, "baseline_mean": None, "candidate_mean": None, "delta": None, "se": None,
+                           "ci95": {"lower": None, "upper": None}, "mde80": None, "verdict": None}
+    assert c["regressions"] == c["improvements"] == []
+    assert c["gate"] == {"result": "pass", "max_drop": None, "reasons": []}
+
+
+def test_one_paired_task_has_a_delta_and_a_test_but_no_interval():
+    c = compare(side({"a": [True, True]}), side({"a": [False, True]}), max_drop=0.05)
+    fa = c["first_attempt"]
+    assert (fa["n"], fa["baseline_only"], fa["delta"]) == (1, 1, -1.0)
+    assert fa["se"] is None and fa["ci95"] == {"lower": None, "upper": None} and fa["mde80"] is None
+    assert fa["mcnemar_p"] == 1.0 and fa["verdict"] == "no_significant_change"  # 2 * C(1,0) / 2 = 1
+    ts = c["task_success"]
+    assert (ts["n"], ts["delta"], ts["verdict"]) == (1, -0.5, None)
+    # a section without an interval cannot fall below the margin
+    assert c["gate"] == {"result": "pass", "max_drop": 0.05, "reasons": []}
+    assert c["regressions"] == ["a"]
+
+
+def test_all_concordant_tasks():
+    outcomes = {"a": [True, True], "b": [False, False], "c": [True, False]}
+    c = compare(side(outcomes), side(outcomes))
+    for name in ("first_attempt", "pass_at_k", "pass_pow_k"):
+        s = c[name]
+        assert s["baseline_only"] == s["candidate_only"] == 0 and s["n"] == 3
+        assert (s["delta"], s["se"], s["mde80"], s["mcnemar_p"], s["verdict"]) == (0, 0, 0, 1.0, "no_significant_change")
+    assert c["first_attempt"]["both_pass"] == 2 and c["pass_pow_k"]["both_pass"] == 1
+    assert c["task_success"]["ci95"] == {"lower": 0, "upper": 0}
+    assert c["task_success"]["verdict"] == "no_significant_change"
+
+
+def test_unpaired_tasks_enter_no_paired_statistic():
+    baseline = side({"a": [True, True], "b": [True, True], "z1": [False, False]})
+    candidate = side({"a": [True, True], "b": [True, True], "y1": [True, True], "x1": [True, True]})
+    c = compare(baseline, candidate)
+    assert c["tasks"] == {"paired": 2, "only_baseline": ["z1"], "only_candidate": ["x1", "y1"]}
+    assert c["first_attempt"]["n"] == c["task_success"]["n"] == 2
+    assert c["first_attempt"]["baseline_rate"] == 1.0  # z1's failure is not in it
+
+
+def test_the_later_line_wins_in_a_side():
+    """R29: a duplicated task/attempt keeps the later line, exactly as task_groups does."""
+    rows = [
+        {"task_id": "a", "attempt": 1, "line": 3, "success": True, "agent_eligible": True},
+        {"task_id": "a", "attempt": 1, "line": 1, "success": False, "agent_eligible": True},
+    ]
+    s = make_side(rows, run_id="r", suite=None, metrics_k=1)
+    assert s.tasks["a"][1]["success"] is True and s.tasks["a"][1]["line"] == 3
+
+
+def test_pass_at_k_uses_the_smaller_k_and_none_without_one():
+    baseline = side({"a": [True, False, False]}, k=3)
+    candidate = side({"a": [False, True]}, k=2)
+    c = compare(baseline, candidate)
+    assert c["k"] == 2 and c["warnings"] == ["metrics_k_differs"]
+    assert c["pass_at_k"]["n"] == 1 and c["pass_at_k"]["delta"] == 0.0
+    assert c["pass_pow_k"]["n"] == 1 and c["pass_pow_k"]["both_fail"] == 1
+    c = compare(side({"a": [True]}, k=None), side({"a": [True]}, k=1))
+    assert c["k"] is None and c["warnings"] == ["metrics_k_differs"]
+    assert c["pass_at_k"]["n"] == c["pass_pow_k"]["n"] == 0 and c["first_attempt"]["n"] == 1
+
+
+def test_warnings_in_their_order():
+    c = compare(side({"a": [True]}, suite="one", k=1), side({"b": [True]}, suite="two", k=2))
+    assert c["warnings"] == list(WARNINGS) == ["suite_differs", "metrics_k_differs", "no_paired_tasks"]
+    # a suite unknown on one side is not a difference
+    assert compare(side({"a": [True]}, suite=None), side({"a": [True]}, suite="two"))["warnings"] == []
+
+
+def test_a_significant_first_attempt_regression_fails_the_gate():
+    """Ten tasks pass attempt 1 in the baseline and fail it in the candidate: McNemar
+    p = 2 / 2^10 < 0.05 with delta < 0; task success drops by 1/2 on every task (se 0)."""
+    tasks = [f"t{i}" for i in range(10)]
+    c = compare(side({t: [True, True] for t in tasks}), side({t: [False, True] for t in tasks}))
+    fa = c["first_attempt"]
+    assert fa["mcnemar_p"] == 2 / 1024 and fa["verdict"] == "regression"
+    assert c["task_success"]["verdict"] == "regression"  # ci95 = [-0.5, -0.5]
+    assert c["gate"] == {"result": "fail", "max_drop": None, "reasons": ["first_attempt_regression", "task_success_regression"]}
+    assert c["regressions"] == sorted(tasks)
+    back = compare(side({t: [False, True] for t in tasks}), side({t: [True, True] for t in tasks}))
+    assert back["first_attempt"]["verdict"] == "improvement" and back["gate"]["result"] == "pass"
+    assert back["improvements"] == sorted(tasks)
+
+
+def test_the_gate_with_and_without_a_margin():
+    """Twenty tasks, one lost on attempt 1 and none gained: no significant change
+    (p = 1), so the gate passes without a margin; the interval's lower bound is
+    -0.05 - z * sqrt(0.95 * 0.05 ... ) and a margin above it passes, below it fails."""
+    tasks = [f"t{i:02d}" for i in range(20)]
+    baseline = side({t: [True] for t in tasks}, k=1)
+    candidate = side({t: [t != "t00"] for t in tasks}, k=1)
+    plain = compare(baseline, candidate)
+    fa = plain["first_attempt"]
+    assert (fa["delta"], fa["mcnemar_p"], fa["verdict"]) == (-0.05, 1.0, "no_significant_change")
+    # d: one -1, nineteen 0: sum (d - delta)^2 = 0.95^2 + 19 * 0.05^2 = 0.95, se = sqrt(0.95 / 19 / 20)
+    se = math.sqrt(0.95 / 19 / 20)
+    assert fa["se"] == approx(se) and fa["ci95"]["lower"] == approx(-0.05 - Z95 * se)
+    lower = fa["ci95"]["lower"]  # about -0.148
+    assert plain["gate"] == {"result": "pass", "max_drop": None, "reasons": []}
+    wide = compare(baseline, candidate, max_drop=0.2)
+    assert wide["gate"] == {"result": "pass", "max_drop": 0.2, "reasons": []}
+    narrow = compare(baseline, candidate, max_drop=0.1)
+    assert -0.2 < lower < -0.1
+    assert narrow["gate"] == {"result": "fail", "max_drop": 0.1,
+                              "reasons": ["first_attempt_below_margin", "task_success_below_margin"]}
+    assert list(GATE_REASONS) == ["first_attempt_regression", "first_attempt_below_margin",
+                                  "task_success_regression", "task_success_below_margin"]
+
+
+@pytest.mark.parametrize("bad", [-0.01, 1.5, float("nan"), float("inf"), True, "0.1"])
+def test_a_margin_outside_zero_to_one_is_refused(bad):
+    with pytest.raises(ValueError):
+        check_max_drop(bad)
+    with pytest.raises(ValueError):
+        compare(side({"a": [True]}), side({"a": [True]}), max_drop=bad)
+
+
+def test_paired_statistics_by_formula():
+    stats = paired_statistics([0.2, 0.4, 0.9], [0.5, 0.4, 1.0])
+    # d = 0.3, 0, 0.1: delta = 0.4/3; se = sqrt(((0.3-d)^2 + d^2 + (0.1-d)^2) / 2 / 3)
+    delta = 0.4 / 3
+    se = math.sqrt(((0.3 - delta) ** 2 + delta ** 2 + (0.1 - delta) ** 2) / 2 / 3)
+    assert stats["delta"] == approx(delta) and stats["se"] == approx(se)
+    assert stats["baseline_mean"] == approx(0.5) and stats["candidate_mean"] == approx(0.6333333333333333)
+    assert stats["mde80"] == approx((1.959963984540054 + 0.8416212335729143) * se)
+    assert paired_statistics([], [])["delta"] is None
