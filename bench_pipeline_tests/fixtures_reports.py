@@ -470,7 +470,47 @@ def fill_metrics(metrics: dict[str, Any], attempts: list[dict[str, Any]]) -> dic
             "first_attempt_passed": elig[0]["success"] if elig else None,
         }
     metrics["aggregate"] = {"tasks": len(attempts), "per_task": per_task}
+    metrics["uncertainty"] = {"attempt_success_rate": grouped_uncertainty(attempts)}
+    metrics["estimators"] = enumerated_estimators(attempts, (metrics.get("coverage") or {}).get("metrics_k"))
     return metrics
+
+
+def grouped_uncertainty(attempts: list[dict[str, Any]]) -> dict[str, Any]:
+    """uncertainty.attempt_success_rate, test-only reading of comparison.md: the formulas as
+    written, in floats, clusters by task id over every eligible row (duplicates included)."""
+    eligible = [r for r in attempts if r["agent_eligible"] is True]
+    if not eligible:
+        return {"value": None, "tasks": 0, "attempts": 0, "se_simple": None, "se_clustered": None,
+                "ci95": {"lower": None, "upper": None}, "design_effect": None}
+    x = {id(r): 1.0 if r["success"] is True else 0.0 for r in eligible}
+    n = len(eligible)
+    p = sum(x.values()) / n
+    clusters: dict[str, float] = defaultdict(float)
+    for r in eligible:
+        clusters[r["task_id"]] += x[id(r)] - p
+    se_simple = math.sqrt(p * (1 - p) / n)
+    se_clustered = math.sqrt(sum(v * v for v in clusters.values())) / n
+    z = 1.959963984540054
+    return {"value": p, "tasks": len(clusters), "attempts": n, "se_simple": se_simple, "se_clustered": se_clustered,
+            "ci95": {"lower": max(0.0, p - z * se_clustered), "upper": min(1.0, p + z * se_clustered)},
+            "design_effect": (se_clustered / se_simple) ** 2 if se_simple else None}
+
+
+def enumerated_estimators(attempts: list[dict[str, Any]], k: Any) -> dict[str, Any]:
+    """estimators, test-only reading of comparison.md: per task with at least k eligible
+    (de-duplicated) attempts, the share of its k-subsets of eligible attempts with a success
+    (pass@k) and with only successes (pass^k), enumerated; averaged over those tasks."""
+    import itertools
+
+    at_k, pow_k = [], []
+    for by_n in (_grouped(attempts).values() if isinstance(k, int) else ()):
+        outcomes = [r["success"] is True for r in by_n.values() if r["agent_eligible"] is True]
+        if len(outcomes) >= k:
+            subsets = list(itertools.combinations(outcomes, k))
+            at_k.append(sum(any(s) for s in subsets) / len(subsets))
+            pow_k.append(sum(all(s) for s in subsets) / len(subsets))
+    return {"pass_at_k_unbiased": {"value": sum(at_k) / len(at_k) if at_k else None, "tasks": len(at_k), "k": k},
+            "pass_pow_k_unbiased": {"value": sum(pow_k) / len(pow_k) if pow_k else None, "tasks": len(pow_k), "k": k}}
 
 
 def _main_metrics(attempts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -612,3 +652,4 @@ def large_run(n_attempts: int = 10_000, k: int = 3, seed: int = 7) -> tuple[dict
     metrics.update(capability_and_coverage(attempts, k, n_tasks * k, n_tasks * k - len(attempts)))
     metrics["data_quality"] = {"bad_rows": [], "duplicate_rows": [], "missing_attempts": [], "unsafe_artifact_dirs": []}
     return fill_metrics(metrics, attempts), attempts, manifest, "large-run"
+

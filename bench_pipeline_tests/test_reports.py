@@ -78,16 +78,20 @@ def test_headline_numbers_with_intervals(run: tuple, summary: str) -> None:
                              ("pass_pow_k", "pass^k (k=3)", "tasks")):
         m = metrics["capability"][key]
         assert rows[label] == [label, f"**{pct(m['value'])}**", f"[{pct(m['ci95']['lower'])}, {pct(m['ci95']['upper'])}]",
+                               "— (one trial per task)",
                                f"{m['successes']} / {m['eligible_tasks']} / {m['total_tasks']} {unit}",
                                pct(metrics["coverage"][key])]
     a = metrics["capability"]["attempt_success_rate"]
+    g = metrics["uncertainty"]["attempt_success_rate"]["ci95"]
     assert rows["Attempt success"][1:] == [f"**{pct(a['value'])}**", f"[{pct(a['ci95']['lower'])}, {pct(a['ci95']['upper'])}]",
+                                           f"[{pct(g['lower'])}, {pct(g['upper'])}]",
                                            f"{a['successes']} / {a['eligible_attempts']} / {a['total_attempts']} attempts",
                                            pct(a["coverage"])]
     # the literal hand-checked values of the fixture
-    assert "| pass@1 | **66.7%** | [30.0%, 90.3%] | 4 / 6 / 8 tasks | 75.0% |" in summary
-    assert "| pass^k (k=3) | **20.0%** | [3.6%, 62.4%] | 1 / 5 / 8 tasks | 62.5% |" in summary
-    assert "| Attempt success | **60.0%** | [38.7%, 78.1%] | 12 / 20 / 24 attempts | 83.3% |" in summary
+    assert "| pass@1 | **66.7%** | [30.0%, 90.3%] | — (one trial per task) | 4 / 6 / 8 tasks | 75.0% |" in summary
+    assert "| pass^k (k=3) | **20.0%** | [3.6%, 62.4%] | — (one trial per task) | 1 / 5 / 8 tasks | 62.5% |" in summary
+    # 20 eligible attempts of 8 tasks, 12 successes: the interval grouped by task is wider
+    assert "| Attempt success | **60.0%** | [38.7%, 78.1%] | [32.8%, 87.2%] | 12 / 20 / 24 attempts | 83.3% |" in summary
     assert "## Headline capability (k = 3)" in summary
     assert "Oracle best score@k: 0.95 (5 of 5" in summary
 
@@ -353,7 +357,9 @@ def test_distribution_tables_show_every_field_of_their_metrics_section() -> None
 
 def test_empty_inputs_render() -> None:
     md = render_summary_md({}, [], {}, "empty-run")
-    assert "| pass@1 | **n/a** | n/a | n/a / n/a / n/a tasks | n/a |" in md
+    assert "| pass@1 | **n/a** | n/a | — (one trial per task) | n/a / n/a / n/a tasks | n/a |" in md
+    assert "| Attempt success | **n/a** | n/a | n/a | n/a / n/a / n/a attempts | n/a |" in md
+    assert "| pass@k estimate (k=n/a) | n/a | n/a | pass@k n/a |" in md
     assert "metrics.json has no data_quality block" in md
     page = render_report_html({}, [], {}, "empty-run")
     assert "n/a: no eligible denominator" in page
@@ -633,3 +639,23 @@ def test_number_formatters_never_emit_markup_characters(value) -> None:
     """task_table_rows writes these formatters' output unescaped."""
     for fmt in (reports.fmt_int, reports.fmt_pct, reports.fmt_quality, reports.fmt_ms, reports.fmt_round):
         assert not set(fmt(value)) & set("<>&\"'"), (fmt.__name__, value)
+
+
+# ---------------------------------------------------------------------- metrics.json additions
+
+
+def test_the_grouped_interval_and_the_estimates_are_labelled_for_what_they_are(run: tuple, summary: str, page: str) -> None:
+    u = run[0]["uncertainty"]["attempt_success_rate"]
+    headline = section(summary, "Headline capability")
+    assert (f"95% interval [{pct(u['ci95']['lower'])}, {pct(u['ci95']['upper'])}] over 20 eligible attempts of 8 tasks, "
+            "beside the reference's Wilson interval [38.7%, 78.1%]") in headline
+    assert "design effect 1.60" in headline
+    # the estimators apart from the observed fixed-k values, labelled as estimates
+    estimates = headline[headline.index("### Estimates from every combination of attempts"):]
+    assert "Unbiased estimates (metrics.json estimators), not observed values" in estimates
+    assert "| pass@k estimate (k=3) | 80.0% | 5 | pass@k 80.0% |" in estimates
+    assert "| pass^k estimate (k=3) | 20.0% | 5 | pass^k 20.0% |" in estimates
+    card = page[page.index('data-metric="attempt_success_rate"'):]
+    card = card[:card.index('<div class="grid2">')]
+    assert "95% Wilson CI [38.7%, 78.1%]" in card and "95% CI grouped by task [32.8%, 87.2%]" in card
+    assert 'id="estimators"' in page and "unbiased estimates, not observed values" in page

@@ -162,6 +162,10 @@ def _headline(metrics: Mapping[str, Any], k: Any) -> list[dict[str, Any]]:
             eligible, total = m.get("eligible_attempts"), m.get("total_attempts")
             coverage = m.get("coverage")
         shown = label if key in ("pass_at_1", "attempt_success_rate") else f"{label} (k={fmt_text(k)})"
+        grouped = None
+        if key == "attempt_success_rate":  # comparison.md: beside the reference's Wilson interval
+            u = dig(metrics, "uncertainty", "attempt_success_rate") or {}
+            grouped = fmt_ci(dig(u, "ci95", "lower"), dig(u, "ci95", "upper"))
         rows.append({
             "key": key,
             "label": shown,
@@ -175,6 +179,48 @@ def _headline(metrics: Mapping[str, Any], k: Any) -> list[dict[str, Any]]:
             "unit": unit,
             "coverage_text": fmt_pct(coverage),
             "svg": svg_interval_bar(m.get("value"), lower, upper, label=shown),
+            "grouped_ci_text": grouped,
+        })
+    return rows
+
+
+def _uncertainty(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """uncertainty.attempt_success_rate, formatted: the interval with repeats of a task
+    grouped (comparison.md), shown beside the reference's Wilson interval."""
+    u = dig(metrics, "uncertainty", "attempt_success_rate")
+    u = u if isinstance(u, dict) else {}
+    wilson = dig(metrics, "capability", "attempt_success_rate", "ci95") or {}
+
+    def se(value: Any) -> str:
+        return f"{value * 100:.2f} pp" if is_number(value) else NA
+
+    effect = u.get("design_effect")
+    return {
+        "value_text": fmt_pct(u.get("value")),
+        "ci_text": fmt_ci(dig(u, "ci95", "lower"), dig(u, "ci95", "upper")),
+        "wilson_ci_text": fmt_ci(dig(wilson, "lower"), dig(wilson, "upper")),
+        "se_simple": se(u.get("se_simple")),
+        "se_clustered": se(u.get("se_clustered")),
+        "design_effect": f"{effect:.2f}" if is_number(effect) else NA,
+        "tasks": fmt_int(u.get("tasks")),
+        "attempts": fmt_int(u.get("attempts")),
+    }
+
+
+def _estimators(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """metrics.json's estimators, formatted, each beside the observed fixed-k value it is not."""
+    rows = []
+    for key, label, observed in (("pass_at_k_unbiased", "pass@k", "pass_at_k"),
+                                 ("pass_pow_k_unbiased", "pass^k", "pass_pow_k")):
+        e = dig(metrics, "estimators", key)
+        e = e if isinstance(e, dict) else {}
+        rows.append({
+            "key": key,
+            "label": f"{label} estimate (k={fmt_text(e.get('k'))})",
+            "value_text": fmt_pct(e.get("value")),
+            "tasks": fmt_int(e.get("tasks")),
+            "observed_label": label,
+            "observed_text": fmt_pct(dig(metrics, "capability", observed, "value")),
         })
     return rows
 
@@ -191,9 +237,9 @@ def _cautions(k: Any, judge_disabled: bool, missing: Any) -> list[str]:
                      "fixed-k outcomes, not estimates from arbitrary combinations of attempts.")
     else:
         notes.append("k (manifest metrics_k) is unknown, so the fixed-k metrics cannot be interpreted.")
-    notes.append("The attempt-success interval ignores within-task correlation: repeats of the same task "
-                 "are correlated, so the simple Wilson interval is too narrow for release decisions. "
-                 "Compare paired tasks and repeated runs grouped by task.")
+    notes.append("The Wilson interval of attempt success ignores within-task correlation: repeats of the "
+                 "same task are correlated. The interval grouped by task (metrics.json uncertainty) accounts "
+                 "for that; for release decisions, compare paired tasks against a baseline run.")
     notes.append("Do not infer significance from a small percentage change or from overlapping or "
                  "separate confidence intervals.")
     notes.append("Coverage = eligible / observed. Attempts entirely missing from results.jsonl escape these "
@@ -679,6 +725,8 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
         "formula_version": metrics.get("formula_version"),
         "facts": _manifest_facts(manifest, metrics, run_id),
         "headline": _headline(metrics, k),
+        "uncertainty": _uncertainty(metrics),
+        "estimators": _estimators(metrics),
         "oracle": {"value": fmt_quality(oracle.get("value")), "count": fmt_int(oracle.get("count")),
                    "eligible_tasks": fmt_int(oracle.get("eligible_tasks"))},
         "first_success": {"mean": fmt_mean(first.get("mean")), "p50": fmt_mean(first.get("p50")),
