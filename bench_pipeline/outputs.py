@@ -1,4 +1,5 @@
-"""Stage 5, writing a processed run's files: metrics.json, attempts.jsonl, summary.md, report.html.
+"""Stage 5, writing a processed run's files: metrics.json, attempts.jsonl, summary.md, report.html,
+and with a baseline comparison.json and comparison.md.
 
 ``pipeline.run_stages`` calls ``write_run_outputs`` with the per-attempt share of the files
 (attempts.jsonl, report.html's rows) and the reports' counts already made where the
@@ -12,10 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .bulk import fork_map, gc_paused
+from .comparison import Comparison
+from .jsonio import dumps, write_atomic
 from .process import ProcessedRun, workers_for, write_metrics_files
-from .reports import AttemptRows, report_view, write_report_html, write_summary_md
+from .reports import AttemptRows, report_view, write_comparison_md, write_report_html, write_summary_md
 
 OUTPUT_FILES = ("metrics.json", "attempts.jsonl", "summary.md", "report.html")
+#: The files a run compared with a baseline gets besides OUTPUT_FILES.
+COMPARISON_FILES = ("comparison.json", "comparison.md")
 
 #: Evidence only the per-attempt outputs show (report details, attempts.jsonl, Langfuse):
 #: once those are made, ``pipeline.run_stages`` keeps attempts without it (on a large run,
@@ -47,9 +52,12 @@ class ReportParts:
 def write_run_outputs(
     out_dir: Path, processed: ProcessedRun, workers: int = 1,
     rows: AttemptRows | None = None, attempts_written: Path | None = None,
-    parts: ReportParts | None = None,
+    parts: ReportParts | None = None, comparison: Comparison | None = None,
 ) -> dict[str, Path]:
     """Every per-run output file into ``out_dir``; returns {file name: path}.
+
+    With ``comparison`` (the run compared with a baseline), both reports get their
+    "Compared with <baseline>" section and comparison.json and comparison.md are written too.
 
     With ``workers`` > 1 and a run that is not small, report.html (the largest) is written
     by this process while a forked child writes metrics.json and summary.md. From
@@ -62,15 +70,19 @@ def write_run_outputs(
     metrics, raw = processed.metrics, processed.raw
     records = processed.attempts  # attempt rows carry every attempts.jsonl field (and "observations")
     view = report_view(out_dir, metrics, records, raw.manifest, raw.run_id, run_dir=raw.run_dir,
-                       facts=parts.facts if parts else None, per_task_facts=parts.per_task_facts if parts else None)
+                       facts=parts.facts if parts else None, per_task_facts=parts.per_task_facts if parts else None,
+                       comparison=comparison)
     charts = parts.charts if parts else None
 
     def report_html() -> dict[str, Path]:
         return write_report_html(out_dir, view, metrics, records, workers, rows=rows, charts=charts)
 
     def the_rest() -> dict[str, Path]:
-        return {**write_metrics_files(out_dir, metrics, processed.attempts, attempts_written),
-                **write_summary_md(out_dir, view)}
+        files = {**write_metrics_files(out_dir, metrics, processed.attempts, attempts_written),
+                 **write_summary_md(out_dir, view)}
+        if comparison is not None:
+            files.update(write_comparison_files(out_dir, comparison))
+        return files
 
     def run(_start: int, jobs: list[Callable[[], dict[str, Path]]]) -> dict[str, Path]:
         return {name: path for job in jobs for name, path in job().items()}
@@ -78,4 +90,14 @@ def write_run_outputs(
     # report.html beside the rest (a small run's files take less than a fork)
     done = fork_map(run, [report_html, the_rest], workers=min(2, workers_for(len(records), workers)), chunk_size=1)
     written = {name: path for files in done for name, path in files.items()}
-    return {name: written[name] for name in OUTPUT_FILES}
+    return {name: written[name] for name in (*OUTPUT_FILES, *(COMPARISON_FILES if comparison else ()))}
+
+
+def write_comparison_files(out_dir: Path, comparison: Comparison) -> dict[str, Path]:
+    """comparison.json (``jsonio.dumps``, the one JSON writer) and comparison.md (links
+    relative to ``out_dir``) into ``out_dir``; returns {file name: path}."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "comparison.json"
+    write_atomic(path, dumps(comparison.result) + b"\n")
+    return {"comparison.json": path, **write_comparison_md(out_dir, comparison)}

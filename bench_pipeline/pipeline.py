@@ -2,7 +2,8 @@
 tests all run.
 
 read_run (1) -> derive attempts in chunks (2) -> task groups (3) and the aggregates (4), in
-two halves -> the output files (5) -> Langfuse publication (6, ``publish``).
+two halves -> with a baseline, the paired comparison (``comparison``) -> the output files (5)
+-> Langfuse publication (6, ``publish``).
 The Dagster assets run these per partition in ``assets.partition_work``.
 
 ``run_stages`` makes the per-attempt share of the output files (attempts.jsonl lines,
@@ -17,12 +18,13 @@ process, with the same result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .bulk import fork_map, gc_paused
 from .capability import attempt_sections, combine_sections, task_sections
+from .comparison import Side, check_max_drop, comparison_of, side_from_output, side_from_processed
 from .jsonio import encode_records, write_atomic
 from .outputs import BULKY_EVIDENCE, Rendered, ReportParts, write_run_outputs
 from .process import (
@@ -56,6 +58,7 @@ class RunResult:
 
     processed: ProcessedRun
     written: dict[str, Path]  # {file name: path}; empty without an output folder
+    comparison: dict | None = None  # comparison.json's content; None without a baseline
 
 
 @gc_paused()
@@ -66,6 +69,9 @@ def run_stages(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
     keep_evidence: bool = False,
+    baseline_dir: Path | None = None,
+    max_drop: float | None = None,
+    baseline_run_dir: Path | None = None,
 ) -> RunResult:
     """Stages 1-5 on one run folder; raises NotARunFolderError for a folder that is not a run.
 
@@ -73,13 +79,29 @@ def run_stages(
     without, stops after the metrics. Without ``keep_evidence`` the returned attempts lack
     BULKY_EVIDENCE once the files are written (nothing after the files needs it; publication
     does, so its callers pass ``keep_evidence=True``).
+
+    With ``baseline_dir`` (a processed run's output folder: its metrics.json and
+    attempts.jsonl), the run is compared with that baseline after stage 4 (comparison.md of
+    the specification, ``max_drop`` the gate's non-inferiority margin): ``RunResult.comparison``
+    holds comparison.json's content and, with ``out_dir``, both reports get their "Compared
+    with <baseline>" section and comparison.json and comparison.md are written beside them.
+    The baseline is read before any work (ComparisonInputError when it cannot be; ValueError
+    for a margin outside 0..1). ``baseline_run_dir``, the baseline's run folder, only makes
+    the reports' links to its evidence folders; by default it is the folder named by the
+    baseline's run id beside ``run_dir`` when there is one (the layout of a runs root).
     """
     raw = read_run(run_dir)
+    baseline = None
+    if baseline_dir is not None:
+        check_max_drop(max_drop)
+        baseline = side_from_output(baseline_dir)
+        baseline = _with_run_dir(baseline, baseline_run_dir, raw.run_dir)
     if out_dir is None:
         chunks = derive_chunks(raw, _Derived(), progress, workers)
         attempts = [a for derived, _ in chunks for a in derived]
         processed, _ = _run_level(raw, attempts, workers, None, [])
-        return RunResult(processed, {})
+        compared = comparison_of(baseline, side_from_processed(processed), max_drop) if baseline is not None else None
+        return RunResult(processed, {}, compared.result if compared else None)
     chunks = derive_chunks(raw, _Render(duplicate_lines(raw.duplicate_rows), keep_evidence), progress, workers)
     # raw.rows are in file order, so the chunks' rows are in line order: the file's and the
     # report's order.
@@ -89,7 +111,20 @@ def run_stages(
     attempts_path = out_dir / "attempts.jsonl"
     processed, parts = _run_level(raw, attempts, workers, attempts_path, [r.attempt_lines for _, r in chunks])
     rows = join_attempt_rows([r.rows for _, r in chunks])
-    return RunResult(processed, write_run_outputs(out_dir, processed, workers, rows, attempts_path, parts))
+    compared = comparison_of(baseline, side_from_processed(processed), max_drop) if baseline is not None else None
+    written = write_run_outputs(out_dir, processed, workers, rows, attempts_path, parts, compared)
+    return RunResult(processed, written, compared.result if compared else None)
+
+
+def _with_run_dir(side: Side, run_dir: Path | None, candidate_run_dir: Path) -> Side:
+    """The baseline side with its run folder: the one given, else the folder named by its
+    run id beside the candidate's run folder when that is a run folder, else none (the
+    reports then name the baseline's evidence folders without linking them)."""
+    if run_dir is None and side.run_id:
+        sibling = Path(candidate_run_dir).parent / side.run_id
+        if "/" not in side.run_id and side.run_id not in (".", "..") and (sibling / "results.jsonl").is_file():
+            run_dir = sibling
+    return replace(side, run_dir=Path(run_dir)) if run_dir is not None else side
 
 
 def publish(

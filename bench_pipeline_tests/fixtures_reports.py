@@ -653,3 +653,40 @@ def large_run(n_attempts: int = 10_000, k: int = 3, seed: int = 7) -> tuple[dict
     metrics["data_quality"] = {"bad_rows": [], "duplicate_rows": [], "missing_attempts": [], "unsafe_artifact_dirs": []}
     return fill_metrics(metrics, attempts), attempts, manifest, "large-run"
 
+
+# ----------------------------------------------------------------------------------------------
+# a comparison with a baseline (comparison.md), with hostile names
+# ----------------------------------------------------------------------------------------------
+
+XSS_TASK = '<img src=x onerror="window.__xss = 5">|task'
+XSS_RUN = "base-<script>window.__xss = 6</script>"
+
+
+def compared_run(baseline_dir: Any = None, candidate_dir: Any = None):
+    """A Comparison of two small hand-made runs: 12 paired tasks whose attempt 1 all pass in
+    the baseline; in the candidate 8 of them fail it, the one with a hostile id first (a
+    significant regression, McNemar p = 2 / 2^8), and each run has a task the other lacks.
+    Suites differ, so a warning shows. ``*_dir``: the runs' folders, for links."""
+    from pathlib import Path
+
+    from bench_pipeline.comparison import comparison_of, make_side
+
+    def rows(plan: dict[str, list[bool | None]], wall: float) -> list[dict[str, Any]]:
+        out, line = [], 0
+        for task, outcomes in plan.items():
+            for n, ok in enumerate(outcomes, start=1):
+                line += 1
+                out.append({"task_id": task, "attempt": n, "line": line, "success": ok is True,
+                            "agent_eligible": ok is not None, "quality_score": 1.0 if ok else 0.0,
+                            "task_wall_ms": wall + 10 * line, "total_tokens": 1000 + line, "cost_usd": None,
+                            "evidence": {"dir": f"tasks/{task}/attempt-{n}"}})
+        return out
+
+    tasks = [XSS_TASK] + [f"task_{i:02d}" for i in range(11)]
+    base_plan = {t: [True, True] for t in tasks} | {"only_in_baseline": [True, False]}
+    cand_plan = {t: ([False, True] if i < 8 else [True, True]) for i, t in enumerate(tasks)} | {"only_in_candidate": [True, None]}
+    baseline = make_side(rows(base_plan, 2000), run_id=XSS_RUN, suite="android-core", metrics_k=2,
+                         run_dir=Path(baseline_dir) if baseline_dir else None)
+    candidate = make_side(rows(cand_plan, 2600), run_id=RUN_ID, suite="android-core-<b>v2</b>", metrics_k=2,
+                          run_dir=Path(candidate_dir) if candidate_dir else None)
+    return comparison_of(baseline, candidate, max_drop=0.05)

@@ -364,3 +364,79 @@ def test_paired_statistics_by_formula():
     assert stats["baseline_mean"] == approx(0.5) and stats["candidate_mean"] == approx(0.6333333333333333)
     assert stats["mde80"] == approx((1.959963984540054 + 0.8416212335729143) * se)
     assert paired_statistics([], [])["delta"] is None
+
+
+# --- the composition with a baseline (pipeline.run_stages) ---------------------------------------
+
+def test_run_stages_with_a_baseline_writes_the_comparison_and_both_reports_show_it(processed):
+    root, _, plain = processed
+    out = root / "out" / "with-baseline"
+    result = run_stages(root / "runs" / "cand", out, baseline_dir=root / "out" / "base")
+    # the same comparison as comparing the two output folders by hand
+    assert result.comparison == compare(side_from_output(root / "out" / "base"), side_from_processed(plain.processed))
+    assert list(result.written) == ["metrics.json", "attempts.jsonl", "summary.md", "report.html",
+                                    "comparison.json", "comparison.md"]
+    assert json.loads((out / "comparison.json").read_text()) == result.comparison
+    # the run's own files do not change with a baseline (generated_at aside)
+    for name in ("attempts.jsonl",):
+        assert (out / name).read_bytes() == (root / "out" / "cand" / name).read_bytes()
+    assert {**json.loads((out / "metrics.json").read_text()), "generated_at": None} == {
+        **json.loads((root / "out" / "cand" / "metrics.json").read_text()), "generated_at": None}
+    md = (out / "comparison.md").read_text()
+    assert md.startswith("# Compared with `base`: candidate `cand`")
+    assert md.index("**Release gate: pass**") < md.index("## Verdicts") < md.index("## Paired sections")
+    assert "- First attempt (pass@1): **no significant change**" in md
+    assert "- Task wall time: **regression**" in md and "- Total tokens: **improvement**" in md
+    assert ("| First attempt (pass@1) | 4 | 75.0% | 50.0% | -25.0 pp | [-118.8 pp, +68.8 pp] | 134.1 pp | 1.000 | "
+            "no significant change |") in md
+    assert "| Task success (task-weighted) | 4 | 75.0% | 62.5% | -12.5 pp |" in md
+    assert "not the attempt-weighted attempt success rate" in md
+    # regressed and improved tasks link to attempt 1's evidence folder in both runs (the
+    # baseline's run folder found beside the candidate's, named by its run id)
+    assert "| `A` | [`tasks/A`](<../../runs/base/tasks/A/>) | [`tasks/A`](<../../runs/cand/tasks/A/>) |" in md
+    assert "| `D` | [`tasks/D`](<../../runs/base/tasks/D/>) | [`tasks/D`](<../../runs/cand/tasks/D/>) |" in md
+    assert "| `B` | [`tasks/B`](<../../runs/base/tasks/B/>) | [`tasks/B`](<../../runs/cand/tasks/B/>) |" in md
+    assert "- Only in the candidate (1): `E`" in md and "- Only in the baseline (0)." in md
+    summary = (out / "summary.md").read_text()
+    assert "## Compared with `base`" in summary and "### Verdicts" in summary
+    assert summary.index("## Compared with") < summary.index("## What was excluded and why")
+    page = (out / "report.html").read_text()
+    assert 'id="comparison"' in page and "Compared with <code>base</code>" in page
+    assert page.count('<svg class="dci"') == 1 and 'class="zero"' in page
+    # without a baseline: no comparison, no comparison files, no section
+    assert plain.comparison is None and "comparison.json" not in plain.written
+    assert not (root / "out" / "cand" / "comparison.json").exists()
+    assert "Compared with" not in (root / "out" / "cand" / "summary.md").read_text()
+
+
+def test_run_stages_compares_without_an_output_folder_too(processed):
+    root, _, _ = processed
+    with_files = run_stages(root / "runs" / "cand", root / "again", baseline_dir=root / "out" / "base", max_drop=0.1)
+    without = run_stages(root / "runs" / "cand", baseline_dir=root / "out" / "base", max_drop=0.1)
+    assert without.written == {} and without.comparison == with_files.comparison
+    assert without.comparison["gate"] == {"result": "fail", "max_drop": 0.1,
+                                          "reasons": ["first_attempt_below_margin", "task_success_below_margin"]}
+    assert run_stages(root / "runs" / "cand").comparison is None
+
+
+def test_run_stages_links_the_baseline_run_folder_it_is_given(processed):
+    """A baseline whose run folder is not beside the candidate's: linked when given, named
+    without a link when not."""
+    root, _, _ = processed
+    elsewhere = make_run(root / "elsewhere", BASELINE_ROWS, run_id="other-base", manifest=K2)
+    run_stages(elsewhere, root / "out" / "other-base")
+    unlinked = run_stages(root / "runs" / "cand", root / "u", baseline_dir=root / "out" / "other-base")
+    md = (root / "u" / "comparison.md").read_text()
+    assert "| `A` | `tasks/A` | [`tasks/A`](<../runs/cand/tasks/A/>) |" in md and unlinked.comparison["regressions"] == ["A", "D"]
+    run_stages(root / "runs" / "cand", root / "l", baseline_dir=root / "out" / "other-base", baseline_run_dir=elsewhere)
+    md = (root / "l" / "comparison.md").read_text()
+    assert "| `A` | [`tasks/A`](<../elsewhere/other-base/tasks/A/>) | [`tasks/A`](<../runs/cand/tasks/A/>) |" in md
+
+
+def test_run_stages_reads_the_baseline_before_any_work(processed):
+    root, _, _ = processed
+    with pytest.raises(ComparisonInputError, match="metrics.json: cannot be read"):
+        run_stages(root / "runs" / "cand", root / "never", baseline_dir=root / "nowhere")
+    with pytest.raises(ValueError, match="max_drop"):
+        run_stages(root / "runs" / "cand", root / "never", baseline_dir=root / "out" / "base", max_drop=2)
+    assert not (root / "never").exists()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bench_pipeline.reports import write_reports
-from bench_pipeline_tests.fixtures_reports import XSS_FINAL_RESPONSE, large_run, main_run
+from bench_pipeline_tests.fixtures_reports import XSS_FINAL_RESPONSE, XSS_RUN, XSS_TASK, compared_run, large_run, main_run
 
 pytestmark = pytest.mark.slow
 
@@ -213,6 +213,47 @@ def test_screenshot(report: Watched) -> None:
     page.locator("#attempts").screenshot(path=str(ARTIFACTS / "report-attempts.png"))
     assert (ARTIFACTS / "report.png").stat().st_size > 10_000
     assert_clean(report)
+
+
+def test_comparison_section_renders_escaped(browser: Any, tmp_path: Path) -> None:
+    """The candidate's "Compared with <baseline>" section: gate, verdicts, the paired table,
+    the interval chart with its zero line, regressed tasks linked to both runs' evidence;
+    the hostile run id and task id are shown as text and run nothing."""
+    comparison = compared_run(tmp_path / "runs" / "base", tmp_path / "runs" / "cand")
+    paths = write_reports(tmp_path / "out", *main_run(), comparison=comparison)
+    w = open_report(browser, paths["report.html"])
+    page = w.page
+    section = page.locator("#comparison")
+    assert section.is_visible()
+    assert section.locator("h2 code").inner_text() == XSS_RUN
+    assert "Release gate: FAIL" in section.locator("p.gate").inner_text()
+    assert section.locator("ul.verdicts li").count() == 8
+    assert section.locator("ul.verdicts li.v-bad").count() == 5  # first attempt, pass^k, task success, quality, wall time
+    rows = section.locator("#comparison-table tbody tr")
+    assert rows.count() == 8
+    assert rows.nth(0).locator("td").nth(6).inner_text() == "0.008"
+    chart = section.locator("svg.dci")
+    box = chart.bounding_box()
+    assert box is not None and box["width"] > 300 and box["height"] > 100
+    assert chart.locator("line.zero").count() == 1 and chart.locator("g.row").count() == 8
+    assert chart.locator("g.row.bad rect.ci").count() == 5  # the cost row has no interval
+    zero = chart.locator("line.zero").bounding_box()
+    first_ci = chart.locator("g.row").nth(0).locator("rect.ci").bounding_box()
+    assert first_ci["x"] + first_ci["width"] < zero["x"]  # the first attempt's interval lies below zero
+    regressed = section.locator("#comparison-regressions tbody tr")
+    assert regressed.count() == 8
+    assert regressed.nth(0).locator("td code").first.inner_text() == XSS_TASK
+    hrefs = regressed.nth(0).locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert hrefs == ["../runs/base/tasks/%3Cimg%20src%3Dx%20onerror%3D%22window.__xss%20%3D%205%22%3E%7Ctask/attempt-1/",
+                     "../runs/cand/tasks/%3Cimg%20src%3Dx%20onerror%3D%22window.__xss%20%3D%205%22%3E%7Ctask/attempt-1/"]
+    assert "only_in_candidate" in section.locator("#comparison-unpaired").inner_text()
+    assert page.locator("#headline .card.metric .ci.grouped").inner_text() == "95% CI grouped by task [32.8%, 87.2%]"
+    assert page.locator("#estimators tbody tr").count() == 2
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    section.screenshot(path=str(ARTIFACTS / "report-comparison.png"))
+    page.wait_for_timeout(200)
+    assert_clean(w)
+    w.page.close()
 
 
 FRAME_TIMED = """(action) => new Promise((resolve) => {

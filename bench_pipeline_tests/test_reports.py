@@ -641,7 +641,7 @@ def test_number_formatters_never_emit_markup_characters(value) -> None:
         assert not set(fmt(value)) & set("<>&\"'"), (fmt.__name__, value)
 
 
-# ---------------------------------------------------------------------- metrics.json additions
+# ----------------------------------------------------------- metrics.json additions, comparison
 
 
 def test_the_grouped_interval_and_the_estimates_are_labelled_for_what_they_are(run: tuple, summary: str, page: str) -> None:
@@ -659,3 +659,47 @@ def test_the_grouped_interval_and_the_estimates_are_labelled_for_what_they_are(r
     card = card[:card.index('<div class="grid2">')]
     assert "95% Wilson CI [38.7%, 78.1%]" in card and "95% CI grouped by task [32.8%, 87.2%]" in card
     assert 'id="estimators"' in page and "unbiased estimates, not observed values" in page
+
+
+def test_summary_compared_with_the_baseline(run: tuple) -> None:
+    from bench_pipeline_tests.fixtures_reports import compared_run
+
+    md = render_summary_md(*run, comparison=compared_run())
+    part = section(md, "Compared with")
+    assert part.startswith("## Compared with `base-<script>window.__xss = 6</script>`")
+    # verdicts first: the gate and the verdict list come before the table
+    assert part.index("**Release gate: FAIL**") < part.index("### Verdicts") < part.index("### Paired sections")
+    assert ("the first attempt is a regression; the first attempt's interval reaches below -5.0 pp, the allowed drop; "
+            "task success is a regression") in part
+    assert "- First attempt (pass@1): **regression**" in part and "- pass@k (k=2): **no significant change**" in part
+    rows = {r[0]: r for r in table_rows(part)}
+    # 12 paired: attempt 1 passes in every baseline task, fails in 8 candidate tasks;
+    # McNemar p = 2 / 2^8 = 0.0078
+    assert rows["First attempt (pass@1)"][1:] == ["12", "100.0%", "33.3%", "-66.7 pp", "[-94.5 pp, -38.8 pp]",
+                                                  "39.8 pp", "0.008", "regression"]
+    assert rows["Task wall time"][-1] == "regression" and rows["Task wall time"][4] == "+600 ms"
+    assert rows["Cost (USD)"][1:] == ["0", "n/a", "n/a", "n/a", "n/a", "n/a", "—", "n/a"]
+    assert "task-weighted" in part and "not the attempt-weighted attempt success rate" in part
+    assert "p = 0.008, below 0.05: the candidate is worse (a regression)" in part
+    # run text stays inert: code spans for ids, escaped text in the warning
+    assert "| `<img src=x onerror=\"window.__xss = 5\">\\|task` | `tasks/<img src=x onerror=\"window.__xss = 5\">\\|task/attempt-1` |" in part
+    assert "android-core-\\<b\\>v2\\</b\\>" in part
+    assert "<script>" not in without_code_spans(part) and "<img" not in without_code_spans(part)
+    assert "- Only in the baseline (1): `only_in_baseline`" in part
+
+
+def test_report_html_compared_with_the_baseline_is_escaped(run: tuple, tmp_path: Path) -> None:
+    from bench_pipeline_tests.fixtures_reports import compared_run
+
+    paths = write_reports(tmp_path / "out", *run, comparison=compared_run(tmp_path / "runs" / "b", tmp_path / "runs" / "c"))
+    page = paths["report.html"].read_text()
+    part = page[page.index('<section id="comparison">'):page.index('<section id="excluded">')]
+    assert "Compared with <code>base-&lt;script&gt;window.__xss = 6&lt;/script&gt;</code>" in part
+    assert "<script" not in part and "<img" not in part and "onerror=\"" not in part
+    assert 'href="#comparison">Compared <span class="badge warn">gate fails</span>' in page
+    assert part.count('<li class="v-') == 8 and part.count('data-section="first_attempt"') == 2
+    assert '<svg class="dci"' in part and part.count('<g class="row ') == 8 and 'class="zero"' in part
+    # links to attempt 1's evidence in both runs, percent-encoded, relative to the report
+    assert 'href="../runs/b/tasks/%3Cimg%20src%3Dx%20onerror%3D%22window.__xss%20%3D%205%22%3E%7Ctask/attempt-1/"' in part
+    assert 'href="../runs/c/tasks/task_00/attempt-1/"' in part
+    assert html.unescape(re.sub(r"<[^>]+>", "", part)).count('<img src=x onerror="window.__xss = 5">|task') >= 2

@@ -15,17 +15,19 @@ The modules, in the order they build on one another:
 - ``charts``: the inline SVG charts and report.html's histograms;
 - ``view``: the view model both reports render (``build_view``, ``attempt_facts``,
   ``task_facts``, ``FailedTask``);
+- ``compared``: the view of a comparison with a baseline (``comparison_view``): the
+  reports' "Compared with <baseline>" section and comparison.md;
 - ``rows``: the table rows rendered in plain loops (the attempt table with its details,
   the task table, the failed-task tables);
 - ``templates``: the jinja2 environments over bench_pipeline/templates and their on-disk cache;
-- ``write``: both pages rendered and written.
+- ``write``: both pages (and comparison.md) rendered and written.
 
 This package re-exports what the rest of the product uses (``_env`` for the Dagster worker
 preload); a test that replaces a module-level value (``monkeypatch``) must do so in the
 module that reads it, never here.
 """
 
-from .charts import histogram_bins, histograms, svg_hbar_chart, svg_histogram, svg_interval_bar
+from .charts import histogram_bins, histograms, svg_delta_intervals, svg_hbar_chart, svg_histogram, svg_interval_bar
 from .format import (
     fmt_bool,
     fmt_ci,
@@ -43,10 +45,13 @@ from .format import (
 from .rows import FACT_LABELS, AttemptRows, duplicate_lines, failed_task_html_rows, join_attempt_rows, render_attempt_rows
 from .templates import TemplateCache, _env
 from .view import LIST_CAP, STRIP_CAP, FailedTask, attempt_facts, build_view, task_facts, view_k
+from .compared import comparison_view
 from .write import (
+    render_comparison_md,
     render_report_html,
     render_summary_md,
     report_view,
+    write_comparison_md,
     write_report_html,
     write_reports,
     write_summary_md,
@@ -54,9 +59,10 @@ from .write import (
 
 __all__ = [
     "FACT_LABELS", "LIST_CAP", "STRIP_CAP", "AttemptRows", "FailedTask", "TemplateCache",
-    "attempt_facts", "build_view", "duplicate_lines", "failed_task_html_rows", "fmt_bool", "fmt_ci",
+    "attempt_facts", "build_view", "comparison_view", "duplicate_lines", "failed_task_html_rows", "fmt_bool", "fmt_ci",
     "fmt_compact", "fmt_int", "fmt_ms", "fmt_pct", "fmt_quality", "fmt_round", "fmt_usd", "histogram_bins",
-    "histograms", "join_attempt_rows", "md_code", "md_text", "render_attempt_rows", "render_report_html",
-    "render_summary_md", "report_view", "script_json", "svg_hbar_chart", "svg_histogram", "svg_interval_bar",
-    "task_facts", "view_k", "write_report_html", "write_reports", "write_summary_md",
+    "histograms", "join_attempt_rows", "md_code", "md_text", "render_attempt_rows", "render_comparison_md",
+    "render_report_html",
+    "render_summary_md", "report_view", "script_json", "svg_delta_intervals", "svg_hbar_chart", "svg_histogram", "svg_interval_bar",
+    "task_facts", "view_k", "write_comparison_md", "write_report_html", "write_reports", "write_summary_md",
 ]

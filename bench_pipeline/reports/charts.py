@@ -238,3 +238,56 @@ def histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
                        f"p90 {fmt(stats.get('p90'))} · p95 {fmt(stats.get('p95'))}",
         })
     return charts
+
+
+def svg_delta_intervals(rows: Sequence[Mapping[str, Any]], *, width: int = 760, label_width: int = 200) -> Markup:
+    """The comparison's changes as intervals around a common zero line: per row the 95%
+    interval of the change (a bar) and the change itself (a dot).
+
+    Rows are ``{"label", "delta", "lower", "upper", "scale", "fmt", "css", "verdict_text"}``;
+    rows of one ``scale`` share an axis symmetric about zero (the rates, in percentage
+    points), every other scale has its own, written at the row's right end as its half
+    width. ``fmt`` formats a signed number of the row's unit.
+    """
+    row_h, top, right_w = 30, 26, 96
+    left, right = label_width + 10, width - right_w
+    mid = (left + right) / 2
+    half = (right - left) / 2
+    spans: dict[Any, float] = {}
+    for r in rows:
+        for v in (r.get("delta"), r.get("lower"), r.get("upper")):
+            if is_number(v):
+                spans[r.get("scale")] = max(spans.get(r.get("scale"), 0.0), abs(float(v)))
+    height = top + row_h * max(len(rows), 1) + 8
+    parts = [f'<svg class="dci" viewBox="0 0 {width} {height}" width="100%" '
+             f'preserveAspectRatio="xMinYMin meet" role="img" aria-label="Changes from the baseline with 95% intervals">',
+             f'<text class="axis" x="{_x(left)}" y="14" text-anchor="start">worse for rates, better for resources</text>'
+             f'<text class="axis" x="{_x(right)}" y="14" text-anchor="end">better for rates, worse for resources</text>',
+             f'<line class="zero" x1="{_x(mid)}" y1="{top - 6}" x2="{_x(mid)}" y2="{height - 4}"/>',
+             f'<text class="axis" x="{_x(mid)}" y="{top - 8}" text-anchor="middle">0</text>']
+    for i, r in enumerate(rows):
+        y = top + i * row_h + row_h / 2
+        fmt = r.get("fmt") or str
+        span = nice_step(spans.get(r.get("scale"), 0.0) * 1.05) if spans.get(r.get("scale")) else 1.0
+        pos = lambda v: mid + half * max(-1.0, min(1.0, float(v) / span))  # noqa: E731
+        delta, lower, upper = r.get("delta"), r.get("lower"), r.get("upper")
+        title = (f"{r.get('label')}: change {fmt(delta)}, 95% interval "
+                 f"{'[' + fmt(lower) + ', ' + fmt(upper) + ']' if is_number(lower) and is_number(upper) else 'n/a'}"
+                 f", {r.get('verdict_text')}")
+        css = escape(str(r.get("css") or "na"))
+        parts.append(f'<g class="row {css}"><title>{escape(title)}</title>'
+                     f'<text class="lbl" x="{label_width}" y="{_x(y + 4)}" text-anchor="end">{escape(str(r.get("label")))}</text>'
+                     f'<line class="track" x1="{_x(left)}" y1="{_x(y)}" x2="{_x(right)}" y2="{_x(y)}"/>')
+        if is_number(lower) and is_number(upper):
+            x1, x2 = pos(lower), pos(upper)
+            parts.append(f'<rect class="ci" x="{_x(x1)}" y="{_x(y - 5)}" width="{_x(max(x2 - x1, 1.5))}" height="10" rx="3"/>')
+        if is_number(delta):
+            parts.append(f'<circle class="pt" cx="{_x(pos(delta))}" cy="{_x(y)}" r="5"/>')
+            if not (is_number(lower) and is_number(upper)):
+                parts.append(f'<text class="axis na" x="{_x(right)}" y="{_x(y - 8)}" text-anchor="end">no interval</text>')
+        else:
+            parts.append(f'<text class="axis na" x="{_x(mid + 8)}" y="{_x(y + 4)}" text-anchor="start">n/a</text>')
+        scale_text = f"±{fmt(span).lstrip('+')}" if is_number(delta) else ""
+        parts.append(f'<text class="axis" x="{_x(right + 6)}" y="{_x(y + 4)}" text-anchor="start">{escape(scale_text)}</text></g>')
+    parts.append("</svg>")
+    return Markup("".join(parts))

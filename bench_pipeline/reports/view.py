@@ -636,11 +636,13 @@ class FailedTask:
 
 def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any],
                run_id: str, evidence_base: str | None = None, facts: Mapping[str, Any] | None = None,
-               per_task_facts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               per_task_facts: Mapping[str, Any] | None = None,
+               comparison: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Everything both reports show, pre-formatted (strings from the run left raw for escaping).
 
     ``facts`` (attempt_facts) and ``per_task_facts`` (task_facts), when given, were computed
     already (for instance in parallel with the metrics); else they are computed here.
+    ``comparison``: the comparison with a baseline (``compared.comparison_view``), or None.
     """
     metrics = metrics if isinstance(metrics, dict) else {}
     manifest = manifest if isinstance(manifest, dict) else {}
@@ -727,6 +729,7 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
         "headline": _headline(metrics, k),
         "uncertainty": _uncertainty(metrics),
         "estimators": _estimators(metrics),
+        "comparison": comparison,
         "oracle": {"value": fmt_quality(oracle.get("value")), "count": fmt_int(oracle.get("count")),
                    "eligible_tasks": fmt_int(oracle.get("eligible_tasks"))},
         "first_success": {"mean": fmt_mean(first.get("mean")), "p50": fmt_mean(first.get("p50")),

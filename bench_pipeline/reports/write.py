@@ -17,8 +17,10 @@ from typing import Any
 from markupsafe import Markup
 
 from ..bulk import gc_paused
+from ..comparison import Comparison
 from ..jsonio import write_atomic
 from .charts import histograms, svg_hbar_chart, svg_stacked_bar
+from .compared import comparison_view
 from .format import num, script_json, status_kind
 from .rows import FACT_LABELS, AttemptRows, _attempt_rows, failed_task_html_rows, failed_task_md_rows, task_table_rows
 from .templates import _asset, _env
@@ -35,9 +37,11 @@ def _csp(script: str) -> str:
 
 
 def render_summary_md(metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
-                      evidence_base: str | None = None) -> str:
-    """summary.md: where a reviewer starts (see outputs.md "summary.md and report.html")."""
-    return _summary_md(build_view(metrics, attempts, manifest, run_id, evidence_base))
+                      evidence_base: str | None = None, comparison: Comparison | None = None) -> str:
+    """summary.md: where a reviewer starts (see outputs.md "summary.md and report.html");
+    with ``comparison``, its "Compared with <baseline>" section (evidence not linked)."""
+    return _summary_md(build_view(metrics, attempts, manifest, run_id, evidence_base,
+                                  comparison=comparison_view(comparison)))
 
 
 def _summary_md(view: Mapping[str, Any]) -> str:
@@ -45,12 +49,14 @@ def _summary_md(view: Mapping[str, Any]) -> str:
 
 
 def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
-                       evidence_base: str | None = None, workers: int = 1) -> str:
+                       evidence_base: str | None = None, workers: int = 1,
+                       comparison: Comparison | None = None) -> str:
     """report.html: one self-contained, escaped, interactive page.
 
-    ``workers`` > 1 builds the attempt rows of large runs in that many forked processes.
+    ``workers`` > 1 builds the attempt rows of large runs in that many forked processes;
+    ``comparison`` as for render_summary_md.
     """
-    view = build_view(metrics, attempts, manifest, run_id, evidence_base)
+    view = build_view(metrics, attempts, manifest, run_id, evidence_base, comparison=comparison_view(comparison))
     return _report_html(view, metrics, attempts, workers)
 
 
@@ -107,14 +113,30 @@ def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[di
 
 def report_view(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
                 run_dir: Path | None = None, facts: Mapping[str, Any] | None = None,
-                per_task_facts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                per_task_facts: Mapping[str, Any] | None = None,
+                comparison: Comparison | None = None) -> dict[str, Any]:
     """The view both reports render; with ``run_dir``, evidence links are relative to out_dir.
-    ``facts`` and ``per_task_facts`` as for build_view."""
+    ``facts`` and ``per_task_facts`` as for build_view; ``comparison``: the run compared
+    with its baseline, shown as "Compared with <baseline>" (None: no such section)."""
     base = None
     if run_dir is not None:
         base = Path(os.path.relpath(Path(run_dir).resolve(), Path(out_dir).resolve())).as_posix()
         base = "" if base == "." else base
-    return build_view(metrics, attempts, manifest, run_id, base, facts, per_task_facts)
+    return build_view(metrics, attempts, manifest, run_id, base, facts, per_task_facts,
+                      comparison_view(comparison, out_dir))
+
+
+def render_comparison_md(comparison: Comparison, out_dir: Path | None = None) -> str:
+    """comparison.md: the comparison for a reviewer, verdicts first (evidence links relative
+    to ``out_dir``, where the file goes)."""
+    return _env(False).get_template("comparison.md.j2").render(c=comparison_view(comparison, out_dir))
+
+
+def write_comparison_md(out_dir: Path, comparison: Comparison) -> dict[str, Path]:
+    """comparison.md into out_dir; returns {"comparison.md": path}."""
+    path = Path(out_dir) / "comparison.md"
+    write_atomic(path, render_comparison_md(comparison, out_dir).encode())
+    return {"comparison.md": path}
 
 
 def write_summary_md(out_dir: Path, view: Mapping[str, Any]) -> dict[str, Path]:
@@ -140,13 +162,15 @@ def write_report_html(out_dir: Path, view: Mapping[str, Any], metrics: dict, att
 
 @gc_paused()
 def write_reports(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
-                  run_dir: Path | None = None, workers: int = 1) -> dict[str, Path]:
+                  run_dir: Path | None = None, workers: int = 1,
+                  comparison: Comparison | None = None) -> dict[str, Path]:
     """Write summary.md and report.html into out_dir; returns {"summary.md": path, "report.html": path}.
 
     With ``run_dir`` (the run folder), evidence folders become links relative to out_dir;
-    ``workers`` as for render_report_html.
+    ``workers`` as for render_report_html; ``comparison``: the run compared with a baseline.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    view = report_view(out_dir, metrics, attempts, manifest, run_id, run_dir)  # shared by both reports
+    view = report_view(out_dir, metrics, attempts, manifest, run_id, run_dir,
+                       comparison=comparison)  # shared by both reports
     return {**write_summary_md(out_dir, view), **write_report_html(out_dir, view, metrics, attempts, workers)}
