@@ -1,4 +1,4 @@
-"""The `bench-pipeline` command line: process one run folder, or generate sample runs."""
+"""The `bench-pipeline` command line: process one run folder, compare two, or generate sample runs."""
 
 from __future__ import annotations
 
@@ -75,6 +75,64 @@ def _process(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Process BASELINE_RUN_DIR and CANDIDATE_RUN_DIR and compare them (comparison.md of the
+    specification): exit 0 when the release gate passes, 1 when it fails, 2 for bad input."""
+    from .bulk import gc_paused
+
+    with gc_paused():  # one pause for the whole command: see bulk.py
+        return _compare(args)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .bulk import default_workers
+    from .comparison import Comparison, ComparisonInputError, check_max_drop, side_from_output, side_from_processed
+    from .outputs import write_comparison_files
+    from .pipeline import run_stages
+
+    started = time.monotonic()
+    out = Path(args.output_dir)
+    baseline_run, candidate_run = Path(args.baseline_run_dir), Path(args.candidate_run_dir)
+    try:
+        max_drop = check_max_drop(args.max_drop)
+    except ValueError as exc:
+        _say(f"error: --max-drop: {exc}")
+        return 2
+    workers = args.workers or default_workers()
+    try:
+        for run_dir in (baseline_run, candidate_run):  # both checked before either is processed
+            if not (run_dir / "results.jsonl").is_file():
+                raise NotARunFolderError(f"{run_dir}: no results.jsonl, so not a benchmark run folder")
+        baseline = run_stages(baseline_run, out / "baseline", workers=workers, progress=_Progress("baseline attempts derived"))
+        candidate = run_stages(candidate_run, out / "candidate", workers=workers,
+                               progress=_Progress("candidate attempts derived"), baseline_dir=out / "baseline",
+                               max_drop=max_drop, baseline_run_dir=baseline_run)
+        # OUT's copies: the same comparison.json, comparison.md with its links made from OUT
+        comparison = Comparison(candidate.comparison, side_from_output(out / "baseline", baseline_run),
+                                side_from_processed(candidate.processed))
+        written = write_comparison_files(out, comparison)
+    except (NotARunFolderError, ComparisonInputError) as exc:
+        _say(f"error: {exc}")
+        return 2
+    except OSError as exc:
+        _say(f"error: {exc.filename or ''}: {exc.strerror or exc}".replace("error: : ", "error: "))
+        return 2
+    result = candidate.comparison
+    gate = result["gate"]
+    _say(
+        f"gate {gate['result']}: {candidate.processed.raw.run_id} against {baseline.processed.raw.run_id}, "
+        f"{result['tasks']['paired']} paired task(s)"
+        + (f"; {', '.join(gate['reasons'])}" if gate["reasons"] else "")
+        + (f"; warnings: {', '.join(result['warnings'])}" if result["warnings"] else "")
+        + f" ({time.monotonic() - started:.2f}s)"
+    )
+    for prefix, files in (("baseline/", baseline.written), ("candidate/", candidate.written), ("", written)):
+        for name, path in files.items():
+            print(f"{prefix}{name}: {path}")
+    _LEFT_FOR_EXIT.extend([baseline, candidate])  # freed by the process's end, not object by object
+    return 0 if gate["result"] == "pass" else 1
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     """Write synthetic run folders under OUT_ROOT."""
     from .generate import generate_runs
@@ -120,6 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--publish", action="store_true", help="also publish the run to Langfuse (LANGFUSE_* environment)")
     p.add_argument("--workers", type=int, default=0, help="processes deriving attempts and report rows of large runs (default: one per core)")
     p.set_defaults(func=cmd_process)
+
+    c = sub.add_parser("compare", help="process two run folders and compare them by task: a release gate (exit 0 pass, 1 fail, 2 bad input)")
+    c.add_argument("baseline_run_dir", help="the baseline run folder")
+    c.add_argument("candidate_run_dir", help="the candidate run folder")
+    c.add_argument("--output-dir", required=True,
+                   help="OUT: baseline/ and candidate/ (each run's files), comparison.json and comparison.md")
+    c.add_argument("--max-drop", type=float, default=None,
+                   help="non-inferiority margin: the gate also fails when the 95%% interval of the change in first "
+                        "attempt or task success reaches below -X (a rate: 0.05 is 5 percentage points)")
+    c.add_argument("--workers", type=int, default=0, help="processes for large runs (default: one per core)")
+    c.set_defaults(func=cmd_compare)
 
     g = sub.add_parser("generate", help="write realistic synthetic run folders")
     g.add_argument("out_root")

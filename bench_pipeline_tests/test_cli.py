@@ -1,0 +1,122 @@
+"""`bench-pipeline compare`: both runs processed, the comparison written, and the exit code a
+CI job reads (0 gate passes, 1 gate fails, 2 bad input with a one-line reason)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bench_pipeline import cli
+
+from .run_builder import make_run, row
+
+TASKS = [f"t{i}" for i in range(10)]
+
+
+def _runs(tmp_path, candidate_status="passed", lost=0):
+    """A baseline whose ten tasks pass attempt 1, and a candidate where ``lost`` of them
+    fail it (the rest as ``candidate_status``)."""
+    manifest = {"status": "completed", "metrics_k": 1}
+    base = make_run(tmp_path / "runs", [row(t) for t in TASKS], run_id="base", manifest=manifest)
+    rows = [row(t, 1, "failed" if i < lost else candidate_status) for i, t in enumerate(TASKS)]
+    cand = make_run(tmp_path / "runs", rows, run_id="cand", manifest=manifest)
+    return base, cand
+
+
+def _command(*args):
+    return subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "compare", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_exit_0_when_the_gate_passes_and_every_file_is_written(tmp_path):
+    base, cand = _runs(tmp_path, lost=1)
+    out = tmp_path / "out"
+    done = _command(base, cand, "--output-dir", out)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("gate pass: cand against base, 10 paired task(s)")
+    assert len(done.stderr.strip().splitlines()) == 1
+    for run in ("baseline", "candidate"):
+        assert {"metrics.json", "attempts.jsonl", "summary.md", "report.html"} <= {p.name for p in (out / run).iterdir()}
+    assert (out / "comparison.json").read_bytes() == (out / "candidate" / "comparison.json").read_bytes()
+    result = json.loads((out / "comparison.json").read_text())
+    assert result["baseline"]["run_id"] == "base" and result["first_attempt"]["baseline_only"] == 1
+    assert result["regressions"] == ["t0"] and result["gate"] == {"result": "pass", "max_drop": None, "reasons": []}
+    # comparison.md: the candidate's, with its links made from OUT
+    top, inner = (out / "comparison.md").read_text(), (out / "candidate" / "comparison.md").read_text()
+    assert "| `t0` | [`tasks/t0`](<../runs/base/tasks/t0/>) | [`tasks/t0`](<../runs/cand/tasks/t0/>) |" in top
+    assert top.replace("](<../runs/", "](<../../runs/") == inner
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("baseline/metrics.json: ") and lines[-1] == f"comparison.md: {out / 'comparison.md'}"
+
+
+def test_exit_1_when_the_gate_fails(tmp_path):
+    base, cand = _runs(tmp_path, lost=10)
+    done = _command(base, cand, "--output-dir", tmp_path / "out")
+    assert done.returncode == 1, done.stderr
+    assert "gate fail" in done.stderr and "first_attempt_regression, task_success_regression" in done.stderr
+
+
+def test_exit_1_when_a_margin_is_not_met(tmp_path):
+    """One task lost in twenty: not significant, but the interval's lower bound (about
+    -0.15) is below -0.1."""
+    manifest = {"status": "completed", "metrics_k": 1}
+    tasks = [f"t{i:02d}" for i in range(20)]
+    base = make_run(tmp_path / "runs", [row(t) for t in tasks], run_id="base", manifest=manifest)
+    cand = make_run(tmp_path / "runs", [row(t, 1, "failed" if t == "t00" else "passed") for t in tasks],
+                    run_id="cand", manifest=manifest)
+    assert cli.main(["compare", str(base), str(cand), "--output-dir", str(tmp_path / "a"), "--max-drop", "0.2"]) == 0
+    assert cli.main(["compare", str(base), str(cand), "--output-dir", str(tmp_path / "b"), "--max-drop", "0.1"]) == 1
+    gate = json.loads((tmp_path / "b" / "comparison.json").read_text())["gate"]
+    assert gate == {"result": "fail", "max_drop": 0.1, "reasons": ["first_attempt_below_margin", "task_success_below_margin"]}
+
+
+def test_exit_2_for_a_folder_that_is_not_a_run(tmp_path):
+    base, _ = _runs(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = _command(base, empty, "--output-dir", tmp_path / "out")
+    assert done.returncode == 2
+    assert done.stderr == f"error: {empty}: no results.jsonl, so not a benchmark run folder\n"
+    assert not (tmp_path / "out").exists()  # both folders are checked before either is processed
+    done = _command(tmp_path / "missing", base, "--output-dir", tmp_path / "out")
+    assert done.returncode == 2 and "missing: no results.jsonl" in done.stderr
+
+
+def test_exit_2_for_an_unreadable_file(tmp_path, monkeypatch, capsys):
+    base, cand = _runs(tmp_path)
+    real_open = open
+
+    def refusing_open(path, *args, **kwargs):  # results.jsonl of the candidate cannot be read
+        if str(path).endswith("cand/results.jsonl"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refusing_open)
+    assert cli.main(["compare", str(base), str(cand), "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {cand / 'results.jsonl'}: cannot be read (Permission denied)\n"
+
+
+def test_exit_2_for_an_unreadable_baseline_output(tmp_path, monkeypatch, capsys):
+    """The baseline's processed attempts.jsonl cannot be read back: bad input, not a gate result."""
+    base, cand = _runs(tmp_path)
+    from bench_pipeline import comparison
+
+    def refusing(out_dir, run_dir=None):
+        raise comparison.ComparisonInputError(f"{out_dir / 'attempts.jsonl'}: cannot be read (Permission denied)")
+
+    monkeypatch.setattr("bench_pipeline.pipeline.side_from_output", refusing)
+    assert cli.main(["compare", str(base), str(cand), "--output-dir", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.endswith("baseline/attempts.jsonl: cannot be read (Permission denied)\n")
+
+
+@pytest.mark.parametrize("margin", ["-0.1", "1.5", "nan"])
+def test_exit_2_for_a_margin_outside_zero_to_one(tmp_path, capsys, margin):
+    base, cand = _runs(tmp_path)
+    assert cli.main(["compare", str(base), str(cand), "--output-dir", str(tmp_path / "out"), "--max-drop", margin]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --max-drop: max_drop must be a number from 0 to 1") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
