@@ -1,11 +1,20 @@
-"""Cross-run views: one catalog row per run and per-suite trends (pure functions)."""
+"""Cross-run views: one catalog row per run and per-suite trends.
+
+The catalog is pure; the trends read each run's output folder for the paired comparison
+with its predecessor (``comparison.side_from_output``).
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from .attempt_metrics import COUNT_LIMIT
+from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, ComparisonInputError, Side, compare, side_from_output
 from .process import data_quality_findings
+from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
 CATALOG_COLUMNS = [
     "run_id", "suite", "model", "started_at", "formula_version", "metrics_k",
@@ -64,23 +73,83 @@ def catalog_frame(rows: list[dict]) -> pd.DataFrame:
     return frame.sort_values(["suite", "started_at", "run_id"], na_position="last").reset_index(drop=True)
 
 
-def suite_trends(catalog: pd.DataFrame) -> pd.DataFrame:
-    """Per suite, runs in start order with the change in pass_at_1 from the previous run.
+#: The paired sections whose verdict a trend row shows, in comparison.json's order
+#: (``resources.<field>`` by the field's name).
+TREND_SECTIONS = (*BINARY_SECTIONS, *MEAN_SECTIONS, *COMPARISON_RESOURCE_FIELDS)
+TREND_COLUMNS = ["suite", "run_id", "started_at", "model", "formula_version", "pass_at_1",
+                 "pass_at_1_lower", "pass_at_1_upper", "pass_at_1_change", "compared_with", "paired_tasks",
+                 *(f"{s}_verdict" for s in TREND_SECTIONS), "gate", "comparison_note", "coverage_pass_at_1"]
 
-    A change smaller than the intervals' width is not evidence of improvement (reference 2):
-    ``intervals_overlap`` says whether the two runs' pass_at_1 intervals overlap.
+
+def _run_output(output_root: Path, run_id: Any) -> Path | None:
+    """A run's output folder under the output root (run ids are plain folder names)."""
+    if not isinstance(run_id, str) or not run_id or run_id in (".", "..") or any(c in run_id for c in "/\\\x00"):
+        return None
+    return Path(output_root) / run_id
+
+
+def _trend_comparison(previous: tuple[Any, Side | None, str | None], current: tuple[Any, Side | None, str | None]) -> dict:
+    """A trend row's paired columns: the run (``current``) compared with the run before it."""
+    row: dict[str, Any] = {"compared_with": previous[0], "paired_tasks": None, "gate": None, "comparison_note": None}
+    row.update({f"{s}_verdict": None for s in TREND_SECTIONS})
+    if previous[1] is None or current[1] is None:
+        row["comparison_note"] = previous[2] or current[2]
+        return row
+    result = compare(previous[1], current[1])
+    row["paired_tasks"] = result["tasks"]["paired"]
+    for name in TREND_SECTIONS:
+        section = result["resources"][name] if name in COMPARISON_RESOURCE_FIELDS else result[name]
+        row[f"{name}_verdict"] = section["verdict"]
+    row["gate"] = result["gate"]["result"]
+    if result["warnings"]:
+        row["comparison_note"] = "warnings: " + ", ".join(result["warnings"])
+    return row
+
+
+def suite_trends(catalog: pd.DataFrame, output_root: Path | str | None = None) -> pd.DataFrame:
+    """Per suite, runs in start order, each compared by task with the run before it.
+
+    The reference (2) warns against reading a small change or the overlap of two runs'
+    intervals as evidence, so a row's judgement is the paired comparison (comparison.md)
+    with its predecessor in the suite: ``compared_with``, ``paired_tasks``, the verdict of
+    every paired section (``<section>_verdict``: regression, improvement,
+    no_significant_change, or null when the section had nothing to compare) and the release
+    gate without a margin. ``pass_at_1_change`` stays as a plain difference, not evidence.
+
+    The catalog holds metrics.json-level data only: the pairing reads each run's output
+    folder under ``output_root`` (metrics.json and attempts.jsonl, ``side_from_output``),
+    once per run, with one comparison per consecutive pair. A run without a predecessor,
+    without ``output_root`` or whose folder cannot be read has null paired columns and a
+    ``comparison_note`` saying why.
     """
-    columns = ["suite", "run_id", "started_at", "model", "formula_version", "pass_at_1",
-               "pass_at_1_lower", "pass_at_1_upper", "pass_at_1_change", "intervals_overlap", "coverage_pass_at_1"]
     if catalog.empty:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=TREND_COLUMNS)
     frames = []
     for _, group in catalog.groupby("suite", dropna=False, sort=True):
         g = group.sort_values(["started_at", "run_id"]).copy()
-        previous = g[["pass_at_1", "pass_at_1_lower", "pass_at_1_upper"]].shift(1)
-        g["pass_at_1_change"] = g["pass_at_1"] - previous["pass_at_1"]
-        overlap = (g["pass_at_1_lower"] <= previous["pass_at_1_upper"]) & (previous["pass_at_1_lower"] <= g["pass_at_1_upper"])
-        unknown = previous["pass_at_1"].isna() | g["pass_at_1"].isna()
-        g["intervals_overlap"] = overlap.astype("boolean").mask(unknown)
-        frames.append(g[columns])
+        previous_value = g["pass_at_1"].shift(1)
+        g["pass_at_1_change"] = g["pass_at_1"] - previous_value
+        sides = [_trend_side(output_root, run_id) for run_id in g["run_id"]]
+        paired = [_trend_comparison(sides[i - 1], sides[i]) if i else
+                  {**{c: None for c in TREND_COLUMNS if c not in g.columns}, "comparison_note": "first run of the suite"}
+                  for i in range(len(sides))]
+        extra = pd.DataFrame.from_records(paired, index=g.index)
+        for column in extra.columns:
+            if column != "pass_at_1_change":
+                g[column] = extra[column]
+        g["paired_tasks"] = pd.array(list(g["paired_tasks"]), dtype="Int64")
+        frames.append(g[TREND_COLUMNS])
     return pd.concat(frames, ignore_index=True)
+
+
+def _trend_side(output_root: Path | str | None, run_id: Any) -> tuple[Any, Side | None, str | None]:
+    """(run id, its side or None, why none)."""
+    if output_root is None:
+        return run_id, None, "no output root to read the runs' attempts from"
+    folder = _run_output(Path(output_root), run_id)
+    if folder is None:
+        return run_id, None, f"run id {run_id!r} is not a folder name"
+    try:
+        return run_id, side_from_output(folder), None
+    except ComparisonInputError as exc:
+        return run_id, None, str(exc)

@@ -36,14 +36,62 @@ def test_catalog_and_trend(tmp_path):
     assert list(trend["run_id"]) == ["r1", "r2"]
     assert math.isnan(trend.iloc[0]["pass_at_1_change"])
     assert trend.iloc[1]["pass_at_1_change"] == 0.75
-    assert trend["intervals_overlap"].isna().iloc[0]
-    # [0.046, 0.70] and [0.44, 1.0] overlap: the rise is not, by itself, evidence of improvement.
-    assert bool(trend.iloc[1]["intervals_overlap"]) is True
+    # no interval-overlap column: the judgement is the paired comparison, which needs the
+    # runs' output folders (none given here)
+    assert "intervals_overlap" not in trend.columns
+    assert trend.iloc[1]["compared_with"] == "r1" and trend.iloc[1]["first_attempt_verdict"] is None
+    assert trend.iloc[1]["comparison_note"] == "no output root to read the runs' attempts from"
+    assert trend.iloc[0]["comparison_note"] == "first run of the suite"
 
 
 def test_empty_catalog_has_the_trend_columns():
     trend = suite_trends(catalog_frame([]))
-    assert trend.empty and "pass_at_1_change" in trend.columns
+    assert trend.empty and "pass_at_1_change" in trend.columns and "first_attempt_verdict" in trend.columns
+    assert "intervals_overlap" not in trend.columns
+
+
+def test_trends_show_each_runs_paired_verdicts_against_its_predecessor(tmp_path):
+    """Three runs of one suite processed into an output root: r2 against r1 (all ten tasks
+    fail attempt 1 after passing: a significant regression), r3 against r2 (they pass
+    again: an improvement); a run of another suite is compared with nothing; a run whose
+    output folder is gone has null verdicts and says why."""
+    from bench_pipeline.pipeline import run_stages
+
+    tasks = [f"t{i}" for i in range(10)]
+    plans = {"r1": "passed", "r2": "failed", "r3": "passed"}
+    rows = []
+    for day, (run_id, status) in enumerate(plans.items(), start=1):
+        run = make_run(tmp_path / "runs", [row(t, 1, status) for t in tasks], run_id=run_id,
+                       suite={"name": "suite-a", "tasks": []})
+        result = run_stages(run, tmp_path / "reports" / run_id)
+        rows.append(catalog_row(run_id, result.processed.metrics, {"started_at": f"2026-11-0{day}T00:00:00Z"}))
+    other = make_run(tmp_path / "runs", [row("t0")], run_id="o1", suite={"name": "suite-b", "tasks": []})
+    rows.append(catalog_row("o1", run_stages(other, tmp_path / "reports" / "o1").processed.metrics, {}))
+    trend = suite_trends(catalog_frame(rows), tmp_path / "reports").set_index("run_id")
+    assert trend.loc["r1", "compared_with"] is None and trend.loc["r1", "comparison_note"] == "first run of the suite"
+    r2, r3 = trend.loc["r2"], trend.loc["r3"]
+    assert (r2["compared_with"], r2["paired_tasks"], r2["first_attempt_verdict"], r2["task_success_verdict"],
+            r2["gate"]) == ("r1", 10, "regression", "regression", "fail")
+    assert (r3["compared_with"], r3["first_attempt_verdict"], r3["gate"]) == ("r2", "improvement", "pass")
+    assert r3["pass_pow_k_verdict"] == "improvement" and r3["quality_verdict"] is None  # no quality scores
+    assert trend.loc["o1", "compared_with"] is None
+    # the asset's Parquet table keeps the columns as they are
+    import io
+
+    import pandas as pd
+
+    buffer = io.BytesIO()
+    trend.reset_index().to_parquet(buffer)
+    back = pd.read_parquet(io.BytesIO(buffer.getvalue())).set_index("run_id")
+    assert back.loc["r2", "first_attempt_verdict"] == "regression" and back.loc["r2", "paired_tasks"] == 10
+
+    import shutil
+
+    shutil.rmtree(tmp_path / "reports" / "r2")
+    trend = suite_trends(catalog_frame(rows), tmp_path / "reports").set_index("run_id")
+    assert trend.loc["r2", "first_attempt_verdict"] is None and trend.loc["r3", "gate"] is None
+    assert "metrics.json: cannot be read" in trend.loc["r2", "comparison_note"]
+    assert "metrics.json: cannot be read" in trend.loc["r3", "comparison_note"]
 
 
 def test_catalog_counts_are_nullable_64_bit_and_a_huge_plan_fits(tmp_path):

@@ -61,12 +61,16 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings, c
 
 
 @dg.asset(group_name=GROUP, kinds={"python", "pandas"}, io_manager_key="parquet_io_manager")
-def suite_trends(context: dg.AssetExecutionContext, run_catalog: pd.DataFrame) -> pd.DataFrame:
-    """Per suite, runs in start order with the change in pass_at_1 and whether the two
-    runs' intervals overlap."""
-    frame = build_trends(run_catalog)
+def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame) -> pd.DataFrame:
+    """Per suite, runs in start order, each compared by task with the run before it
+    (comparison.md): the verdict of every paired section and the release gate, read from
+    the runs' output folders; the change in pass_at_1 beside them is a plain difference."""
+    frame = build_trends(run_catalog, settings.output_root)
+    shown = ["suite", "run_id", "compared_with", "paired_tasks", "first_attempt_verdict",
+             "task_success_verdict", "gate", "pass_at_1", "pass_at_1_change"]
     context.add_output_metadata({
         "dagster/row_count": len(frame),
-        "preview": dg.MetadataValue.md(frame.head(20).to_markdown(index=False)) if len(frame) else "no runs yet",
+        "gate_failures": int((frame["gate"] == "fail").sum()) if len(frame) else 0,
+        "preview": dg.MetadataValue.md(frame[shown].head(20).to_markdown(index=False)) if len(frame) else "no runs yet",
     })
     return frame
