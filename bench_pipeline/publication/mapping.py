@@ -302,12 +302,17 @@ def attempt_score_values(attempt: Mapping) -> list[tuple[str, Any, str]]:
 
 
 def run_score_values(metrics: Mapping) -> list[tuple[str, float]]:
-    """(name, value) for every number under the run-score sections of metrics.json.
+    """(name, value) for every number under the run-score sections of metrics.json, then
+    under comparison.md's two additions, each under its own name: ``uncertainty.`` (the
+    attempt-success interval grouped by task, e.g. ``uncertainty.attempt_success_rate.ci95_lower``)
+    and ``estimators.`` (e.g. ``estimators.pass_at_k_unbiased``, an estimate, apart from
+    ``capability.pass_at_k``).
 
     ``.value`` is dropped from the primary name and ``ci95.lower/upper`` become
     ``ci95_lower/ci95_upper``; nulls (and Booleans) are omitted.
     """
     out: list[tuple[str, float]] = []
+    sections = (*RUN_SCORE_SECTIONS, "uncertainty", "estimators")
 
     def walk(value: Any, path: list[str]) -> None:
         if isinstance(value, Mapping):
@@ -321,7 +326,7 @@ def run_score_values(metrics: Mapping) -> list[tuple[str, float]]:
                 parts = parts[:-1]
             out.append((".".join(parts), value))
 
-    for section in RUN_SCORE_SECTIONS:
+    for section in sections:
         if section in metrics:
             walk(metrics[section], [section])
     return out

@@ -187,6 +187,35 @@ def test_run_scores_flatten_rename_and_omit_nulls():
     assert all(math.isfinite(v) for v in scores.values())
 
 
+def test_run_scores_carry_the_grouped_interval_and_the_estimators_under_their_own_names():
+    """comparison.md's two metrics.json additions become run scores named for what they are:
+    ``uncertainty.`` beside (not instead of) capability's Wilson bounds, ``estimators.``
+    apart from the observed fixed-k values."""
+    metrics = {
+        "capability": {"attempt_success_rate": {"value": 5 / 7, "ci95": {"lower": 0.36, "upper": 0.92}},
+                       "pass_at_k": {"value": 1.0}},
+        "uncertainty": {"attempt_success_rate": {
+            "value": 5 / 7, "tasks": 4, "attempts": 7, "se_simple": 0.1707, "se_clustered": 0.1258,
+            "ci95": {"lower": 0.4677, "upper": 0.9609}, "design_effect": 0.5429}},
+        "estimators": {"pass_at_k_unbiased": {"value": 1.0, "tasks": 3, "k": 2},
+                       "pass_pow_k_unbiased": {"value": None, "tasks": 0, "k": None}},
+    }
+    scores = dict(m.run_score_values(metrics))
+    assert scores["uncertainty.attempt_success_rate"] == 5 / 7
+    assert scores["uncertainty.attempt_success_rate.ci95_lower"] == 0.4677
+    assert scores["uncertainty.attempt_success_rate.ci95_upper"] == 0.9609
+    assert scores["uncertainty.attempt_success_rate.se_clustered"] == 0.1258
+    assert scores["uncertainty.attempt_success_rate.se_simple"] == 0.1707
+    assert scores["uncertainty.attempt_success_rate.design_effect"] == 0.5429
+    assert (scores["uncertainty.attempt_success_rate.tasks"], scores["uncertainty.attempt_success_rate.attempts"]) == (4, 7)
+    assert scores["capability.attempt_success_rate.ci95_lower"] == 0.36  # the Wilson bound stays as it is
+    assert scores["estimators.pass_at_k_unbiased"] == 1.0 and scores["capability.pass_at_k"] == 1.0
+    assert (scores["estimators.pass_at_k_unbiased.tasks"], scores["estimators.pass_at_k_unbiased.k"]) == (3, 2)
+    # an estimate with no qualifying task is omitted, never sent as 0; its count is a number
+    assert "estimators.pass_pow_k_unbiased" not in scores and "estimators.pass_pow_k_unbiased.k" not in scores
+    assert scores["estimators.pass_pow_k_unbiased.tasks"] == 0
+
+
 # ------------------------------------------------------------------------------------ plan and payloads
 
 
