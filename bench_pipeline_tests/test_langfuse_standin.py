@@ -1,7 +1,9 @@
-"""The Langfuse stand-in speaks the wire API of the installed langfuse 5 SDK.
+"""The Langfuse stand-in speaks the wire API of the installed langfuse 5 SDK, and in each mode
+the rules of one server generation as read in the server's source (``langfuse_standin/rules.py``).
 
 Every test drives the REAL SDK (or a raw HTTP client) over REAL HTTP against
-``bench_pipeline_tests.langfuse_standin.LangfuseStandIn``.
+``bench_pipeline_tests.langfuse_standin.LangfuseStandIn``. Tests of the SDK's own score queue
+use the ``sdk5`` mode (the server SDK 5.0.4 targets, which takes score arrays).
 """
 
 from __future__ import annotations
@@ -31,12 +33,21 @@ SEED_ROOT = "00000000000000aa"
 
 
 @pytest.fixture
-def standin():
+def standin(request):
     # The SDK keeps one resource manager per public key (resource_manager.py), so a unique
     # key per test keeps clients of earlier tests from talking to this server.
-    with LangfuseStandIn(public_key=f"pk-lf-{uuid.uuid4().hex[:12]}") as server:
+    mode = getattr(request, "param", "v4")  # ``@in_mode("v3")``: indirect parametrization
+    with LangfuseStandIn(public_key=f"pk-lf-{uuid.uuid4().hex[:12]}", mode=mode) as server:
         yield server
         assert server.internal_errors == []
+
+
+def in_mode(mode: str):
+    return pytest.mark.parametrize("standin", [mode], indirect=True)
+
+
+sdk5 = in_mode("sdk5")
+v3 = in_mode("v3")
 
 
 def make_client(standin: LangfuseStandIn, **overrides) -> Langfuse:
@@ -91,15 +102,13 @@ def test_bad_auth_gets_401(standin):
     assert {r.status for r in standin.requests} == {401}
 
 
-def test_unknown_and_legacy_endpoints_are_404_and_recorded(standin):
+def test_unknown_endpoints_are_404_and_recorded(standin):
     with raw(standin) as c:
-        assert c.post("/api/public/ingestion", json={"batch": []}).status_code == 404
-        assert c.post("/api/public/dataset-run-items", json={}).status_code == 404
-        assert c.get("/api/public/datasets/x").status_code == 404
+        assert c.post("/api/public/no-such-endpoint", json={}).status_code == 404
+        assert c.get("/api/public/datasets/x").status_code == 404  # the v1 dataset routes are not modelled
         assert c.put("/api/public/scores", json=[]).status_code == 405
     assert [(r.method, r.path) for r in standin.unknown_requests()] == [
-        ("POST", "/api/public/ingestion"),
-        ("POST", "/api/public/dataset-run-items"),
+        ("POST", "/api/public/no-such-endpoint"),
         ("GET", "/api/public/datasets/x"),
         ("PUT", "/api/public/scores"),
     ]
@@ -139,9 +148,9 @@ def test_dataset_and_items_upsert_and_read_back(standin, lf):
     with pytest.raises(NotFoundError):  # the dataset must exist before its items
         lf.create_dataset_item(dataset_name="missing", id="x", input={})
     lf.create_dataset(name="other")
-    with pytest.raises(LangfuseApiError) as err:  # ids are project-unique
+    with pytest.raises(LangfuseApiError) as err:  # ids are project-unique (dataset-items.ts: 409)
         lf.create_dataset_item(dataset_name="other", id="suite-one:task-0:1", input={})
-    assert err.value.status_code == 400
+    assert err.value.status_code == 409
 
 
 def test_bodies_are_validated_against_sdk_types(standin):
@@ -195,13 +204,9 @@ def test_span_arrives_decoded_under_existing_trace(standin, lf):
     assert by_id[span_id].parent_observation_id == SEED_ROOT and by_id[span_id].type == "EVALUATOR"
     assert by_id[span_id].metadata == {"attempt": 1, "suite": "s"}
     assert lf.api.observations.get_many(trace_id="f" * 32).data == []
-
-    with raw(standin) as c:  # legacy v1 reads (not wrapped by SDK 5)
-        trace = c.get(f"/api/public/traces/{SEED_TRACE}").json()
-        assert trace["name"] == "agent-run" and {o["id"] for o in trace["observations"]} == {SEED_ROOT, span_id}
-        assert c.get(f"/api/public/traces/{'f' * 32}").status_code == 404
-        assert c.get(f"/api/public/observations/{span_id}").json()["output"] == {"final_response": "done"}
-        assert c.get("/api/public/observations/ffffffffffffffff").status_code == 404
+    with raw(standin) as c:  # the legacy v1 reads are not served in events_only mode (even without auth)
+        assert httpx.get(f"{standin.base_url}/api/public/traces/{SEED_TRACE}").status_code == 404
+        assert c.get(f"/api/public/observations/{span_id}").status_code == 404
 
 
 def test_resent_span_replaces_but_receipts_count(standin):
@@ -233,6 +238,7 @@ def test_resent_span_replaces_but_receipts_count(standin):
     assert standin.spans[(SEED_TRACE, "2222222222222222")]["attributes"] == {"k": "v"}
 
 
+@sdk5
 def test_experiment_items_and_run_scores_are_readable(standin, lf):
     standin.add_trace(SEED_TRACE, SEED_ROOT)
     dataset = lf.create_dataset(name="suite")
@@ -250,10 +256,16 @@ def test_experiment_items_and_run_scores_are_readable(standin, lf):
             "langfuse.experiment.metadata": json.dumps({"manifest": "m"}),
         }.items():
             span._otel_span.set_attribute(key, value)
+    now = datetime.now(timezone.utc) - timedelta(seconds=1)
     lf.create_score(name="capability.pass_rate", value=0.5, dataset_run_id=exp_id, score_id="run-42:cap",
-                    timestamp=FIXED_TS)
+                    timestamp=now)
     lf.create_score(name="benchmark.passed", value=1, data_type="BOOLEAN", trace_id=SEED_TRACE,
-                    observation_id=span.id, score_id="suite:t1:1:passed", timestamp=FIXED_TS)
+                    observation_id=span.id, score_id="suite:t1:1:passed", timestamp=now)
+    # outside the reads' score window (repository.ts: within a day of the items' start times)
+    lf.create_score(name="capability.old", value=0.1, dataset_run_id=exp_id, score_id="run-42:old",
+                    timestamp=FIXED_TS)
+    lf.create_score(name="benchmark.old", value=0, data_type="BOOLEAN", trace_id=SEED_TRACE,
+                    observation_id=span.id, score_id="suite:t1:1:old", timestamp=FIXED_TS)
     lf.flush()
 
     since = datetime.now(timezone.utc) - timedelta(hours=1)
@@ -267,8 +279,11 @@ def test_experiment_items_and_run_scores_are_readable(standin, lf):
     assert item.expected_output == {"a": 1} and item.output == {"final_response": "ok"}
     assert [s.value for s in item.scores] == [True]
     assert lf.api.experiments.list_items(from_start_time=since + timedelta(hours=2)).data == []
-    run_scores = lf.api.scores.get_many(experiment_id=exp_id, fields="subject")
-    assert [(s.name, s.subject.kind) for s in run_scores.data] == [("capability.pass_rate", "experiment")]
+    run_scores = lf.api.scores.get_many(experiment_id=exp_id, fields="subject")  # v3 scores: no window
+    assert sorted((s.name, s.subject.kind) for s in run_scores.data) == [
+        ("capability.old", "experiment"), ("capability.pass_rate", "experiment")]
+    with pytest.raises(LangfuseApiError):  # experimentScoreLimitZod: 1..50
+        lf.api.experiments.list(from_start_time=since, fields="core,scores", score_limit=51)
     with raw(standin) as c:  # like the real server, a lower time bound is required
         assert c.get("/api/public/experiment-items").status_code == 400
         assert c.get("/api/public/experiments").status_code == 400
@@ -278,6 +293,7 @@ def test_experiment_items_and_run_scores_are_readable(standin, lf):
 # --------------------------------------------------------------------------- scores
 
 
+@sdk5
 def test_score_with_fixed_id_and_timestamp_is_replaced(standin, lf):
     standin.add_trace(SEED_TRACE, SEED_ROOT)
     for value in (0.25, 0.75):
@@ -303,6 +319,7 @@ def test_score_with_fixed_id_and_timestamp_is_replaced(standin, lf):
     assert len(lf.api.scores.get_many(id="attempt-1:rubric").data) == 2
 
 
+@sdk5
 def test_invalid_scores_get_207_partial_results(standin, lf):
     result = lf.api.scores.create(request=[
         {"name": "ok", "value": 1.0, "traceId": SEED_TRACE},
@@ -319,6 +336,7 @@ def test_invalid_scores_get_207_partial_results(standin, lf):
 # --------------------------------------------------------------------------- faults
 
 
+@sdk5
 def test_score_upload_retries_500_and_429_and_arrives(standin, lf):
     standin.faults.fail("/api/public/scores", status=500)
     standin.faults.rate_limit("/api/public/scores", retry_after=0)
@@ -387,3 +405,167 @@ def test_delay_fault_times_out_the_client_then_recovers(standin, lf):
     standin.faults.delay("/api/public/v2/datasets", seconds=0.3)
     lf.create_dataset(name="slow")  # within the SDK timeout: just slower
     assert standin.requests_to("/api/public/v2/datasets")[0].duration >= 0.3
+
+
+# --------------------------------------------------------------------------- server generations (rules.py)
+
+
+def score_event(sid, ts, **body):
+    return {"id": sid, "timestamp": ts, "type": "score-create", "body": {"id": sid, **body}}
+
+
+def test_v4_scores_endpoint_takes_one_object_and_stamps_the_arrival(standin):
+    with raw(standin) as c:
+        r = c.post("/api/public/scores", json=[{"name": "x", "value": 1.0, "traceId": SEED_TRACE}])
+        assert r.status_code == 400  # PostScoresBodyV1 is one object; SDK 5's array is refused
+        r = c.post("/api/public/scores", json={"id": "s-1", "name": "x", "value": 1.0, "traceId": SEED_TRACE,
+                                               "timestamp": "2025-03-01T12:00:00Z"})
+        assert r.status_code == 200 and r.json() == {"id": "s-1"}
+        assert c.post("/api/public/scores", json={"name": "x", "value": 1.0}).status_code == 400  # no subject
+        assert c.post("/api/public/scores", json={"name": "x", "value": 1.0, "traceId": SEED_TRACE,
+                                                  "datasetRunId": "r"}).status_code == 400  # two subjects
+    assert standin.scores["s-1"]["timestamp"][:10] == datetime.now(timezone.utc).strftime("%Y-%m-%d")
+
+
+@pytest.mark.parametrize("standin", ["v4", "v3"], indirect=True)
+def test_ingestion_takes_score_events_with_their_own_timestamp(standin):
+    with raw(standin) as c:
+        assert c.post("/api/public/ingestion", json={"batch": []}).json() == {"successes": [], "errors": []}
+        batch = [
+            score_event("s-ok", "2026-11-30T10:00:00.000Z", name="benchmark.x", value=1, dataType="BOOLEAN",
+                        traceId=SEED_TRACE, observationId=SEED_ROOT),
+            score_event("s-bad", "2026-11-30T10:00:00.000Z", name="b", value=5, dataType="BOOLEAN",
+                        traceId=SEED_TRACE),
+            score_event("s-naive", "2026-11-30T10:00:00", name="n", value=1.0, traceId=SEED_TRACE),
+            {"id": "t-1", "timestamp": "2026-11-30T10:00:00.000Z", "type": "trace-create", "body": {"id": "t"}},
+        ]
+        r = c.post("/api/public/ingestion", json={"batch": batch})
+        assert r.status_code == 207
+        body = r.json()
+        assert body["successes"] == [{"id": "s-ok", "status": 201}]
+        errors = {e["id"]: e for e in body["errors"]}
+        assert set(errors) == {"s-bad", "s-naive", "t-1"} and {e["status"] for e in errors.values()} == {400}
+        if standin.mode.events_only:  # ingestion.ts: only score-create and sdk-log in events_only mode
+            assert errors["t-1"]["message"] == "Event type not accepted"
+        assert c.post("/api/public/ingestion", json=[]).status_code == 400  # {"batch": [...]} or nothing
+        big = {"batch": [], "metadata": "x" * (5 * 1024 * 1024)}
+        assert c.post("/api/public/ingestion", json=big).status_code == 413  # bodyParser sizeLimit 4.5mb
+    assert standin.scores["s-ok"]["timestamp"] == "2026-11-30T10:00:00.000Z"  # the event's timestamp
+    assert list(standin.scores) == ["s-ok"]
+
+
+@pytest.mark.parametrize("standin", ["v4", "v3"], indirect=True)
+def test_a_resent_score_replaces_itself_only_on_the_same_day(standin):
+    with raw(standin) as c:
+        for ts, value in (("2026-11-30T10:00:00.000Z", 0.25), ("2026-11-30T18:00:00.000Z", 0.5),
+                          ("2026-12-01T10:00:00.000Z", 0.75)):
+            c.post("/api/public/ingestion", json={"batch": [
+                score_event("s-1", ts, name="n", value=value, traceId=SEED_TRACE)]}).raise_for_status()
+    # 0003_scores.up.sql: ORDER BY (project_id, toDate(timestamp), name, id)
+    assert sorted((k[1], v["value"]) for k, v in standin.score_rows.items()) == [
+        ("2026-11-30", 0.5), ("2026-12-01", 0.75)]
+
+
+def test_v4_dataset_run_items_store_nothing_and_legacy_reads_are_absent(standin, lf):
+    dataset = lf.create_dataset(name="suite")
+    lf.create_dataset_item(dataset_name="suite", id="suite:t1:1", input={"t": 1})
+    with raw(standin) as c:
+        r = c.post("/api/public/dataset-run-items", json={"runName": "run-1", "datasetItemId": "suite:t1:1",
+                                                          "traceId": SEED_TRACE})
+        assert r.status_code == 200 and r.json()["datasetRunId"] == standin.experiment_id(dataset.id, "run-1")
+        assert standin.dataset_run_items == [] and standin.dataset_runs == {}
+        for path in ("/api/public/dataset-run-items", "/api/public/scores", "/api/public/v2/scores",
+                     "/api/public/observations"):  # rejectInEventsOnlyMode: 404, before authentication
+            assert httpx.get(f"{standin.base_url}{path}").status_code == 404
+    assert standin.unknown_requests() == []
+
+
+@v3
+def test_v3_has_no_v4_reads_and_serves_the_legacy_ones(standin):
+    with raw(standin) as c:
+        for path in ("/api/public/experiment-items", "/api/public/experiments", "/api/public/v2/observations"):
+            assert httpx.get(f"{standin.base_url}{path}").status_code == 401  # authentication first ...
+            r = c.get(path, params={"fromStartTime": "2026-11-01T00:00:00Z"})
+            assert r.status_code == 404 and "v4 write mode" in r.json()["message"]  # ... then the opt-in check
+        assert c.get("/api/public/scores", params={"limit": 1}).status_code == 200
+        assert c.get("/api/public/health").json()["version"] == "3.172.0"
+    assert standin.unknown_requests() == []
+
+
+@v3
+def test_v3_dataset_run_items_create_the_run_and_never_deduplicate(standin, lf):
+    dataset = lf.create_dataset(name="suite")
+    lf.create_dataset_item(dataset_name="suite", id="suite:t1:1", input={"t": 1})
+    body = {"runName": "run-1", "runDescription": "d", "metadata": {"m": 1}, "datasetItemId": "suite:t1:1",
+            "traceId": SEED_TRACE, "observationId": SEED_ROOT, "createdAt": "2026-11-30T10:00:00.000Z"}
+    with raw(standin) as c:
+        params = {"datasetId": dataset.id, "runName": "run-1"}
+        assert c.get("/api/public/dataset-run-items", params=params).status_code == 404  # no run yet
+        first = c.post("/api/public/dataset-run-items", json=body).json()
+        second = c.post("/api/public/dataset-run-items", json=body).json()
+        assert first["datasetRunId"] == second["datasetRunId"] and first["id"] != second["id"]
+        listed = c.get("/api/public/dataset-run-items", params=params).json()
+        assert [r["id"] for r in listed["data"]] == [first["id"], second["id"]]  # a duplicate, as on the server
+        assert c.post("/api/public/dataset-run-items", json={**body, "extra": 1}).status_code == 400  # .strict()
+        assert c.post("/api/public/dataset-run-items", json={**body, "datasetItemId": "nope"}).status_code == 404
+        no_link = {k: v for k, v in body.items() if k not in ("traceId", "observationId")}
+        assert c.post("/api/public/dataset-run-items", json=no_link).status_code == 400
+    (run,) = standin.dataset_runs.values()
+    assert (run["name"], run["createdAt"], run["metadata"]) == ("run-1", "2026-11-30T10:00:00.000Z", {"m": 1})
+    assert len(standin.run_items_of("run-1")) == 2
+
+
+def test_v3_before_3_160_refuses_created_at_on_run_items():
+    with LangfuseStandIn(public_key=f"pk-lf-{uuid.uuid4().hex[:12]}", mode="v3", server_version="3.150.0") as server:
+        with raw(server) as c:
+            c.post("/api/public/v2/datasets", json={"name": "s"}).raise_for_status()
+            c.post("/api/public/dataset-items", json={"datasetName": "s", "id": "i"}).raise_for_status()
+            body = {"runName": "r", "datasetItemId": "i", "traceId": SEED_TRACE}
+            assert c.post("/api/public/dataset-run-items", json={**body, "createdAt": "2026-11-30T10:00:00Z"}
+                          ).status_code == 400
+            assert c.post("/api/public/dataset-run-items", json=body).status_code == 200
+
+
+@v3
+def test_v3_trace_read_returns_scores_from_an_hour_before_the_trace(standin):
+    start = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+    standin.add_trace(SEED_TRACE, SEED_ROOT, start_time=start)
+    with raw(standin) as c:
+        c.post("/api/public/ingestion", json={"batch": [
+            score_event("early", "2026-11-30T10:30:00.000Z", name="a", value=1.0, traceId=SEED_TRACE),
+            score_event("in", "2026-11-30T11:30:00.000Z", name="b", value=1.0, traceId=SEED_TRACE),
+            score_event("late", "2026-12-05T11:30:00.000Z", name="c", value=1.0, traceId=SEED_TRACE),
+        ]}).raise_for_status()
+        trace = c.get(f"/api/public/traces/{SEED_TRACE}").json()
+        # constants.ts SCORE_TO_TRACE_OBSERVATIONS_INTERVAL: timestamp >= trace.timestamp - 1 hour
+        assert sorted(s["id"] for s in trace["scores"]) == ["in", "late"]
+        filt = json.dumps([{"type": "stringOptions", "column": "traceId", "operator": "any of", "value": [SEED_TRACE]},
+                           {"type": "null", "column": "parentObservationId", "operator": "is null", "value": ""}])
+        roots = c.get("/api/public/observations", params={"filter": filt}).json()
+        assert [o["id"] for o in roots["data"]] == [SEED_ROOT]
+
+
+def test_v4_experiment_item_scores_are_read_within_a_day_of_the_item(standin):
+    standin.add_trace(SEED_TRACE, SEED_ROOT)
+    start = datetime.now(timezone.utc) - timedelta(hours=30)
+    span_id = "1111111111111111"
+    body = {"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": SEED_TRACE, "spanId": span_id, "parentSpanId": SEED_ROOT, "name": "item",
+        "startTimeUnixNano": str(int(start.timestamp() * 1e9)), "endTimeUnixNano": str(int(start.timestamp() * 1e9)),
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in {
+            "langfuse.experiment.id": "exp-1", "langfuse.experiment.name": "run-1",
+            "langfuse.experiment.item.id": "i-1", "langfuse.experiment.item.root_observation_id": span_id}.items()]}]}]}]}
+    iso = lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    with raw(standin) as c:
+        c.post("/api/public/otel/v1/traces", json=body).raise_for_status()
+        c.post("/api/public/ingestion", json={"batch": [
+            score_event("near", iso(start + timedelta(hours=20)), name="a", value=1.0, traceId=SEED_TRACE,
+                        observationId=span_id),
+            score_event("far", iso(start + timedelta(hours=25)), name="b", value=1.0, traceId=SEED_TRACE,
+                        observationId=span_id),
+            score_event("before", iso(start - timedelta(hours=25)), name="c", value=1.0, traceId=SEED_TRACE,
+                        observationId=span_id),
+        ]}).raise_for_status()
+        items = c.get("/api/public/experiment-items", params={
+            "fromStartTime": iso(start - timedelta(days=2)), "fields": "core,scores"}).json()["data"]
+    assert [s["id"] for s in items[0]["scores"]] == ["near"]  # repository.ts: [start - 1 day, start + 1 day)

@@ -1,7 +1,8 @@
 """Fault injection for the Langfuse stand-in.
 
 A fault applies to the next ``times`` requests whose path starts with ``path_prefix``
-(and, when given, whose method matches).  Faults are checked in the order they were
+(and, when given, whose method matches and whose body has at least ``min_bytes`` bytes, e.g.
+to spare the publisher's probe, which sends an empty batch).  Faults are checked in the order they were
 added, after the request body has been read completely and before authentication,
 like a proxy or load balancer in front of the real service would behave.
 
@@ -34,10 +35,11 @@ class Fault:
     retry_after: Optional[float] = None
     seconds: float = 0.0
     after_processing: bool = False
+    min_bytes: int = 0
     fired: int = 0
 
-    def matches(self, method: str, path: str) -> bool:
-        if self.remaining <= 0:
+    def matches(self, method: str, path: str, size: int = 0) -> bool:
+        if self.remaining <= 0 or size < self.min_bytes:
             return False
         if self.method is not None and self.method.upper() != method.upper():
             return False
@@ -68,28 +70,33 @@ class FaultPlan:
 
     def fail(
         self, path_prefix: str, status: int = 500, times: int = 1, method: Optional[str] = None,
-        retry_after: Optional[float] = None,
+        retry_after: Optional[float] = None, min_bytes: int = 0,
     ) -> Fault:
         """Answer ``status`` to the next ``times`` matching requests."""
-        return self.add(Fault("status", path_prefix, times, method, status=status, retry_after=retry_after))
+        return self.add(Fault("status", path_prefix, times, method, status=status, retry_after=retry_after,
+                              min_bytes=min_bytes))
 
     def rate_limit(
-        self, path_prefix: str, times: int = 1, retry_after: float = 1, method: Optional[str] = None
+        self, path_prefix: str, times: int = 1, retry_after: float = 1, method: Optional[str] = None,
+        min_bytes: int = 0,
     ) -> Fault:
         """Answer 429 with ``Retry-After: <retry_after>`` to the next ``times`` matching requests."""
-        return self.add(Fault("status", path_prefix, times, method, status=429, retry_after=retry_after))
+        return self.add(Fault("status", path_prefix, times, method, status=429, retry_after=retry_after,
+                              min_bytes=min_bytes))
 
     def delay(
-        self, path_prefix: str, seconds: float, times: int = 1, method: Optional[str] = None
+        self, path_prefix: str, seconds: float, times: int = 1, method: Optional[str] = None, min_bytes: int = 0,
     ) -> Fault:
         """Sleep ``seconds`` before handling the next ``times`` matching requests."""
-        return self.add(Fault("delay", path_prefix, times, method, seconds=seconds))
+        return self.add(Fault("delay", path_prefix, times, method, seconds=seconds, min_bytes=min_bytes))
 
     def drop(
-        self, path_prefix: str, times: int = 1, method: Optional[str] = None, after_processing: bool = False
+        self, path_prefix: str, times: int = 1, method: Optional[str] = None, after_processing: bool = False,
+        min_bytes: int = 0,
     ) -> Fault:
         """Close the connection without a response (optionally after storing the request)."""
-        return self.add(Fault("drop", path_prefix, times, method, after_processing=after_processing))
+        return self.add(Fault("drop", path_prefix, times, method, after_processing=after_processing,
+                              min_bytes=min_bytes))
 
     # ------------------------------------------------------------------ state
     def clear(self) -> None:
@@ -100,11 +107,11 @@ class FaultPlan:
         with self._lock:
             return [f for f in self._faults if f.remaining > 0]
 
-    def take(self, method: str, path: str) -> Optional[Fault]:
-        """Consume and return the first fault matching this request, if any."""
+    def take(self, method: str, path: str, size: int = 0) -> Optional[Fault]:
+        """Consume and return the first fault matching this request (body of ``size`` bytes), if any."""
         with self._lock:
             for fault in self._faults:
-                if fault.matches(method, path):
+                if fault.matches(method, path, size):
                     fault.remaining -= 1
                     fault.fired += 1
                     self.history.append(

@@ -1,59 +1,52 @@
-"""A local Langfuse stand-in server that speaks the wire API used by the langfuse 5.0.x SDK.
+"""A local Langfuse stand-in server, one mode per server generation (``rules.py``).
 
 No Langfuse server can run here, so tests run the REAL ``langfuse`` SDK over REAL HTTP
 against this standard-library server (``http.server.ThreadingHTTPServer`` on 127.0.0.1,
-ephemeral port, background thread).  Request bodies are validated with the SDK's own
-generated request types (``langfuse/api/**/types``) and responses are shaped so the
-SDK's generated pydantic response types parse them.
+ephemeral port, background thread). Request bodies are validated by the rules the real
+server applies, read in its source (langfuse/langfuse, August 2026, v4.16.0; ``rules.py``
+names each file), and, for the SDK 5 forms, with the SDK's own generated request types
+(``langfuse/api/**/types``); responses are shaped so the SDK's pydantic types parse them.
 
-Endpoints (SDK 5.0.4 caller in brackets; paths from ``langfuse/api/<resource>/raw_client.py``)
+Endpoints by mode (``v4`` = v4 events_only with the v4 reads, ``v3`` = v3 legacy mode,
+``sdk5`` = what SDK 5.0.4 targets; "404" = answered like the real server answers there):
 
-=======  ===========================================  ==========================================
-method   path                                         SDK caller / source
-=======  ===========================================  ==========================================
-GET      /api/public/health  (no auth, like real)     ``api.health.health()``            health/
-GET      /api/public/projects                         ``api.projects.get()``; ``Langfuse.auth_check()``,
-                                                      ``Langfuse._get_project_id()`` (_client/client.py)
-GET      /api/public/v2/datasets                      ``api.datasets.list()``           datasets/
-POST     /api/public/v2/datasets  (upsert by name)    ``create_dataset`` -> ``api.datasets.create``
-GET      /api/public/v2/datasets/{name}               ``get_dataset`` -> ``api.datasets.get`` (name is
-                                                      ``urllib.parse.quote(name, safe="")``-encoded)
-POST     /api/public/dataset-items  (upsert by id)    ``create_dataset_item`` -> ``api.dataset_items.create``
-                                                      (body carries ``datasetName``, never a dataset id)
-GET      /api/public/dataset-items?datasetName&page&limit  ``get_dataset`` -> ``api.dataset_items.list``
-GET      /api/public/dataset-items/{id}               ``api.dataset_items.get``
-DELETE   /api/public/dataset-items/{id}               ``api.dataset_items.delete``
-POST     /api/public/otel/v1/traces                   span exporter (_client/span_processor.py,
-                                                      OTLPSpanExporter, protobuf + gzip, header
-                                                      ``x-langfuse-ingestion-version: 4``); also the
-                                                      OTLP/JSON form of ``api.opentelemetry.export_traces``
-POST     /api/public/scores  (JSON array; object ok)  score consumer (_task_manager/score_consumer.py)
-                                                      -> ``api.scores.create(request=[...])``
-DELETE   /api/public/scores/{id}                      ``api.scores.delete``
-GET      /api/public/v3/scores                        ``api.scores.get_many`` (filters: id, name, source,
-                                                      dataType, environment, configId, queueId,
-                                                      authorUserId, value, valueMin, valueMax, traceId,
-                                                      sessionId, observationId, experimentId,
-                                                      fromTimestamp, toTimestamp, fields, limit, cursor)
-GET      /api/public/experiments  (fromStartTime req.) ``api.experiments.list``         experiments/
-GET      /api/public/experiment-items (fromStartTime)  ``api.experiments.list_items``
-GET      /api/public/v2/observations                  ``api.observations.get_many`` (the SDK's only
-                                                      observation/trace read in 5.0.4)
-GET      /api/public/traces/{id}                      legacy v1 read, NOT in the 5.0.4 SDK (``api.trace``
-                                                      has only delete / delete_multiple); raw HTTP only
-GET      /api/public/observations/{id}                legacy v1 read, NOT in the 5.0.4 SDK; raw HTTP only
-=======  ===========================================  ==========================================
+=======  ========================================  ======  ======  ======  ===========================================
+method   path                                      v4      v3      sdk5    source (web/src/pages/api/public/...)
+=======  ========================================  ======  ======  ======  ===========================================
+GET      /api/public/health (no auth)              yes     yes     yes     health.ts: {status, version}
+GET      /api/public/projects                      yes     yes     yes     projects/index.ts
+GET/POST /api/public/v2/datasets[/{name}]          yes     yes     yes     v2/datasets/** (upsert by name)
+*        /api/public/dataset-items[/{id}]          yes     yes     yes     dataset-items/** (upsert by id, merge)
+POST     /api/public/otel/v1/traces                yes     yes     yes     otel/v1/traces/index.ts
+POST     /api/public/ingestion                     scores  scores  404     ingestion.ts (events_only: score-create
+                                                                           and sdk-log only; v3: the stand-in
+                                                                           models score-create only)
+POST     /api/public/scores                        object  object  array   scores/index.ts (PostScoresBodyV1: one
+                                                                           object, timestamp = arrival); sdk5: the
+                                                                           SDK's array form, 202/207
+DELETE   /api/public/scores/{id}                   yes     yes     yes     scores/[scoreId].ts
+GET      /api/public/scores                        404     yes     404     scores/index.ts (rejectInEventsOnlyMode)
+GET      /api/public/v2/scores                     404     yes     404     v2/scores/index.ts (rejectInEventsOnlyMode)
+GET      /api/public/v3/scores                     yes     yes     yes     v3/scores/index.ts
+POST     /api/public/dataset-run-items             id      yes     404     dataset-run-items.ts (events_only: a
+                                                                           stable id, nothing stored)
+GET      /api/public/dataset-run-items             404     yes     404     dataset-run-items.ts (rejectInEventsOnly)
+GET      /api/public/experiments                   yes     404     yes     experiments/index.ts (v4 opt-in)
+GET      /api/public/experiment-items              yes     404     yes     experiment-items/index.ts (v4 opt-in)
+GET      /api/public/v2/observations               yes     404     yes     v2/observations/index.ts (v4 opt-in)
+GET      /api/public/observations[/{id}]           404     yes     404     observations/** (rejectInEventsOnlyMode)
+GET      /api/public/traces/{id}                   404     yes     404     traces/[traceId].ts (rejectInEventsOnly)
+=======  ========================================  ======  ======  ======  ===========================================
 
-Not implemented on purpose (answer 404 and are recorded as unknown so tests notice):
-``POST /api/public/ingestion``, ``/api/public/dataset-run-items``, the v1
-``/api/public/datasets...`` routes - SDK 5.0.4 calls none of them.
+Anything else answers 404 and is recorded as unknown (``unknown_requests()``), so tests notice.
 
-Semantics mirrored from the real service (see /work/shared/spec/langfuse-notes.md):
-datasets upsert by name; items upsert by id (ids unique per project, <= 255 chars; an id
-already used in another dataset is answered 400 here - a conservative assumption);
-spans are stored by (trace_id, span_id) and every receipt is counted in ``span_receipts``;
-a score is a row keyed by (id, timestamp): re-sending with the same id and timestamp
-replaces it, a different timestamp makes a second row (a duplicate in reads).
+Semantics mirrored from the real service: datasets upsert by name; items upsert by id and
+keep the fields a request omits (ids unique per project, <= 255 chars; an id already used in
+another dataset is a 409); spans are stored by (trace_id, span_id) and every receipt is
+counted in ``span_receipts``; a score is a row keyed by (id, UTC day of its timestamp, name)
+(``rules.score_day_key``): re-sending it replaces it, another day makes a second row (a
+duplicate in reads); v3 dataset run items are never de-duplicated (each POST adds one).
+Reads answer at once (a real server lags ingestion by seconds).
 """
 
 from __future__ import annotations
@@ -88,6 +81,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from . import rules
 from .faults import Fault, FaultPlan
 from .otlp import OtlpDecodeError, decode_json, decode_protobuf, decompress, nanos_to_iso
 
@@ -320,8 +314,11 @@ class LangfuseStandIn:
     * ``spans``: (trace_id, span_id) -> decoded span (hex ids, ``attributes`` as Python values)
     * ``span_receipts``: Counter (trace_id, span_id) -> how many times the span was received
     * ``seeded_spans``: spans added with :meth:`add_trace` (served by reads, not in ``spans``)
-    * ``scores``: id -> latest stored score; ``score_rows``: (id, timestamp) -> score (what
+    * ``scores``: id -> latest stored score; ``score_rows``: (id, UTC day, name) -> score (what
       reads return); ``score_receipts``: Counter id -> receipts
+    * ``dataset_runs`` / ``dataset_run_items`` (v3 mode): runs by (dataset id, name), and every
+      run item accepted (a duplicate POST is a second entry, as on the real server)
+    * ``ingestion_events``: Counter event type -> events accepted at /api/public/ingestion
     * ``requests``: list of :class:`RequestLog`
     * ``faults``: :class:`FaultPlan`
     """
@@ -335,13 +332,17 @@ class LangfuseStandIn:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        server_version: str = "4.0.0-standin",
+        mode: str = "v4",
+        server_version: Optional[str] = None,
     ):
+        if mode not in rules.MODES:
+            raise ValueError(f"mode must be one of {sorted(rules.MODES)}")
+        self.mode = rules.MODES[mode]
         self.public_key = public_key
         self.secret_key = secret_key
         self.project_id = project_id
         self.project_name = project_name
-        self.server_version = server_version
+        self.server_version = server_version or self.mode.default_version
         self._host = host
         self._port = port
         self._server: Optional[_Server] = None
@@ -361,8 +362,11 @@ class LangfuseStandIn:
             self.span_receipts: typing.Counter[SpanKey] = Counter()
             self.seeded_spans: Dict[SpanKey, Dict[str, Any]] = {}
             self.scores: Dict[str, Dict[str, Any]] = {}
-            self.score_rows: Dict[Tuple[str, str], Dict[str, Any]] = {}
+            self.score_rows: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
             self.score_receipts: typing.Counter[str] = Counter()
+            self.dataset_runs: Dict[Tuple[str, str], Dict[str, Any]] = {}  # (dataset id, run name) -> run (v3)
+            self.dataset_run_items: List[Dict[str, Any]] = []  # every accepted POST (v3): duplicates show
+            self.ingestion_events: typing.Counter[str] = Counter()  # event type -> accepted events
             self.requests = []
             self.internal_errors: List[str] = []
             self.faults.clear()
@@ -510,7 +514,7 @@ class LangfuseStandIn:
         log = RequestLog(method, split.path, query, None, len(body), headers=headers)
         with self._lock:  # logged in arrival order; status/completed are filled in below
             self.requests.append(log)
-        fault: Optional[Fault] = self.faults.take(method, split.path)
+        fault: Optional[Fault] = self.faults.take(method, split.path, len(body))
         resp: Optional[Response] = None
         try:
             if fault is not None:
@@ -568,30 +572,60 @@ class LangfuseStandIn:
             h.close_connection = True
 
     # ------------------------------------------------------------------ routing
-    def _routes(self) -> List[Tuple[str, "re.Pattern[str]", str, Callable[..., Response], bool]]:
+    def _routes(self) -> List[Tuple[str, "re.Pattern[str]", str, Callable[..., Response], bool, Optional[str]]]:
+        """(method, path, name, handler, needs auth, gate). Gates (``rules.py``): ``legacy`` -
+        404 before auth in events_only mode (``rejectInEventsOnlyMode``); ``v4`` - 404 after
+        auth without the v4 opt-in; ``ingestion`` / ``run_items`` - the endpoint exists only in
+        modes that have it."""
         R = re.compile
         return [
-            ("GET", R(r"^/api/public/health/?$"), "health", self._health, False),
-            ("GET", R(r"^/api/public/projects$"), "projects.get", self._projects, True),
-            ("GET", R(r"^/api/public/v2/datasets$"), "datasets.list", self._datasets_list, True),
-            ("POST", R(r"^/api/public/v2/datasets$"), "datasets.create", self._datasets_create, True),
-            ("GET", R(r"^/api/public/v2/datasets/(?P<name>[^/]+)$"), "datasets.get", self._datasets_get, True),
-            ("GET", R(r"^/api/public/dataset-items$"), "dataset_items.list", self._items_list, True),
-            ("POST", R(r"^/api/public/dataset-items$"), "dataset_items.create", self._items_create, True),
-            ("GET", R(r"^/api/public/dataset-items/(?P<id>[^/]+)$"), "dataset_items.get", self._items_get, True),
+            ("GET", R(r"^/api/public/health/?$"), "health", self._health, False, None),
+            ("GET", R(r"^/api/public/projects$"), "projects.get", self._projects, True, None),
+            ("GET", R(r"^/api/public/v2/datasets$"), "datasets.list", self._datasets_list, True, None),
+            ("POST", R(r"^/api/public/v2/datasets$"), "datasets.create", self._datasets_create, True, None),
+            ("GET", R(r"^/api/public/v2/datasets/(?P<name>[^/]+)$"), "datasets.get", self._datasets_get, True, None),
+            ("GET", R(r"^/api/public/dataset-items$"), "dataset_items.list", self._items_list, True, None),
+            ("POST", R(r"^/api/public/dataset-items$"), "dataset_items.create", self._items_create, True, None),
+            ("GET", R(r"^/api/public/dataset-items/(?P<id>[^/]+)$"), "dataset_items.get", self._items_get, True, None),
             ("DELETE", R(r"^/api/public/dataset-items/(?P<id>[^/]+)$"), "dataset_items.delete",
-             self._items_delete, True),
-            ("POST", R(r"^/api/public/otel/v1/traces$"), "otel.traces", self._otel, True),
-            ("POST", R(r"^/api/public/scores$"), "scores.create", self._scores_create, True),
-            ("DELETE", R(r"^/api/public/scores/(?P<id>[^/]+)$"), "scores.delete", self._scores_delete, True),
-            ("GET", R(r"^/api/public/v3/scores$"), "scores.get_many", self._scores_v3, True),
-            ("GET", R(r"^/api/public/experiments$"), "experiments.list", self._experiments, True),
-            ("GET", R(r"^/api/public/experiment-items$"), "experiments.list_items", self._experiment_items, True),
-            ("GET", R(r"^/api/public/v2/observations$"), "observations.get_many", self._observations_v2, True),
-            ("GET", R(r"^/api/public/traces/(?P<id>[^/]+)$"), "traces.get_v1", self._trace_v1, True),
+             self._items_delete, True, None),
+            ("POST", R(r"^/api/public/otel/v1/traces$"), "otel.traces", self._otel, True, None),
+            ("POST", R(r"^/api/public/ingestion$"), "ingestion.batch", self._ingestion, True, "ingestion"),
+            ("POST", R(r"^/api/public/scores$"), "scores.create", self._scores_create, True, None),
+            ("GET", R(r"^/api/public/scores$"), "scores.list_v1", self._scores_v1, True, "legacy"),
+            ("DELETE", R(r"^/api/public/scores/(?P<id>[^/]+)$"), "scores.delete", self._scores_delete, True, None),
+            ("GET", R(r"^/api/public/v2/scores$"), "scores.list_v2", self._scores_v2, True, "legacy"),
+            ("GET", R(r"^/api/public/v3/scores$"), "scores.get_many", self._scores_v3, True, None),
+            ("POST", R(r"^/api/public/dataset-run-items$"), "dataset_run_items.create", self._run_items_create,
+             True, "run_items"),
+            ("GET", R(r"^/api/public/dataset-run-items$"), "dataset_run_items.list", self._run_items_list, True,
+             "legacy"),
+            ("GET", R(r"^/api/public/experiments$"), "experiments.list", self._experiments, True, "v4:experiments"),
+            ("GET", R(r"^/api/public/experiment-items$"), "experiments.list_items", self._experiment_items, True,
+             "v4:experiment items"),
+            ("GET", R(r"^/api/public/v2/observations$"), "observations.get_many", self._observations_v2, True,
+             "v4:observations v2"),
+            ("GET", R(r"^/api/public/observations$"), "observations.list_v1", self._observations_v1_list, True,
+             "legacy"),
+            ("GET", R(r"^/api/public/traces/(?P<id>[^/]+)$"), "traces.get_v1", self._trace_v1, True, "legacy"),
             ("GET", R(r"^/api/public/observations/(?P<id>[^/]+)$"), "observations.get_v1",
-             self._observation_v1_route, True),
+             self._observation_v1_route, True, "legacy"),
         ]
+
+    def _gate(self, gate: Optional[str], stage: str) -> Optional[Response]:
+        """The 404 a gated route answers in this mode at this stage ("before"/"after" auth), if any."""
+        if gate is None:
+            return None
+        mode = self.mode
+        if gate == "legacy" and mode.events_only and stage == "before":
+            return _json(404, {"message": rules.EVENTS_ONLY_404})
+        if gate.startswith("v4:") and not mode.v4_reads and stage == "after":
+            return _json(404, {"message": rules.V4_ONLY_404.format(what=gate[3:])})
+        if gate == "ingestion" and not mode.ingestion and stage == "before":
+            return _json(404, {"message": "stand-in (sdk5 mode): POST /api/public/ingestion is not offered"})
+        if gate == "run_items" and not mode.run_item_writes and stage == "before":
+            return _json(404, {"message": "stand-in (sdk5 mode): POST /api/public/dataset-run-items is not offered"})
+        return None
 
     def handle(self, method: str, raw_path: str, headers: Dict[str, str], body: bytes
                ) -> Tuple[Response, Optional[str]]:
@@ -602,7 +636,7 @@ class LangfuseStandIn:
         if method == "HEAD":
             method = "GET"
         path_known = False
-        for r_method, pattern, name, fn, needs_auth in self._routes():
+        for r_method, pattern, name, fn, needs_auth, gate in self._routes():
             m = pattern.match(path)
             if not m:
                 continue
@@ -610,8 +644,14 @@ class LangfuseStandIn:
             if r_method != method:
                 continue
             try:
+                gated = self._gate(gate, "before")
+                if gated is not None:
+                    return gated, name
                 if needs_auth:
                     self._check_auth(headers)
+                gated = self._gate(gate, "after")
+                if gated is not None:
+                    return gated, name
                 params = {k: unquote(v) for k, v in m.groupdict().items()}
                 with self._lock:
                     return fn(query=query, headers=headers, body=body, **params), name
@@ -626,7 +666,7 @@ class LangfuseStandIn:
                 return _json(500, {"message": f"stand-in internal error: {exc!r}"}), name
         if path_known:
             return _json(405, {"message": f"Method {method} not allowed on {path}"}), None
-        return _json(404, {"message": f"stand-in: no endpoint {method} {path} (Langfuse SDK 5 does not use it)"}), None
+        return _json(404, {"message": f"stand-in: no endpoint {method} {path}"}), None
 
     def _check_auth(self, headers: Dict[str, str]) -> None:
         auth = headers.get("authorization") or ""
@@ -773,8 +813,9 @@ class LangfuseStandIn:
             raise ApiError(400, f"Invalid request data: id is longer than {MAX_DATASET_ITEM_ID_LENGTH} chars")
         now = _iso(_utcnow())
         item = self.dataset_items.get(item_id)
-        if item is not None and item["datasetId"] != ds["id"]:
-            raise ApiError(400, f"Dataset item id {item_id!r} already exists in dataset {item['datasetName']!r}")
+        if item is not None and item["datasetId"] != ds["id"]:  # dataset-items.ts upsertDatasetItem: 409
+            raise ApiError(409, f"Dataset item id {item_id!r} already exists in another dataset "
+                                f"(id {item['datasetId']}) in this project")
         if item is None:
             item = {
                 "id": item_id, "status": "ACTIVE", "input": None, "expectedOutput": None, "metadata": None,
@@ -791,7 +832,7 @@ class LangfuseStandIn:
         return _json(200, item)
 
     def _items_list(self, query: Dict[str, str], **_: Any) -> Response:
-        page, limit = self._page(query)
+        page, limit = self._page(query, 50, 100)  # utils/zod.ts publicApiPaginationZod: limit <= 100
         self._query_dt(query, "version")  # accepted (validated) but items are not versioned here
         rows = list(self.dataset_items.values())
         name = query.get("datasetName")
@@ -898,8 +939,14 @@ class LangfuseStandIn:
             "createdAt": now, "updatedAt": now,
         }
 
+    def _score_row(self, score: Dict[str, Any], timestamp: datetime) -> Dict[str, Any]:
+        """A stored score row from a validated body (``rules.validate_score``)."""
+        now = _iso(_utcnow())
+        return {**score, "id": score["id"] or str(uuid.uuid4()), "projectId": self.project_id,
+                "timestamp": _iso(timestamp), "authorUserId": None, "createdAt": now, "updatedAt": now}
+
     def _store_score(self, score: Dict[str, Any]) -> None:
-        key = (score["id"], score["timestamp"])
+        key = rules.score_day_key(score)
         previous = self.score_rows.get(key)
         if previous is not None:
             score["createdAt"] = previous["createdAt"]
@@ -911,7 +958,20 @@ class LangfuseStandIn:
         if len(body) > SCORES_BODY_LIMIT_BYTES:
             raise ApiError(413, f"Body exceeded {SCORES_BODY_LIMIT_BYTES} bytes limit")
         payload = self._body_json(body, headers)
-        if isinstance(payload, dict):  # single score (legacy form): 200 {id} or 400
+        if not self.mode.score_arrays:
+            # scores/index.ts: bodySchema PostScoresBodyV1 (one object; an array fails the schema);
+            # scores-api-service.ts createScore: the event timestamp is ``new Date()`` (arrival),
+            # a ``timestamp`` in the body is not part of the schema and is dropped.
+            if not isinstance(payload, dict):
+                raise ApiError(400, "Invalid request data: expected a score object (PostScoresBodyV1)")
+            try:
+                score = rules.validate_score(payload, api="scores")
+            except rules.RuleError as exc:
+                raise ApiError(exc.status, exc.message) from None
+            row = self._score_row(score, _utcnow())
+            self._store_score(row)
+            return _json(200, {"id": row["id"]})
+        if isinstance(payload, dict):  # single score: 200 {id} or 400
             score = self._normalize_score(payload)
             self._store_score(score)
             return _json(200, {"id": score["id"]})
@@ -930,6 +990,132 @@ class LangfuseStandIn:
         if errors:
             return _json(207, {"accepted": accepted, "rejected": len(errors), "errors": errors})
         return _json(202, {"message": "Accepted"})
+
+    def _ingestion(self, body: bytes, headers: Dict[str, str], **_: Any) -> Response:
+        """ingestion.ts: ``{"batch": [...], "metadata"?}`` (4.5 MB), 207 with ``successes`` /
+        ``errors`` per event (processEventBatch.ts ``aggregateBatchResult``: 201 / 400)."""
+        if len(body) > rules.INGESTION_BODY_LIMIT:
+            raise ApiError(413, "Body exceeded 4.5mb limit")
+        payload = self._body_json(body, headers)
+        if not isinstance(payload, dict) or not isinstance(payload.get("batch"), list):
+            return _json(400, {"message": "Invalid request data", "errors": ["batch: expected an array"]})
+        successes, errors = [], []
+        for event in payload["batch"]:
+            eid = event.get("id") if isinstance(event, dict) and isinstance(event.get("id"), str) else "unknown"
+            try:
+                eid, etype, ts = rules.validate_event_envelope(event)
+                if self.mode.events_only and etype not in rules.EVENTS_ONLY_ALLOWED_TYPES:
+                    errors.append({"id": eid, "status": 400, "message": "Event type not accepted",
+                                   "error": f'Event type "{etype}" is not accepted by /api/public/ingestion when '
+                                            f"LANGFUSE_MIGRATION_V4_WRITE_MODE is events_only."})
+                    continue
+                if etype == "sdk-log":
+                    successes.append({"id": eid, "status": 201})
+                    continue
+                if etype != "score-create":
+                    raise rules.RuleError(400, f"stand-in: event type {etype!r} is not modelled")
+                score = rules.validate_score(event.get("body"), api="ingestion")
+            except rules.RuleError as exc:
+                errors.append({"id": eid, "status": exc.status, "message": "Invalid request data",
+                               "error": exc.message})
+                continue
+            successes.append({"id": eid, "status": 201})
+            self.ingestion_events[etype] += 1
+            if not score["id"]:  # processEventBatch.ts: an event without body.id is never queued
+                continue
+            # worker IngestionService.processScoreEventList: the score's timestamp is the event's
+            self._store_score(self._score_row(score, ts))
+        return _json(207, {"successes": successes, "errors": errors})
+
+    def _scores_list_rows(self, query: Dict[str, str]) -> List[Dict[str, Any]]:
+        rows = list(self.score_rows.values())
+        for param, key in (("name", "name"), ("traceId", "traceId"), ("observationId", "observationId"),
+                           ("datasetRunId", "datasetRunId"), ("sessionId", "sessionId")):
+            if query.get(param):
+                rows = [r for r in rows if r[key] == query[param]]
+        frm, to = self._query_dt(query, "fromTimestamp"), self._query_dt(query, "toTimestamp")
+        if frm is not None:
+            rows = [r for r in rows if _parse_iso(r["timestamp"]) >= frm]
+        if to is not None:
+            rows = [r for r in rows if _parse_iso(r["timestamp"]) < to]
+        rows.sort(key=lambda r: (r["timestamp"], r["id"]), reverse=True)
+        return rows
+
+    def _scores_v1(self, query: Dict[str, str], **_: Any) -> Response:
+        """scores/index.ts GET (legacy reads): trace scores only (filterAndValidateLegacyV1GetScoreList)."""
+        page, limit = self._page(query, 50, 100)
+        rows = [r for r in self._scores_list_rows(query) if r["traceId"]]
+        chunk, meta = self._paginate(rows, page, limit)
+        return _json(200, {"data": [{**self._score_v3(r, {"details"}), "traceId": r["traceId"],
+                                     "observationId": r["observationId"], "trace": {}} for r in chunk], "meta": meta})
+
+    def _scores_v2(self, query: Dict[str, str], **_: Any) -> Response:
+        """v2/scores/index.ts GET (legacy reads): trace, session and dataset run scores."""
+        page, limit = self._page(query, 50, 100)
+        chunk, meta = self._paginate(self._scores_list_rows(query), page, limit)
+        data = [{**self._score_v3(r, {"details"}), "traceId": r["traceId"], "observationId": r["observationId"],
+                 "sessionId": r["sessionId"], "datasetRunId": r["datasetRunId"]} for r in chunk]
+        return _json(200, {"data": data, "meta": meta})
+
+    # ------------------------------------------------------------------ dataset run items
+    def _run_items_create(self, body: bytes, headers: Dict[str, str], **_: Any) -> Response:
+        """dataset-run-items.ts POST. v3 (legacy): publicDatasetService.ts createDatasetRunItemForApi -
+        the item must exist and be ACTIVE; the run is created on first use (dataset-runs.ts
+        createOrFetchDatasetRun: a uuid, description/metadata/createdAt of that first call);
+        every call adds a run item with a new id (no de-duplication). events_only (v4):
+        buildStableDatasetRunItemResponseEventsOnly - nothing is stored, the run id is the
+        SDK's experiment id formula."""
+        payload = self._body_json(body, headers)
+        try:
+            req = rules.validate_run_item(payload, self.server_version)
+        except rules.RuleError as exc:
+            raise ApiError(exc.status, exc.message) from None
+        item = self.dataset_items.get(req["datasetItemId"])
+        if item is None or item["status"] != "ACTIVE":
+            raise ApiError(404, "Dataset item not found")
+        created = _iso(_parse_iso(req["createdAt"])) if req.get("createdAt") else _iso(_utcnow())
+        if self.mode.events_only:
+            return _json(200, {
+                "id": str(uuid.uuid4()), "datasetRunId": self.experiment_id(item["datasetId"], req["runName"]),
+                "datasetRunName": req["runName"], "datasetItemId": item["id"], "traceId": req.get("traceId") or "",
+                "observationId": req.get("observationId"), "createdAt": created, "updatedAt": created})
+        trace_id = req.get("traceId")
+        if not trace_id:
+            span = self._observation_v1_get(req["observationId"])
+            if span is None:
+                raise ApiError(404, "Observation not found")
+            trace_id = span["trace_id"]
+        key = (item["datasetId"], req["runName"])
+        run = self.dataset_runs.get(key)
+        if run is None:
+            run = {"id": str(uuid.uuid4()), "name": req["runName"], "description": req.get("runDescription"),
+                   "metadata": req.get("metadata") or {}, "datasetId": item["datasetId"],
+                   "datasetName": item["datasetName"], "createdAt": created, "updatedAt": created}
+            self.dataset_runs[key] = run
+        run_item = {"id": str(uuid.uuid4()), "datasetRunId": run["id"], "datasetRunName": run["name"],
+                    "datasetItemId": item["id"], "traceId": trace_id, "observationId": req.get("observationId"),
+                    "createdAt": created, "updatedAt": created}
+        self.dataset_run_items.append(run_item)
+        return _json(200, run_item)
+
+    def _run_items_list(self, query: Dict[str, str], **_: Any) -> Response:
+        """dataset-run-items.ts GET (legacy reads): ``datasetId`` and ``runName`` required; 404
+        when the run does not exist (publicDatasetService.ts listDatasetRunItemsForApi)."""
+        for key in ("datasetId", "runName"):
+            if not query.get(key):
+                raise ApiError(400, f"Invalid request data: {key} is required")
+        page, limit = self._page(query, 50, 100)
+        run = self.dataset_runs.get((query["datasetId"], query["runName"]))
+        if run is None:
+            raise ApiError(404, "Dataset run not found for the given project and dataset id")
+        rows = [r for r in self.dataset_run_items if r["datasetRunId"] == run["id"]]
+        chunk, meta = self._paginate(rows, page, limit)
+        return _json(200, {"data": chunk, "meta": meta})
+
+    def run_items_of(self, run_name: str) -> List[Dict[str, Any]]:
+        """Test helper: every accepted run item of the v3 dataset run named ``run_name``."""
+        ids = {r["id"] for r in self.dataset_runs.values() if r["name"] == run_name}
+        return [r for r in self.dataset_run_items if r["datasetRunId"] in ids]
 
     def _scores_delete(self, id: str, **_: Any) -> Response:  # noqa: A002
         keys = [k for k in self.score_rows if k[0] == id]
@@ -1090,10 +1276,8 @@ class LangfuseStandIn:
             {"core", "basic"})
         if (query.get("parseIoAsJson") or "").lower() == "true":
             raise ApiError(400, "parseIoAsJson=true is no longer supported")
-        if query.get("filter"):
-            raise ApiError(400, "the structured 'filter' parameter is not supported by the stand-in")
         frm, to = self._query_dt(query, "fromStartTime"), self._query_dt(query, "toStartTime")
-        rows = list(self._all_spans().values())
+        rows = self._filtered_spans(query.get("filter"), v2=True)
         if query.get("traceId"):
             rows = [s for s in rows if s["trace_id"] == query["traceId"]]
         if query.get("name"):
@@ -1138,6 +1322,61 @@ class LangfuseStandIn:
             "projectId": self.project_id,
         }
 
+    def _filtered_spans(self, raw: Optional[str], *, v2: bool) -> List[Dict[str, Any]]:
+        """All spans, narrowed by a structured ``filter`` (JSON list). The stand-in models the
+        filters the publisher sends: ``stringOptions`` on ``traceId`` (``any of``), and in v1
+        ``null`` on ``parentObservationId`` (``is null``); column names from
+        packages/shared/src/server/tableMappings/mapEventsTable.ts (v2) and
+        mapObservationsTable.ts (v1), filter shapes from packages/shared/src/interfaces/filters.ts."""
+        rows = list(self._all_spans().values())
+        if not raw:
+            return rows
+        try:
+            filters = json.loads(raw)
+        except ValueError:
+            raise ApiError(400, "Invalid JSON in filter parameter") from None
+        if not isinstance(filters, list):
+            raise ApiError(400, "Invalid request data: filter must be an array")
+        for f in filters:
+            if not isinstance(f, dict):
+                raise ApiError(400, "Invalid request data: filter entries must be objects")
+            kind, column, op = f.get("type"), f.get("column"), f.get("operator")
+            if kind == "stringOptions" and column == "traceId" and op in ("any of", "none of"):
+                values = f.get("value")
+                if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+                    raise ApiError(400, "Invalid request data: stringOptions value must be a non-empty string list")
+                wanted = set(values)
+                rows = [r for r in rows if (r["trace_id"] in wanted) == (op == "any of")]
+            elif not v2 and kind == "null" and column == "parentObservationId" and op in ("is null", "is not null"):
+                if f.get("value") != "":
+                    raise ApiError(400, "Invalid request data: null filter value must be ''")
+                rows = [r for r in rows if (r["parent_span_id"] is None) == (op == "is null")]
+            else:
+                raise ApiError(400, f"stand-in: filter {f!r} is not modelled")
+        return rows
+
+    def _observations_v1_list(self, query: Dict[str, str], **_: Any) -> Response:
+        """observations/index.ts GET (legacy reads): page/limit (<= 100), traceId, name, type,
+        parentObservationId, fromStartTime, toStartTime, filter."""
+        page, limit = self._page(query, 50, 100)
+        rows = self._filtered_spans(query.get("filter"), v2=False)
+        if query.get("traceId"):
+            rows = [s for s in rows if s["trace_id"] == query["traceId"]]
+        if query.get("name"):
+            rows = [s for s in rows if s["name"] == query["name"]]
+        if query.get("parentObservationId"):
+            rows = [s for s in rows if s["parent_span_id"] == query["parentObservationId"]]
+        if query.get("type"):
+            rows = [s for s in rows if str(s["attributes"].get(A_TYPE) or "span").upper() == query["type"].upper()]
+        frm, to = self._query_dt(query, "fromStartTime"), self._query_dt(query, "toStartTime")
+        if frm is not None:
+            rows = [s for s in rows if _span_start(s) >= frm]
+        if to is not None:
+            rows = [s for s in rows if _span_start(s) < to]
+        rows.sort(key=lambda s: (s["start_time_unix_nano"], s["span_id"]), reverse=True)
+        chunk, meta = self._paginate(rows, page, limit)
+        return _json(200, {"data": [self._observation_v1(s) for s in chunk], "meta": meta})
+
     def _observation_v1_get(self, id: str) -> Optional[Dict[str, Any]]:  # noqa: A002
         for span in self._all_spans().values():
             if span["span_id"] == id:
@@ -1161,7 +1400,10 @@ class LangfuseStandIn:
         name = next((s["attributes"][A_TRACE_NAME] for s in spans if s["attributes"].get(A_TRACE_NAME)), root["name"])
         ends = [e for e in (_span_end(s) for s in spans) if e]
         start = _span_start(spans[0])
-        scores = [self._score_v3(s, {"details"}) for s in self.score_rows.values() if s["traceId"] == id]
+        low = _span_start(root) - rules.TRACE_SCORE_INTERVAL  # rules.TRACE_SCORE_INTERVAL (scores.ts)
+        scores = [self._score_v3(s, {"details"}) for s in self.score_rows.values()
+                  if s["traceId"] == id and s["dataType"] in rules.LISTABLE_SCORE_TYPES
+                  and _parse_iso(s["timestamp"]) >= low]
         return _json(200, {
             "id": id, "projectId": self.project_id, "name": name, "timestamp": _iso(_span_start(root)),
             "environment": self._environment(root), "input": _maybe_json(ra.get(A_INPUT)),
@@ -1195,16 +1437,37 @@ class LangfuseStandIn:
         st = _span_start(span)
         return st >= frm and (to is None or st < to)
 
+    @staticmethod
+    def _score_limit(query: Dict[str, str]) -> int:
+        """types/experiments.ts ``experimentScoreLimitZod``: an integer 1..50, default 50."""
+        raw = query.get("scoreLimit")
+        try:
+            limit = int(raw) if raw not in (None, "") else 50
+        except ValueError:
+            raise ApiError(400, "scoreLimit must be an integer") from None
+        if not 1 <= limit <= rules.EXPERIMENT_SCORE_LIMIT_MAX:
+            raise ApiError(400, f"scoreLimit must be between 1 and {rules.EXPERIMENT_SCORE_LIMIT_MAX}")
+        return limit
+
+    @staticmethod
+    def _score_window(newest: datetime, oldest: datetime) -> Tuple[datetime, datetime]:
+        """repository.ts ``scoreTimestampBoundsFromRows``: [oldest - 1 day, min(now, newest + 1 day))."""
+        return oldest - rules.EXPERIMENT_SCORE_WINDOW, min(_utcnow(), newest + rules.EXPERIMENT_SCORE_WINDOW)
+
+    def _latest_by_id(self, rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """scores.ts: ``ORDER BY s.event_ts DESC LIMIT 1 BY s.id`` (one row per score id)."""
+        out: Dict[str, Dict[str, Any]] = {}
+        for r in sorted(rows, key=lambda r: r["updatedAt"]):
+            out[r["id"]] = r
+        return sorted(out.values(), key=lambda r: (r["updatedAt"], r["id"]), reverse=True)
+
     def _experiments(self, query: Dict[str, str], **_: Any) -> Response:
         fields = self._fields(query, {"core", "metadata", "scores"}, {"core"})
         frm = self._query_dt(query, "fromStartTime", required=True)
         to = self._query_dt(query, "toStartTime")
         if query.get("filter"):
             raise ApiError(400, "the structured 'filter' parameter is not supported by the stand-in")
-        try:
-            score_limit = int(query.get("scoreLimit") or 50)
-        except ValueError:
-            raise ApiError(400, "scoreLimit must be an integer") from None
+        score_limit = self._score_limit(query)
         groups: Dict[str, List[Dict[str, Any]]] = {}
         for span in self.experiment_item_spans():
             if self._item_in_window(span, frm, to):  # type: ignore[arg-type]
@@ -1229,14 +1492,21 @@ class LangfuseStandIn:
             if "metadata" in fields:
                 md = _maybe_json(a.get(A_EXP_METADATA))
                 row["metadata"] = md if isinstance(md, dict) else None
-            if "scores" in fields:
-                sc = [s for s in self.score_rows.values() if s["datasetRunId"] == exp_id]
-                sc.sort(key=lambda s: s["timestamp"], reverse=True)
-                row["scores"] = [self._score_v3(s, set()) for s in sc[:score_limit]]
-            rows.append((max(ends), row))
+            rows.append((max(starts), row))  # cursor_time: the latest item start
         rows.sort(key=lambda t: t[0], reverse=True)
-        chunk, meta = self._cursor_page([r for _, r in rows], query, 50, 100)
-        return _json(200, {"data": chunk, "meta": meta})
+        chunk, meta = self._cursor_page(rows, query, 50, 100)
+        if "scores" in fields and chunk:
+            low, high = self._score_window(chunk[0][0], chunk[-1][0])
+            page_ids = {r["id"] for _, r in chunk}
+            candidates = self._latest_by_id([
+                s for s in self.score_rows.values()
+                if s["datasetRunId"] in page_ids and not s["traceId"] and not s["observationId"]
+                and not s["sessionId"] and s["dataType"] in rules.LISTABLE_SCORE_TYPES
+                and rules.in_window(_parse_iso(s["timestamp"]), low, high)])
+            for _, row in chunk:
+                mine = [s for s in candidates if s["datasetRunId"] == row["id"]][:score_limit]
+                row["scores"] = [self._score_v3(s, set()) for s in mine]
+        return _json(200, {"data": [r for _, r in chunk], "meta": meta})
 
     def _experiment_items(self, query: Dict[str, str], **_: Any) -> Response:
         fields = self._fields(
@@ -1246,13 +1516,10 @@ class LangfuseStandIn:
         to = self._query_dt(query, "toStartTime")
         if query.get("filter"):
             raise ApiError(400, "the structured 'filter' parameter is not supported by the stand-in")
-        try:
-            score_limit = int(query.get("scoreLimit") or 50)
-        except ValueError:
-            raise ApiError(400, "scoreLimit must be an integer") from None
+        score_limit = self._score_limit(query)
         exp_ids, exp_names = _csv(query, "experimentId"), _csv(query, "experimentName")
         item_ids, datasets = _csv(query, "experimentItemId"), _csv(query, "datasetId")
-        rows = []
+        spans = []
         for span in self.experiment_item_spans():
             a = span["attributes"]
             if not self._item_in_window(span, frm, to):  # type: ignore[arg-type]
@@ -1265,6 +1532,29 @@ class LangfuseStandIn:
                 continue
             if datasets is not None and a.get(A_EXP_DATASET_ID) not in datasets:
                 continue
+            spans.append(span)
+        chunk, meta = self._cursor_page(spans, query, 50, 100)
+        by_trace: Dict[str, List[Dict[str, Any]]] = {}
+        if "scores" in fields and chunk:
+            # repository.ts queryExperimentItemsForPublicApi + scores.ts
+            # queryScoreRecordsForExperimentItems: scores on the page's observations, or trace-level
+            # scores of its traces, in the window, one row per id, ``LIMIT scoreLimit BY trace_id``;
+            # each item gets the scores of its trace.
+            low, high = self._score_window(_span_start(chunk[0]), _span_start(chunk[-1]))
+            obs_ids = {s["span_id"] for s in chunk}
+            trace_ids = {s["trace_id"] for s in chunk}
+            for sc in self._latest_by_id([
+                s for s in self.score_rows.values()
+                if s["dataType"] in rules.LISTABLE_SCORE_TYPES
+                and rules.in_window(_parse_iso(s["timestamp"]), low, high)
+                and (s["observationId"] in obs_ids or (s["traceId"] in trace_ids and not s["observationId"]
+                                                       and not s["sessionId"] and not s["datasetRunId"]))]):
+                group = by_trace.setdefault(sc["traceId"] or "", [])
+                if len(group) < score_limit:
+                    group.append(sc)
+        rows = []
+        for span in chunk:
+            a = span["attributes"]
             end = _span_end(span)
             row: Dict[str, Any] = {
                 "id": span["span_id"], "traceId": span["trace_id"], "startTime": _iso(_span_start(span)),
@@ -1289,10 +1579,6 @@ class LangfuseStandIn:
                 row["experimentMetadata"] = md if isinstance(md, dict) else None
                 row["experimentDescription"] = a.get(A_EXP_DESCRIPTION)
             if "scores" in fields:
-                sc = [s for s in self.score_rows.values()
-                      if s["traceId"] == span["trace_id"] and s["observationId"] in (None, span["span_id"])]
-                sc.sort(key=lambda s: s["timestamp"], reverse=True)
-                row["scores"] = [self._score_v3(s, set()) for s in sc[:score_limit]]
+                row["scores"] = [self._score_v3(s, set()) for s in by_trace.get(span["trace_id"], [])]
             rows.append(row)
-        chunk, meta = self._cursor_page(rows, query, 50, 100)
-        return _json(200, {"data": chunk, "meta": meta})
+        return _json(200, {"data": rows, "meta": meta})

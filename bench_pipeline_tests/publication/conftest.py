@@ -42,7 +42,7 @@ def run(processed_run):
 @pytest.fixture
 def standin():
     # The SDK keeps clients per public key: a unique key per test keeps them apart.
-    with LangfuseStandIn(public_key=f"pk-lf-{uuid.uuid4().hex[:12]}", secret_key=SECRET) as server:
+    with LangfuseStandIn(public_key=f"pk-lf-{uuid.uuid4().hex[:12]}", secret_key=SECRET, mode="sdk5") as server:
         yield server
         assert server.internal_errors == []
         assert server.unknown_requests() == []
