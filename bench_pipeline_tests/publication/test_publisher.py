@@ -76,7 +76,7 @@ def expected_run_scores(metrics: dict) -> dict[str, float]:
             out[name.removesuffix(".value")] = float(v)
 
     for section in ("capability", "coverage", "failures", "diagnostics", "category", "observations",
-                    "efficiency", "reliability", "cost_to_first_success"):
+                    "efficiency", "reliability", "cost_to_first_success", "uncertainty", "estimators"):
         walk(metrics.get(section, {}), section)
     return out
 
