@@ -9,18 +9,25 @@ from .client import LangfuseSettings
 from .publisher import PublicationError
 
 
-def _progress_printer(stream=None):
-    """A progress callback that prints each tenth of the way once (to stderr)."""
-    stream = stream or sys.stderr
-    shown: set[int] = set()
+class _ProgressPrinter:
+    """Prints each tenth of the way once, and which server the publication talks to (stderr)."""
 
-    def progress(done: int, total: int) -> None:
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.shown: set[int] = set()
+
+    def __call__(self, done: int, total: int) -> None:
         tenth = done * 10 // total if total else 10
-        if tenth not in shown:
-            shown.add(tenth)
-            print(f"  langfuse: {done}/{total} attempts published", file=stream, flush=True)
+        if tenth not in self.shown:
+            self.shown.add(tenth)
+            print(f"  langfuse: {done}/{total} attempts published", file=self.stream, flush=True)
 
-    return progress
+    def announce(self, text: str) -> None:
+        print(f"  {text}", file=self.stream, flush=True)
+
+
+def _progress_printer(stream=None) -> _ProgressPrinter:
+    return _ProgressPrinter(stream)
 
 
 def publish_processed(processed, out_dir: Path) -> int:
@@ -44,9 +51,14 @@ def publish_processed(processed, out_dir: Path) -> int:
             f"{result.items} item(s), {result.spans} span(s), {result.scores} score(s) written to {result.outbox_path}"
         )
         return 0
+    server = {"v4": "a v4 server (events mode)", "v3": "a v3 server (legacy mode: dataset runs)"}.get(
+        result.server or "", "Langfuse")
+    version = f" {result.server_version}" if result.server_version else ""
+    run_items = f", {result.run_items} dataset run item(s)" if result.server == "v3" else ""
     print(
-        f"langfuse: published run {raw.run_id} to dataset {result.dataset!r} (experiment {result.experiment_id}): "
-        f"{result.items} item(s) written, {result.spans} span(s), {result.scores} score(s) sent, "
+        f"langfuse: published run {raw.run_id} to dataset {result.dataset!r} (experiment {result.experiment_id}) "
+        f"on {server}{version}: "
+        f"{result.items} item(s) written, {result.spans} span(s){run_items}, {result.scores} score(s) sent, "
         f"{result.skipped_existing} attempt(s) already published; {result.http_requests} HTTP request(s); "
         f"record {result.record_path}"
     )

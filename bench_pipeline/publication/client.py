@@ -1,13 +1,19 @@
 """HTTP access to Langfuse: settings, the SDK's API client, retries and request counting.
 
-Reads and the per-item dataset calls go through the SDK's generated client
+Reads and the per-item dataset calls the SDK wraps go through its generated client
 (``langfuse.api.client.LangfuseAPI``, with its own retries switched off so that one retry
-policy applies). The two bulk writes go to the raw endpoints, because the SDK paths either
-hide failures (span exporter, score queue) or are slow for large batches:
+policy applies). Everything else goes to the raw endpoints over the same ``httpx`` client,
+because SDK 5.0.4 has no call for it or its paths hide failures (span exporter, score queue):
 
-* scores: ``POST /api/public/scores`` with a JSON array; 202 = all stored, 207 = some rejected;
+* scores: ``POST /api/public/ingestion`` with ``score-create`` events (207 with a status per
+  event; both server generations), or, on a server without that endpoint, SDK 5's
+  ``POST /api/public/scores`` with a JSON array (202 = all accepted, 207 = some rejected);
 * spans: ``POST /api/public/otel/v1/traces`` with OTLP/JSON (gzip), header
-  ``x-langfuse-ingestion-version: 4``; 2xx without ``partialSuccess.rejectedSpans`` = stored.
+  ``x-langfuse-ingestion-version: 4``; 2xx without ``partialSuccess.rejectedSpans`` = accepted;
+* dataset run items (v3 legacy mode): ``POST /api/public/dataset-run-items``, one per attempt;
+* the server probe and the reads SDK 5 does not wrap (``generation.py``, ``publisher.py``).
+
+A 2xx answer means the server accepted (queued) the data; Langfuse writes it asynchronously.
 
 No credential is ever logged or put in an exception message.
 """
@@ -85,13 +91,15 @@ class PublishOptions:
     retries: int = 3  # extra tries per request after a retryable failure
     backoff: float = 0.5  # first wait between tries, doubled each time
     max_retry_after: float = 30.0  # cap on a server's Retry-After
-    workers: int = 8  # concurrent per-item calls (dataset items, trace look-ups)
+    workers: int = 8  # concurrent per-item calls (dataset items, dataset run items)
     chunk_attempts: int = 250  # attempts per span+score round (progress granularity)
-    max_score_bytes: int = 900_000  # /api/public/scores body limit is 1 MiB
+    max_score_bytes: int = 900_000  # SDK 5's /api/public/scores array: body limit 1 MiB
+    max_ingestion_bytes: int = 3_400_000  # /api/public/ingestion: documented 3.5 MB per batch (openapi.yml)
     max_span_bytes: int = 2_000_000  # uncompressed OTLP/JSON per request
     max_spans_per_request: int = 1000
     max_scores_per_request: int = 10_000
-    page_size: int = 100  # dataset-items and experiment-items pages
+    page_size: int = 100  # list pages (dataset items, experiment items, run items): the servers' maximum
+    lookup_batch: int = 100  # execution trace ids per look-up request (filter ``traceId any of``)
     in_doubt_lookup_limit: int = 25  # up to this many in-doubt items: look up per trace, else page
     give_up_after: int = 20  # after this many requests in a row failed for good, stop trying
 
@@ -291,36 +299,83 @@ class LangfuseHttp:
 
         return self._with_retries(what, once)
 
-    # ------------------------------------------------------------------ raw bulk writes
-    def post(self, what: str, path: str, body: bytes, headers: dict[str, str], *,
-             retry_unanswered: bool = True) -> httpx.Response:
-        """POST raw bytes with the retry policy; returns the 2xx response or raises DeliveryFailure.
-
-        Callers only send idempotent bodies (fixed ids, fixed score timestamps). With
-        ``retry_unanswered=False`` a request without an answer is not repeated: the caller
-        reads back first (DeliveryFailure with ``in_doubt``).
-        """
-        self.guard(body, what)
+    # ------------------------------------------------------------------ raw requests
+    def _raw(self, what: str, method: str, path: str, *, body: bytes | None = None,
+             params: dict | None = None, headers: dict[str, str] | None = None,
+             retry_unanswered: bool = True, doubtful: frozenset[int] = frozenset(),
+             accept: frozenset[int] = frozenset()) -> httpx.Response:
+        """One raw request under the retry policy; returns a 2xx response (or one whose status
+        is in ``accept``) or raises DeliveryFailure. A status in ``doubtful`` means "may have
+        been stored": it is reported ``in_doubt`` and, like a request without an answer, not
+        repeated when ``retry_unanswered`` is False."""
+        if body is not None:
+            self.guard(body, what)
         url = f"{self.base_url}{path}"
+        all_headers = {**self._headers, **(headers or {})}
 
         def once() -> httpx.Response:
             try:
-                response = self.http.post(url, content=body, headers={**self._headers, **headers}, auth=self._auth)
+                response = self.http.request(method, url, content=body, params=params, headers=all_headers,
+                                             auth=self._auth)
             except httpx.TransportError as exc:
                 raise _Retryable(DeliveryFailure(what, f"no answer ({type(exc).__name__})", in_doubt=True)) from None
-            if 200 <= response.status_code < 300:
+            if 200 <= response.status_code < 300 or response.status_code in accept:
                 return response
             failure = DeliveryFailure(what, f"HTTP {response.status_code}: {_short(response.text)}",
-                                      status=response.status_code)
+                                      status=response.status_code, in_doubt=response.status_code in doubtful)
             if response.status_code not in RETRYABLE_STATUS:
                 raise failure
             raise _Retryable(failure, _retry_after(response.headers))
 
         return self._with_retries(what, once, retry_unanswered=retry_unanswered)
 
-    def send_scores(self, what: str, scores: list[dict]) -> None:
-        """POST /api/public/scores; success only when every score was accepted."""
-        response = self.post(what, "/api/public/scores", orjson.dumps(scores), {"content-type": "application/json"})
+    def get_json(self, what: str, path: str, params: dict | None = None, *,
+                 accept: frozenset[int] = frozenset()) -> tuple[int, Any]:
+        """GET a JSON resource: (status, body). 4xx other than ``accept`` raise DeliveryFailure."""
+        response = self._raw(what, "GET", path, params=params, accept=accept)
+        try:
+            return response.status_code, response.json() if response.content else None
+        except ValueError:
+            raise DeliveryFailure(what, f"HTTP {response.status_code}: the answer is not JSON",
+                                  status=response.status_code) from None
+
+    def post(self, what: str, path: str, body: bytes, headers: dict[str, str], *,
+             retry_unanswered: bool = True, doubtful: frozenset[int] = frozenset(),
+             accept: frozenset[int] = frozenset()) -> httpx.Response:
+        """POST raw bytes with the retry policy; returns the 2xx response or raises DeliveryFailure.
+
+        Callers only send idempotent bodies (fixed ids, fixed score timestamps), except dataset
+        run items (``retry_unanswered=False``): a request without an answer is then not
+        repeated; the caller reads back first (DeliveryFailure with ``in_doubt``).
+        """
+        return self._raw(what, "POST", path, body=body, headers=headers, retry_unanswered=retry_unanswered,
+                         doubtful=doubtful, accept=accept)
+
+    def send_ingestion(self, what: str, events: list[bytes]) -> None:
+        """POST /api/public/ingestion ``{"batch": [...]}`` (events already encoded).
+
+        The server answers 207 with ``successes`` and ``errors`` per event
+        (``packages/shared/src/server/ingestion/processEventBatch.ts``); success only when
+        every event is among the successes."""
+        body = b'{"batch":[' + b",".join(events) + b"]}"
+        response = self.post(what, "/api/public/ingestion", body, {"content-type": "application/json"})
+        try:
+            result = response.json()
+        except ValueError:
+            raise DeliveryFailure(what, f"HTTP {response.status_code}: the answer is not JSON",
+                                  status=response.status_code) from None
+        errors = (result or {}).get("errors") or []
+        successes = (result or {}).get("successes") or []
+        if errors or len(successes) != len(events):
+            raise DeliveryFailure(
+                what, f"HTTP {response.status_code}: {len(errors)} of {len(events)} event(s) rejected: "
+                      f"{_short(errors)}", status=response.status_code)
+
+    def send_scores(self, what: str, scores: list[bytes]) -> None:
+        """SDK 5's POST /api/public/scores with a JSON array (scores already encoded); success
+        only when every score was accepted (202; 207 = some rejected)."""
+        body = b"[" + b",".join(scores) + b"]"
+        response = self.post(what, "/api/public/scores", body, {"content-type": "application/json"})
         if response.status_code == 207:
             try:
                 body = response.json()

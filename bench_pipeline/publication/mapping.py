@@ -19,7 +19,10 @@ run score                   ``run_score_id`` (suite, run, score name)
 
 Span payloads are OTLP/JSON (hex ids, ``stringValue`` attributes named by
 ``LangfuseOtelSpanAttributes``), the form ``POST /api/public/otel/v1/traces`` accepts.
-Score payloads are the wire form of ``CreateScoreRequest`` (camelCase keys).
+Score payloads are the wire form of ``CreateScoreRequest`` (camelCase keys), sent as
+``score-create`` events (``score_event``) or, on a server without the ingestion endpoint, as
+SDK 5's array. Dataset Items of a suite are shared by its runs: ``merge_item`` decides what
+a run may change in one (never erasing what it holds).
 """
 
 from __future__ import annotations
@@ -253,8 +256,23 @@ def _suite_tasks(suite_def: Mapping | None) -> dict[str, Mapping]:
     return out
 
 
-def item_body(suite: str, suite_version: Any, task: Mapping | None, attempt: Mapping) -> dict:
-    """input / expectedOutput / metadata of the Dataset Item for one task attempt."""
+#: The parts of a Dataset Item that define its task: (field, where it lives in the item body).
+#: A null value means "unknown" (a run whose suite.json lacks the task), never "empty".
+DEFINITION_FIELDS = (
+    ("prompt", ("input", "prompt")),
+    ("expected_answer", ("expectedOutput", "expected_answer")),
+    ("rubric_spec", ("expectedOutput", "rubric_spec")),
+    ("expected_memory_ids", ("metadata", "expected_memory_ids")),
+    ("category", ("metadata", "category")),
+)
+
+
+def item_body(suite: str, task: Mapping | None, attempt: Mapping, provenance: Mapping) -> dict:
+    """input / expectedOutput / metadata of the Dataset Item for one task attempt, as this run knows it.
+
+    ``provenance`` ({run_id, run_started_at, suite_version}) says which run's suite definition
+    the task comes from (``definition_source``); the item content itself never names the run.
+    """
     task = task or {}
     evidence = attempt.get("evidence") or {}
     rubric_spec = task.get("rubric_spec") if "rubric_spec" in task else evidence.get("rubric_spec")
@@ -264,16 +282,126 @@ def item_body(suite: str, suite_version: Any, task: Mapping | None, attempt: Map
         "expectedOutput": {"expected_answer": task.get("expected_answer"), "rubric_spec": rubric_spec},
         "metadata": {
             "suite": suite,
-            "suite_version": suite_version,
+            "suite_version": provenance.get("suite_version") if task else None,
             "task_id": attempt["task_id"],
             "attempt": attempt["attempt"],
             "category": category,
             "rubric_spec": rubric_spec,
             "expected_memory_ids": task.get("expected_memory_ids"),
             "in_suite_definition": bool(task),
+            "definition_source": {**provenance, "in_suite_definition": bool(task)},
             "source": "bench_pipeline",
         },
     }
+
+
+def definition_of(body: Mapping) -> dict[str, Any]:
+    """The task definition an item body holds (DEFINITION_FIELDS; None = unknown)."""
+    out: dict[str, Any] = {}
+    for name, (part, key) in DEFINITION_FIELDS:
+        section = body.get(part)
+        out[name] = section.get(key) if isinstance(section, Mapping) else None
+    if out["rubric_spec"] is None and isinstance(body.get("metadata"), Mapping):
+        out["rubric_spec"] = body["metadata"].get("rubric_spec")
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return canonical_json(a) == canonical_json(b)
+
+
+def _rank(source: Any) -> tuple[bool, dt.datetime]:
+    """Which definition wins a conflict: one from a suite.json over one read off attempt
+    records, then the run that started later (an unknown start counts as the oldest)."""
+    if not isinstance(source, Mapping):
+        return False, dt.datetime.min.replace(tzinfo=dt.UTC)
+    started = parse_timestamp(source.get("run_started_at"))
+    return bool(source.get("in_suite_definition")), started or dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
+def _history_entry(definition: Mapping, source: Any) -> dict:
+    src = source if isinstance(source, Mapping) else {}
+    return {**{name: definition.get(name) for name, _ in DEFINITION_FIELDS},
+            "run_id": src.get("run_id"), "run_started_at": src.get("run_started_at"),
+            "suite_version": src.get("suite_version")}
+
+
+@dataclass
+class ItemMerge:
+    """What publishing this run does to one shared Dataset Item (``merge_item``)."""
+
+    body: dict | None  # the complete input/expectedOutput/metadata to send; None: leave the item as it is
+    outcome: str  # created | unchanged | filled | replaced | kept | foreign
+    conflicts: list[str]  # definition fields this run knows differently from the item
+
+
+def merge_item(existing: Mapping | None, ours: Mapping) -> ItemMerge:
+    """The item content after this run, never erasing what the item holds (docs/langfuse.md).
+
+    ``existing``: the item's input/expectedOutput/metadata in Langfuse (None: no such item);
+    ``ours``: this run's item body (``item_body``). Rules:
+
+    * a field this run does not know (null) never replaces a known one; a field the item
+      lacks is filled in; keys of the item this publisher does not write are kept;
+    * a field known differently on both sides is a changed task: the winning definition
+      (``_rank``: from a suite.json over one read off attempt records, then the run that
+      started later; a tie goes to this publication) becomes the item's, with its
+      ``definition_source``; the other one is appended to ``metadata.definition_history``
+      (nothing is dropped);
+    * nothing is sent when the result equals the item (no new item version on the server).
+    """
+    ours_def = definition_of(ours)
+    ours_src = ours["metadata"].get("definition_source")
+    if existing is None:
+        return ItemMerge({k: ours[k] for k in ("input", "expectedOutput", "metadata")}, "created", [])
+    parts = {k: existing.get(k) for k in ("input", "expectedOutput", "metadata")}
+    if any(v is not None and not isinstance(v, Mapping) for v in parts.values()):
+        return ItemMerge(None, "foreign", [])  # not an item this publisher wrote: never overwritten
+    ex = {k: dict(v or {}) for k, v in parts.items()}
+    ex_def = definition_of(ex)
+    ex_src = ex["metadata"].get("definition_source")
+    history = list(ex["metadata"].get("definition_history") or [])
+    conflicts = [name for name, _ in DEFINITION_FIELDS
+                 if ours_def[name] is not None and ex_def[name] is not None and not _same(ours_def[name], ex_def[name])]
+    if conflicts:
+        ours_wins = _rank(ours_src) >= _rank(ex_src)  # a tie: the later publication
+        first, second = (ours_def, ex_def) if ours_wins else (ex_def, ours_def)
+        current = {n: first[n] if first[n] is not None else second[n] for n, _ in DEFINITION_FIELDS}
+        source = ours_src if ours_wins else ex_src
+        superseded = _history_entry(ex_def, ex_src) if ours_wins else _history_entry(ours_def, ours_src)
+        if not any(all(_same(h.get(n), superseded[n]) for n, _ in DEFINITION_FIELDS)
+                   for h in history if isinstance(h, Mapping)):
+            history.append(superseded)
+        history.sort(key=lambda h: str(h.get("run_started_at") or "") if isinstance(h, Mapping) else "")
+        outcome = "replaced" if ours_wins else "kept"
+    else:
+        current = {n: ex_def[n] if ex_def[n] is not None else ours_def[n] for n, _ in DEFINITION_FIELDS}
+        filled = any(ex_def[n] is None and ours_def[n] is not None for n, _ in DEFINITION_FIELDS)
+        source = ours_src if ex_src is None or (filled and _rank(ours_src)[0] and not _rank(ex_src)[0]) else ex_src
+        outcome = "filled" if filled else "unchanged"
+    metadata = {**ex["metadata"], **{k: v for k, v in ours["metadata"].items()
+                                     if k not in ("definition_source", "in_suite_definition", "suite_version")}}
+    for name, (part, key) in DEFINITION_FIELDS:
+        if part == "metadata":
+            metadata[key] = current[name]
+    metadata["rubric_spec"] = current["rubric_spec"]
+    metadata["definition_source"] = source
+    metadata["suite_version"] = source.get("suite_version") if _rank(source)[0] else ex["metadata"].get(
+        "suite_version")
+    metadata["in_suite_definition"] = bool(ex["metadata"].get("in_suite_definition")) or bool(
+        ours["metadata"].get("in_suite_definition"))
+    if history:
+        metadata["definition_history"] = history
+    body = {
+        "input": {**ex["input"], **{k: v for k, v in ours["input"].items() if k != "prompt"},
+                  "prompt": current["prompt"]},
+        "expectedOutput": {**ex["expectedOutput"], "expected_answer": current["expected_answer"],
+                           "rubric_spec": current["rubric_spec"]},
+        "metadata": metadata,
+    }
+    if all(_same(body[k], existing.get(k)) for k in body):
+        return ItemMerge(None, "unchanged" if outcome in ("unchanged", "filled") else outcome, conflicts)
+    return ItemMerge(body, outcome, conflicts)
 
 
 def attempt_score_values(attempt: Mapping) -> list[tuple[str, Any, str]]:
@@ -367,7 +495,7 @@ class AttemptPlan:
     task_id: str
     attempt: int
     line: Any
-    item: dict  # the Dataset Item wire body (datasetName, id, input, expectedOutput, metadata, status)
+    item: dict  # the Dataset Item wire body as this run knows it (datasetName, id, input, expectedOutput, metadata)
     item_hash: str
     episode_id: str | None
     execution_trace_id: str | None  # valid 32-hex id from the episode, when the episode is known
@@ -376,7 +504,6 @@ class AttemptPlan:
     evaluation_span_id: str
     name: str  # benchmark/<task>#attempt-<n>
     scores: list[tuple[str, Any, str]]
-    score_timestamp: str | None  # the attempt's own finished_at, when known
     evidence: dict = field(default_factory=dict)
 
 
@@ -389,7 +516,7 @@ class RunPlan:
     run_scores: list[tuple[str, float]]
     experiment_metadata: dict
     experiment_description: str
-    run_timestamp: str | None  # manifest finished_at, else latest attempt finished_at, else started_at
+    provenance: dict  # {run_id, run_started_at, suite_version}: the source of this run's task definitions
 
 
 def plan_run(*, run_id: str, metrics: Mapping, attempts: Iterable[Mapping], manifest: Mapping | None,
@@ -410,12 +537,18 @@ def plan_run(*, run_id: str, metrics: Mapping, attempts: Iterable[Mapping], mani
             duplicates.append({"task_id": key[0], "attempt": key[1], "line": earlier.get("line")})
         by_key[key] = record
 
+    started = normalize_timestamp((manifest or {}).get("started_at"))
+    if started is None:
+        starts = [t for t in (normalize_timestamp((r.get("evidence") or {}).get("started_at"))
+                              for r in by_key.values()) if t]
+        started = min(starts) if starts else None
+    provenance = {"run_id": run_id, "run_started_at": started, "suite_version": suite_version}
     plans: list[AttemptPlan] = []
     for (task_id, attempt_no), record in by_key.items():
         record = {**record, "task_id": task_id, "attempt": attempt_no}
         item_id = dataset_item_id(suite, task_id, attempt_no)
-        body = item_body(suite, suite_version, tasks.get(task_id), record)
-        item = {"datasetName": suite, "id": item_id, **body, "status": "ACTIVE"}
+        body = item_body(suite, tasks.get(task_id), record, provenance)
+        item = {"datasetName": suite, "id": item_id, **body}
         evidence = dict(record.get("evidence") or {})
         episode = evidence.get("episode_id") if isinstance(evidence.get("episode_id"), str) else None
         plans.append(AttemptPlan(
@@ -432,14 +565,9 @@ def plan_run(*, run_id: str, metrics: Mapping, attempts: Iterable[Mapping], mani
             evaluation_span_id=evaluation_span_id(suite, run_id, item_id),
             name=evaluation_name(task_id, attempt_no),
             scores=attempt_score_values(record),
-            score_timestamp=normalize_timestamp(evidence.get("finished_at")),
             evidence=evidence,
         ))
 
-    run_ts = normalize_timestamp((manifest or {}).get("finished_at"))
-    if run_ts is None:
-        finished = [p.score_timestamp for p in plans if p.score_timestamp]
-        run_ts = max(finished) if finished else normalize_timestamp((manifest or {}).get("started_at"))
     facts = manifest_facts(manifest, metrics)
     facts.setdefault("run_id", run_id)
     return RunPlan(
@@ -450,7 +578,7 @@ def plan_run(*, run_id: str, metrics: Mapping, attempts: Iterable[Mapping], mani
         run_scores=run_score_values(metrics or {}),
         experiment_metadata=facts,
         experiment_description=f"bench_pipeline benchmark run {run_id} of suite {suite}",
-        run_timestamp=run_ts,
+        provenance=provenance,
     )
 
 
@@ -530,9 +658,12 @@ class ExperimentContext:
     """Server-assigned facts the span and score payloads need (placeholders in the outbox)."""
 
     dataset_id: str
-    experiment_id: str
+    experiment_id: str | None  # v4: the SDK formula; v3: the dataset run's server id (None until it exists)
     project_id: str | None
     base_url: str | None
+    #: v4 events mode: experiment items are spans carrying the SDK's experiment attributes.
+    #: v3 legacy mode: the dataset run item links item and trace; spans carry no experiment attributes.
+    span_experiment: bool = True
 
 
 def _attr(key: str, value: Any) -> dict:
@@ -566,6 +697,7 @@ def attempt_spans(plan: AttemptPlan, binding: Binding, run: RunPlan, ctx: Experi
         "category": item["metadata"].get("category"), "dataset_id": ctx.dataset_id,
         "dataset_item_id": plan.item_id, "experiment_name": run.run_id, "experiment_run_name": run.run_id,
         "execution_trace_status": binding.status, "binding": binding.mode,
+        "in_suite_definition": item["metadata"].get("in_suite_definition"),
     }
     attrs = [
         _attr(A.OBSERVATION_TYPE, "evaluator"),
@@ -573,17 +705,18 @@ def attempt_spans(plan: AttemptPlan, binding: Binding, run: RunPlan, ctx: Experi
         _attr(A.OBSERVATION_OUTPUT, output),
     ]
     attrs += [_attr(f"{A.OBSERVATION_METADATA}.{k}", v) for k, v in metadata.items()]
-    attrs += [
-        _attr(A.EXPERIMENT_ID, ctx.experiment_id),
-        _attr(A.EXPERIMENT_NAME, run.run_id),
-        _attr(A.EXPERIMENT_DESCRIPTION, run.experiment_description),
-        _attr(A.EXPERIMENT_METADATA, run.experiment_metadata),
-        _attr(A.EXPERIMENT_DATASET_ID, ctx.dataset_id),
-        _attr(A.EXPERIMENT_ITEM_ID, plan.item_id),
-        _attr(A.EXPERIMENT_ITEM_ROOT_OBSERVATION_ID, binding.observation_id),
-        _attr(A.EXPERIMENT_ITEM_EXPECTED_OUTPUT, item["expectedOutput"]),
-        _attr(A.EXPERIMENT_ITEM_METADATA, item["metadata"]),
-    ]
+    if ctx.span_experiment:
+        attrs += [
+            _attr(A.EXPERIMENT_ID, ctx.experiment_id),
+            _attr(A.EXPERIMENT_NAME, run.run_id),
+            _attr(A.EXPERIMENT_DESCRIPTION, run.experiment_description),
+            _attr(A.EXPERIMENT_METADATA, run.experiment_metadata),
+            _attr(A.EXPERIMENT_DATASET_ID, ctx.dataset_id),
+            _attr(A.EXPERIMENT_ITEM_ID, plan.item_id),
+            _attr(A.EXPERIMENT_ITEM_ROOT_OBSERVATION_ID, binding.observation_id),
+            _attr(A.EXPERIMENT_ITEM_EXPECTED_OUTPUT, item["expectedOutput"]),
+            _attr(A.EXPERIMENT_ITEM_METADATA, item["metadata"]),
+        ]
     spans = []
     if binding.mode == REPLAY:
         replay_attrs = [
@@ -631,21 +764,54 @@ def _score(score_id: str, name: str, value: Any, data_type: str, timestamp: str,
 
 
 def attempt_score_payloads(plan: AttemptPlan, binding: Binding, run: RunPlan, timestamp: str) -> list[dict]:
-    """``benchmark.*`` scores of one attempt on its experiment item (trace + observation)."""
-    ts = plan.score_timestamp or timestamp
+    """``benchmark.*`` scores of one attempt on its experiment item (trace + observation).
+
+    ``timestamp`` is the publication's anchor (``anchor_time``), the start time of every span
+    of the run, so that each read API finds the scores with their observations."""
     return [
-        _score(attempt_score_id(run.suite, run.run_id, plan.item_id, name), name, value, dtype, ts,
+        _score(attempt_score_id(run.suite, run.run_id, plan.item_id, name), name, value, dtype, timestamp,
                traceId=binding.trace_id, observationId=binding.observation_id)
         for name, value, dtype in plan.scores
     ]
 
 
 def run_score_payloads(run: RunPlan, experiment: str, timestamp: str) -> list[dict]:
-    """Run-level scores attached to the experiment (``datasetRunId``)."""
+    """Run-level scores attached to the experiment (``datasetRunId``), at the anchor time."""
     return [
         _score(run_score_id(run.suite, run.run_id, name), name, value, "NUMERIC", timestamp, datasetRunId=experiment)
         for name, value in run.run_scores
     ]
+
+
+def score_event(score: Mapping) -> dict:
+    """A score as a ``score-create`` event of ``POST /api/public/ingestion``.
+
+    The server stores the event's ``timestamp`` as the score's (the body has no timestamp
+    field: langfuse ``packages/shared/src/server/ingestion/types.ts`` ``scoreEvent``, worker
+    ``IngestionService.processScoreEventList``). The event id is the score id: a re-sent score
+    overwrites its own event file, so a changed value replaces the old one."""
+    return {"id": score["id"], "timestamp": score["timestamp"], "type": "score-create",
+            "body": {k: v for k, v in score.items() if k != "timestamp"}}
+
+
+def score_event_bytes(score: Mapping) -> bytes:
+    """``score_event(score)`` encoded (orjson), the unit ingestion batches are made of."""
+    return orjson.dumps(score_event(score))
+
+
+def run_item_body(plan: AttemptPlan, binding: Binding, run: RunPlan, created_at: str) -> dict:
+    """``POST /api/public/dataset-run-items`` body (v3 legacy mode; ``PostDatasetRunItemsV1Body``,
+    strict: runName, runDescription, metadata, datasetItemId, observationId, traceId, createdAt).
+    The run takes its description, metadata and creation time from its first item."""
+    return {
+        "runName": run.run_id,
+        "runDescription": run.experiment_description,
+        "metadata": run.experiment_metadata,
+        "datasetItemId": plan.item_id,
+        "traceId": binding.trace_id,
+        "observationId": binding.observation_id,
+        "createdAt": created_at,
+    }
 
 
 def greedy_groups(sized: Iterable[tuple[T, int]], max_bytes: int, max_count: int) -> Iterator[list[T]]:

@@ -3,19 +3,29 @@
 Order of a publication (docs/langfuse.md has the full story):
 
 1. plan (pure, ``mapping.plan_run``): ids, item bodies, score values;
-2. project id (``GET /api/public/projects``) and the Dataset (upsert by suite name);
-3. Dataset Items (upsert by deterministic id; on a run's first publication the dataset is
-   listed first so unchanged items are not rewritten);
-4. experiment id (SDK formula); the binding of every new experiment item: experiment items
-   that already exist in Langfuse keep theirs, otherwise the execution trace is looked up
-   (``GET /api/public/v2/observations?traceId=..&isRootObservation=true``) and a found root
+2. project id (``GET /api/public/projects``) and the server probe (``generation.probe``): which
+   generation the server is (v4 events mode or v3 legacy mode), said in the progress output
+   and in ``publication.json``; a server that offers neither path fails here, before anything
+   is written;
+3. the Dataset (read first; created, or given only the metadata keys it lacks);
+4. Dataset Items: the dataset is listed and each item of this run merged with what the item
+   holds (``mapping.merge_item``: never erase); only changed items are written;
+5. the experiment: v4 - the SDK formula id, experiment items are spans with experiment
+   attributes; v3 - a dataset run the server creates with the first dataset run item;
+6. the binding of every new experiment item: items that already exist keep theirs (record,
+   or read back), otherwise the execution traces are looked up in batches and a found root
    makes the item ``available`` under it, else it goes under its deterministic replay trace;
-5. per chunk of attempts: spans (OTLP/JSON, confirmed by the HTTP answer; an unanswered
-   batch is resolved by reading back before anything is re-sent), then the attempts'
-   scores (confirmed by 202; 207 is a failure);
-6. run-level scores on the experiment (with the last chunk's scores when they fit);
-7. ``publication.json``: what was confirmed, with ids and times, so that the next call
-   sends only what is missing or changed. Failures raise ``PublicationError``.
+7. per chunk of attempts: spans (an unanswered batch is resolved by reading back before
+   anything is re-sent), v3: one dataset run item per attempt (an unanswered one is checked
+   by reading back in the next call, never re-sent blindly), then the scores as
+   ``score-create`` events (207 with a status per event);
+8. run-level scores on the experiment;
+9. ``publication.json``: what was accepted, with ids and times, so that the next call sends
+   only what is missing or changed. Failures raise ``PublicationError``.
+
+Every span of a run starts at the publication's anchor time and every score carries it
+(``_anchor``): the time the first publication of the run began, kept in the record and read
+back from the server without one.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from typing import Any, Literal
 import orjson
 
 from ..jsonio import write_atomic
+from . import generation as g
 from . import mapping as m
 from .client import DeliveryFailure, LangfuseHttp, LangfuseSettings, PublishOptions
 
@@ -40,14 +51,17 @@ log = logging.getLogger("bench_pipeline.publication")
 
 RECORD_NAME = "publication.json"
 OUTBOX_NAME = "langfuse_outbox.jsonl"
-RECORD_SCHEMA = 1
+RECORD_SCHEMA = 2
 DATASET_ID_PLACEHOLDER = "{{dataset_id}}"
 EXPERIMENT_ID_PLACEHOLDER = "{{experiment_id}}"
 
-# binding states in the record
-CONFIRMED = "confirmed"
+# states in the record (spans: ``state``; v3 dataset run items: ``run_item``)
+CONFIRMED = "confirmed"  # accepted by the server (2xx); Langfuse stores it asynchronously
 PLANNED = "planned"  # decided, not stored (never sent, or refused with an HTTP error)
 IN_DOUBT = "in_doubt"  # sent without an answer: may exist; resolved by reading back
+#: a 5xx answer to a dataset run item may come after it was stored (each call adds one)
+RUN_ITEM_DOUBTFUL = frozenset({500, 502, 503, 504})
+OTLP_HEADERS = {"content-type": "application/json", "x-langfuse-ingestion-version": "4"}
 
 
 class PublicationError(Exception):
@@ -61,12 +75,15 @@ class PublicationResult:
     dataset: str
     experiment_id: str | None
     items: int  # dataset items created/updated by this call (outbox: items written)
-    scores: int  # scores confirmed by this call (outbox: scores written)
-    spans: int  # spans confirmed by this call (outbox: spans written)
+    scores: int  # scores accepted by this call (outbox: scores written)
+    spans: int  # spans accepted by this call (outbox: spans written)
     skipped_existing: int  # attempts whose experiment item already existed and was not re-sent
     record_path: Path | None
     outbox_path: Path | None
     http_requests: int | None  # None when nothing was configured (no HTTP at all)
+    server: str | None = None  # "v4" | "v3": the generation the publication talked to (None: outbox)
+    server_version: str | None = None  # as GET /api/public/health reported it
+    run_items: int = 0  # v3 dataset run items accepted by this call
 
 
 def _now() -> str:
@@ -84,6 +101,14 @@ def _dataset_body(suite: str) -> dict:
         "description": f"Benchmark suite {suite}: one item per task attempt (bench_pipeline).",
         "metadata": {"source": "bench_pipeline", "suite": suite},
     }
+
+
+def _announce(progress: Any, text: str) -> None:
+    """Tell the progress output which server the publication talks to (when it listens)."""
+    log.info("%s", text)
+    announce = getattr(progress, "announce", None)
+    if callable(announce):
+        announce(text)
 
 
 # =============================================================================== public API
@@ -105,7 +130,9 @@ def publish_run(
 
     Without configured keys the exact payloads go to ``out_dir/langfuse_outbox.jsonl`` and
     the status is ``not_configured`` (no HTTP). Raises PublicationError when anything could
-    not be delivered; calling again sends only what is missing.
+    not be delivered; calling again sends only what is missing. ``progress(done, total)`` is
+    called as attempts complete; when it has an ``announce(text)`` method, that is told which
+    server generation was found.
     """
     settings = settings if settings is not None else LangfuseSettings.from_env()
     options = options or PublishOptions.from_env()
@@ -124,50 +151,50 @@ def publish_run(
 
 def _write_outbox(plan: m.RunPlan, out_dir: Path, settings: LangfuseSettings, options: PublishOptions,
                   progress: Callable[[int, int], None] | None) -> PublicationResult:
-    """The exact requests a configured publication would send, one JSON line each.
+    """The requests a first publication to a fresh v4 server would send, one JSON line each.
 
     Server-assigned values are placeholders (``{{dataset_id}}``, ``{{experiment_id}}``);
     execution traces cannot be looked up offline, so a known episode is ``pending_or_missing``.
+    Item bodies are this run's (a configured publication merges them with what the items
+    hold first); the anchor time is the time the outbox was written. Streamed: each request
+    is made, encoded and written as it comes (nothing is held for the whole run but the plan).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     now = _now()
     ctx = m.ExperimentContext(DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER, None, None)
-    ts = plan.run_timestamp or now
     counts = {"spans": 0, "scores": 0}
     secrets = [key.encode("utf-8") for key in (settings.secret_key, settings.public_key) if key]
 
-    def requests() -> Iterator[tuple[str, str, Any, dict | None, tuple]]:
-        """(kind, path, body, headers, placeholders) of each request, in order; the spans and
-        scores are made attempt by attempt and grouped as they come (nothing is held for the
-        whole run but the plan)."""
-        yield "dataset", "/api/public/v2/datasets", _dataset_body(plan.suite), None, ()
+    def requests() -> Iterator[tuple[str, str, bytes, dict | None, tuple]]:
+        """(kind, path, encoded body, headers, placeholders) of each request, in order."""
+        yield "dataset", "/api/public/v2/datasets", orjson.dumps(_dataset_body(plan.suite)), None, ()
         for a in plan.attempts:
-            yield "dataset_item", "/api/public/dataset-items", a.item, None, ()
-        otlp_headers = {"content-type": "application/json", "x-langfuse-ingestion-version": "4"}
+            yield "dataset_item", "/api/public/dataset-items", orjson.dumps(_item_wire(a.item, a.item)), None, ()
         spans = ((span, len(orjson.dumps(span))) for a in plan.attempts
                  for span in m.attempt_spans(a, m.decide_binding(a, None), plan, ctx, now, now))
         for group in m.greedy_groups(spans, options.max_span_bytes, options.max_spans_per_request):
             counts["spans"] += len(group)
-            yield ("spans", "/api/public/otel/v1/traces", m.otlp_body(group), otlp_headers,
+            yield ("spans", "/api/public/otel/v1/traces", orjson.dumps(m.otlp_body(group)), OTLP_HEADERS,
                    (DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER))
         scores = itertools.chain(
-            (score for a in plan.attempts for score in m.attempt_score_payloads(a, m.decide_binding(a, None), plan, ts)),
-            m.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, ts))
-        sized = ((score, len(orjson.dumps(score)) + 1) for score in scores)
-        for batch in m.greedy_groups(sized, options.max_score_bytes, options.max_scores_per_request):
+            (s for a in plan.attempts for s in m.attempt_score_payloads(a, m.decide_binding(a, None), plan, now)),
+            m.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, now))
+        events = ((e, len(e) + 1) for e in map(m.score_event_bytes, scores))
+        for batch in m.greedy_groups(events, options.max_ingestion_bytes - 16, options.max_scores_per_request):
             counts["scores"] += len(batch)
-            yield ("scores", "/api/public/scores", batch, None,
-                   (EXPERIMENT_ID_PLACEHOLDER,) if any("datasetRunId" in s for s in batch) else ())
+            body = b'{"batch":[' + b",".join(batch) + b"]}"
+            yield ("scores", "/api/public/ingestion", body, None,
+                   (EXPERIMENT_ID_PLACEHOLDER,) if EXPERIMENT_ID_PLACEHOLDER.encode() in body else ())
 
     def encoded() -> Iterator[bytes]:
         for seq, (kind, path, body, headers, placeholders) in enumerate(requests(), start=1):
-            line = {"seq": seq, "kind": kind, "method": "POST", "path": path}
+            head = {"seq": seq, "kind": kind, "method": "POST", "path": path}
             if headers:
-                line["headers"] = headers
-            line["body"] = body
+                head["headers"] = headers
+            data = orjson.dumps(head)[:-1] + b',"body":' + body
             if placeholders:
-                line["placeholders"] = list(placeholders)
-            data = orjson.dumps(line) + b"\n"
+                data += b',"placeholders":' + orjson.dumps(list(placeholders))
+            data += b"}\n"
             if any(secret in data for secret in secrets):  # partial configuration: never write a key
                 raise PublicationError("refusing to write the outbox: a payload contains a Langfuse key")
             yield data
@@ -185,17 +212,27 @@ def _write_outbox(plan: m.RunPlan, out_dir: Path, settings: LangfuseSettings, op
     )
 
 
+def _item_wire(item: dict, body: dict) -> dict:
+    """The ``POST /api/public/dataset-items`` body: ``body``'s content under ``item``'s ids.
+    No status: a new item is ACTIVE, an existing one keeps its own."""
+    return {"datasetName": item["datasetName"], "id": item["id"], "input": body["input"],
+            "expectedOutput": body["expectedOutput"], "metadata": body["metadata"]}
+
+
 # =============================================================================== record
 
 
-def _load_record(path: Path, plan: m.RunPlan, target: str) -> dict:
-    fresh = {
+def _fresh_record(plan: m.RunPlan, target: str) -> dict:
+    return {
         "schema_version": RECORD_SCHEMA, "run_id": plan.run_id, "dataset": plan.suite, "target": target,
-        "project_id": None, "dataset_id": None, "dataset_hash": None, "experiment_id": None,
+        "server": None, "project_id": None, "dataset_id": None, "dataset_hash": None, "experiment_id": None,
         "run_name": plan.run_id, "status": "incomplete", "first_published_at": None, "updated_at": None,
-        "score_timestamp": None, "items": {}, "bindings": {}, "attempt_scores": {}, "run_scores": None,
-        "sessions": [],
+        "anchor": None, "items": {}, "bindings": {}, "attempt_scores": {}, "run_scores": None, "sessions": [],
     }
+
+
+def _load_record(path: Path, plan: m.RunPlan, target: str) -> dict:
+    fresh = _fresh_record(plan, target)
     try:
         data = orjson.loads(path.read_bytes())
     except FileNotFoundError:
@@ -207,7 +244,8 @@ def _load_record(path: Path, plan: m.RunPlan, target: str) -> dict:
         not isinstance(data, dict) or data.get("schema_version") != RECORD_SCHEMA
         or data.get("run_id") != plan.run_id or data.get("dataset") != plan.suite
     ):
-        log.warning("publication record %s belongs to another run; starting a new one", path.name)
+        log.warning("publication record %s belongs to another run or record version; starting a new one",
+                    path.name)
         return fresh
     if data.get("target") != target:
         log.info("publication record %s is for another Langfuse target; starting a new one", path.name)
@@ -231,18 +269,29 @@ class _Publication:
         self.record = _load_record(self.record_path, plan, _target_fingerprint(settings))
         self.errors: list[tuple[str, int, str]] = []  # (what, how many attempts/objects, detail)
         self.blocked: set[str] = set()  # item ids that cannot progress in this call
-        self.sent = {"items": 0, "spans": 0, "scores": 0}
+        self.sent = {"items": 0, "spans": 0, "scores": 0, "run_items": 0}
+        self.item_outcomes: dict[str, int] = {}
         self.skipped_existing = 0
-        self.session = {"started_at": _now()}
+        self.session: dict[str, Any] = {"started_at": _now()}
         self.http: LangfuseHttp | None = None
+        self.profile: g.ServerProfile | None = None
+        self.ctx: m.ExperimentContext | None = None
         self.total = len(plan.attempts)
-        self.done: set[str] = set()  # item ids whose item, experiment item and scores are confirmed
+        self.done: set[str] = set()  # item ids whose item, experiment item (+ run item) and scores are confirmed
+        self.write_record = True
+
+    @property
+    def legacy(self) -> bool:
+        return (self.record.get("server") or {}).get("generation") == g.V3
+
+    @property
+    def anchor(self) -> str:
+        return self.record["anchor"]
 
     # ------------------------------------------------------------------ driver
     def run(self) -> PublicationResult:
         rec = self.record
-        rec["first_published_at"] = rec["first_published_at"] or self.session["started_at"]
-        if rec["experiment_id"]:
+        if rec["experiment_id"] and rec["anchor"] and rec["server"]:
             self.done = {a.item_id for a in self.plan.attempts if self._attempt_done(a)}
         self._report()
         try:
@@ -252,27 +301,33 @@ class _Publication:
             else:
                 self.http = LangfuseHttp(self.settings, self.options)
                 self._publish()
+        except g.UnsupportedServer as exc:
+            self.write_record = False  # nothing was written, not even the record
+            raise PublicationError(str(exc)) from None
         except PublicationError:
             raise
         except DeliveryFailure as exc:  # a step nothing else can proceed without
             self.errors.append((exc.what, self.total, exc.detail))
         finally:
-            self._finish_record()
+            if self.write_record:
+                self._finish_record()
             if self.http is not None:
                 self.http.close()
         if self.errors:
             raise PublicationError(self._error_message())
         self._report()
+        server = rec.get("server") or {}
         return PublicationResult(
             status="published", dataset=self.plan.suite, experiment_id=rec["experiment_id"],
             items=self.sent["items"], scores=self.sent["scores"], spans=self.sent["spans"],
             skipped_existing=self.skipped_existing, record_path=self.record_path, outbox_path=None,
             http_requests=self.http.requests if self.http is not None else 0,
+            server=server.get("generation"), server_version=server.get("version"), run_items=self.sent["run_items"],
         )
 
     def _nothing_to_do(self) -> bool:
         rec = self.record
-        if not (rec["project_id"] and rec["dataset_id"] and rec["experiment_id"]):
+        if not (rec["project_id"] and rec["dataset_id"] and rec["experiment_id"] and rec["server"] and rec["anchor"]):
             return False
         if rec["dataset_hash"] != m.content_hash(_dataset_body(self.plan.suite)):
             return False
@@ -288,6 +343,7 @@ class _Publication:
         return (
             item is not None and item.get("hash") == a.item_hash
             and binding is not None and binding.get("state") == CONFIRMED
+            and (not self.legacy or binding.get("run_item") == CONFIRMED)
             and binding.get("span_hash") in (None, self._span_hash(a, binding))
             and scores is not None and scores.get("hash") == self._scores_hash(a, binding)
         )
@@ -296,29 +352,49 @@ class _Publication:
         http = self.http
         assert http is not None
         rec = self.record
-        # 1. project and dataset
+        # 1. project and server generation (nothing is written before the probe)
         if not rec["project_id"]:
             projects = http.call("project lookup (GET /api/public/projects)",
                                  lambda ro: http.api.projects.get(request_options=ro))
             if not projects.data:
                 raise PublicationError("Langfuse returned no project for these keys; nothing was published.")
             rec["project_id"] = projects.data[0].id
-        dataset_hash = m.content_hash(_dataset_body(self.plan.suite))
-        if not rec["dataset_id"] or rec["dataset_hash"] != dataset_hash:
-            body = _dataset_body(self.plan.suite)
-            dataset = http.call(f"dataset {self.plan.suite!r} upsert",
-                                lambda ro: http.api.datasets.create(**body, request_options=ro))
-            rec["dataset_id"], rec["dataset_hash"] = dataset.id, dataset_hash
-        rec["experiment_id"] = m.experiment_id(rec["project_id"], rec["dataset_id"], self.plan.run_id)
-        self.ctx = m.ExperimentContext(rec["dataset_id"], rec["experiment_id"], rec["project_id"], http.base_url)
-        self.score_ts = self._score_timestamp()
+        self.profile = g.probe(http)
+        self._adopt_server(self.profile)
+        _announce(self.progress, f"langfuse: server {self.profile.describe()}")
+        rec["first_published_at"] = rec["first_published_at"] or self.session["started_at"]
+        self.session["server"] = self.profile.generation
 
-        # 2. dataset items, 3. bindings, 4. spans + scores, 5. run scores
+        # 2. dataset and items
+        self._dataset()
         self._items()
+        # 3. experiment, anchor time, bindings
+        if not self.legacy:
+            rec["experiment_id"] = m.experiment_id(rec["project_id"], rec["dataset_id"], self.plan.run_id)
+        self.ctx = m.ExperimentContext(rec["dataset_id"], rec["experiment_id"], rec["project_id"], http.base_url,
+                                       span_experiment=not self.legacy)
         self._bindings()
-        self._save()  # planned bindings are on disk before any span is sent
+        if not rec["anchor"]:
+            rec["anchor"] = self.session["started_at"]
+        self._save()  # planned bindings are on disk before any span or run item is sent
+        # 4. spans (+ run items) + scores, 5. run scores
         self._spans_and_scores()
         self._run_scores()
+
+    def _adopt_server(self, profile: g.ServerProfile) -> None:
+        """Keep the probe in the record; a record made against the other generation (the
+        server was migrated in between) is not reused: what exists is read back instead."""
+        rec = self.record
+        old = (rec.get("server") or {}).get("generation")
+        if old and old != profile.generation:
+            log.warning("the server is now %s (the record was made against %s); reading back what exists",
+                        profile.generation, old)
+            keep = {k: rec[k] for k in ("project_id", "first_published_at", "sessions", "anchor")}
+            rec.clear()
+            rec.update(_fresh_record(self.plan, _target_fingerprint(self.settings)))
+            rec.update(keep)
+            self.done = set()
+        rec["server"] = profile.to_json()
 
     # ------------------------------------------------------------------ helpers
     def _report(self) -> None:
@@ -327,87 +403,110 @@ class _Publication:
             self.progress(done, self.total)
         log.info("Langfuse publication of %s: %d/%d attempts published", self.plan.run_id, done, self.total)
 
-    def _score_timestamp(self) -> str:
-        """Fixed timestamp for scores (a resend with the same id and timestamp replaces)."""
+    def _context(self) -> m.ExperimentContext:
+        if self.ctx is not None:
+            return self.ctx
         rec = self.record
-        if self.plan.run_timestamp:
-            ts = self.plan.run_timestamp
-        elif rec["score_timestamp"]:
-            ts = rec["score_timestamp"]
-        else:  # no run timestamp and no record: reuse what an earlier publication used, if any
-            ts = None
-            http = self.http
-            assert http is not None
-            try:
-                found = http.call("score timestamp read-back", lambda ro: http.api.scores.get_many(
-                    experiment_id=rec["experiment_id"], limit=1, request_options=ro))
-                if found.data:
-                    ts = m.iso_ms(found.data[0].timestamp)
-            except DeliveryFailure as exc:
-                log.warning("could not read earlier scores (%s); using the first publication time", exc.detail)
-            ts = ts or rec["first_published_at"]
-        rec["score_timestamp"] = ts
-        return ts
+        return m.ExperimentContext(rec["dataset_id"], rec["experiment_id"], rec["project_id"], self.settings.url,
+                                   span_experiment=not self.legacy)
 
     def _span_hash(self, a: m.AttemptPlan, binding: dict) -> str:
         b = m.Binding.from_json(binding)
-        ctx = getattr(self, "ctx", None) or m.ExperimentContext(
-            self.record["dataset_id"], self.record["experiment_id"], self.record["project_id"], self.settings.url)
-        return m.span_content_hash(m.attempt_spans(a, b, self.plan, ctx, "1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z"))
+        epoch = "1970-01-01T00:00:00Z"
+        return m.span_content_hash(m.attempt_spans(a, b, self.plan, self._context(), epoch, epoch))
 
     def _scores_hash(self, a: m.AttemptPlan, binding: dict) -> str:
-        ts = self.record["score_timestamp"] or ""
-        return m.content_hash(m.attempt_score_payloads(a, m.Binding.from_json(binding), self.plan, ts))
+        return m.content_hash(m.attempt_score_payloads(a, m.Binding.from_json(binding), self.plan,
+                                                       self.record["anchor"] or ""))
 
     def _pool(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=max(1, self.options.workers), thread_name_prefix="langfuse-publish")
 
+    # ------------------------------------------------------------------ dataset
+    def _dataset(self) -> None:
+        """The Dataset: read first, created when absent; an existing one keeps its description
+        and every metadata key it has (only the keys this publisher needs and it lacks are added)."""
+        http = self.http
+        assert http is not None
+        rec = self.record
+        body = _dataset_body(self.plan.suite)
+        dataset_hash = m.content_hash(body)
+        if rec["dataset_id"] and rec["dataset_hash"] == dataset_hash:
+            return
+        try:
+            existing = http.call(f"dataset {self.plan.suite!r} read", lambda ro: http.api.datasets.get(
+                dataset_name=self.plan.suite, request_options=ro))
+        except DeliveryFailure as exc:
+            if exc.status != 404:
+                raise
+            existing = None
+        if existing is not None:
+            metadata = existing.metadata
+            if metadata is None or isinstance(metadata, dict):
+                merged = {**body["metadata"], **(metadata or {})}
+                if merged != (metadata or {}):
+                    update = {"name": self.plan.suite, "description": existing.description or body["description"],
+                              "metadata": merged}
+                    existing = http.call(f"dataset {self.plan.suite!r} metadata", lambda ro: http.api.datasets.create(
+                        **update, request_options=ro))
+            rec["dataset_id"] = existing.id
+        else:
+            created = http.call(f"dataset {self.plan.suite!r} create",
+                                lambda ro: http.api.datasets.create(**body, request_options=ro))
+            rec["dataset_id"] = created.id
+        rec["dataset_hash"] = dataset_hash
+
     # ------------------------------------------------------------------ dataset items
     def _items(self) -> None:
+        """This run's items merged into the shared ones (``mapping.merge_item``); only an item
+        whose merged content differs from what it holds is written."""
         http = self.http
         assert http is not None
         rec = self.record
         need = [a for a in self.plan.attempts if rec["items"].get(a.item_id, {}).get("hash") != a.item_hash]
         if not need:
             return
-        if not rec["items"]:  # first publication of this run: items may exist from earlier runs
-            existing = self._list_items()
-            now = _now()
-            still = []
-            for a in need:
-                server = existing.get(a.item_id)
-                if server is not None and m.content_hash(server) == m.content_hash(
-                        {k: a.item[k] for k in ("input", "expectedOutput", "metadata")}):
-                    rec["items"][a.item_id] = {"task_id": a.task_id, "attempt": a.attempt, "hash": a.item_hash,
-                                               "confirmed_at": now, "existing": True}
-                else:
-                    still.append(a)
-            need = still
+        existing = self._list_items()
+        writes: list[tuple[m.AttemptPlan, m.ItemMerge]] = []
+        now = _now()
+        for a in need:
+            merge = m.merge_item(existing.get(a.item_id), a.item)
+            if merge.conflicts:
+                log.info("dataset item %s: this run's %s differ from the item's (%s)", a.item_id,
+                         ", ".join(merge.conflicts), merge.outcome)
+            if merge.body is None:
+                self._item_done(a, merge.outcome, now)
+            else:
+                writes.append((a, merge))
 
-        def upsert(a: m.AttemptPlan) -> tuple[m.AttemptPlan, DeliveryFailure | None]:
-            body = a.item
+        def upsert(work: tuple[m.AttemptPlan, m.ItemMerge]) -> tuple[m.AttemptPlan, m.ItemMerge, DeliveryFailure | None]:
+            a, merge = work
+            body = _item_wire(a.item, merge.body or {})
             try:
                 http.guard(orjson.dumps(body), f"dataset item {a.item_id}")
                 http.call(f"dataset item {a.item_id} upsert", lambda ro: http.api.dataset_items.create(
                     dataset_name=body["datasetName"], id=body["id"], input=body["input"],
-                    expected_output=body["expectedOutput"], metadata=body["metadata"], status=body["status"],
-                    request_options=ro))
+                    expected_output=body["expectedOutput"], metadata=body["metadata"], request_options=ro))
             except DeliveryFailure as exc:
-                return a, exc
-            return a, None
+                return a, merge, exc
+            return a, merge, None
 
         failures: list[tuple[m.AttemptPlan, DeliveryFailure]] = []
         with self._pool() as pool:
-            for a, failure in pool.map(upsert, need):
+            for a, merge, failure in pool.map(upsert, writes):
                 if failure is None:
-                    rec["items"][a.item_id] = {"task_id": a.task_id, "attempt": a.attempt, "hash": a.item_hash,
-                                               "confirmed_at": _now()}
+                    self._item_done(a, merge.outcome, _now())
                     self.sent["items"] += 1
                 else:
                     failures.append((a, failure))
                     self.blocked.add(a.item_id)
         if failures:
             self.errors.append(("dataset items", len(failures), failures[0][1].detail))
+
+    def _item_done(self, a: m.AttemptPlan, outcome: str, when: str) -> None:
+        self.record["items"][a.item_id] = {"task_id": a.task_id, "attempt": a.attempt, "hash": a.item_hash,
+                                           "outcome": outcome, "confirmed_at": when}
+        self.item_outcomes[outcome] = self.item_outcomes.get(outcome, 0) + 1
 
     def _list_items(self) -> dict[str, dict]:
         http = self.http
@@ -430,17 +529,35 @@ class _Publication:
         candidates = [a for a in self.plan.attempts if a.item_id not in self.blocked]
         unknown = [a for a in candidates if a.item_id not in bindings]
         in_doubt = [a for a in candidates if bindings.get(a.item_id, {}).get("state") == IN_DOUBT]
-        if unknown and not any(b.get("state") == CONFIRMED for b in bindings.values()):
-            # no record of this run (first call, or the record was lost): what exists already?
+        run_items_in_doubt = [a for a in candidates if self.legacy
+                              and bindings.get(a.item_id, {}).get("run_item") == IN_DOUBT]
+        no_record = unknown and not any(b.get("state") == CONFIRMED for b in bindings.values())
+        if no_record or run_items_in_doubt or (self.legacy and not rec["experiment_id"]):
+            # no record of this run (first call, or the record was lost), or dataset run items
+            # that may exist: what does the server hold?
             by_id = {a.item_id: a for a in candidates}
-            for item_id, (trace_id, obs_id) in self._server_items(candidates).items():
+            found = self._server_items(candidates)
+            if not rec["anchor"]:
+                rec["anchor"] = self._anchor_from_server(found)
+            for item_id, row in found.items():
                 a = by_id[item_id]
-                if a.item_id in bindings and bindings[a.item_id].get("state") == CONFIRMED:
+                b = bindings.get(a.item_id)
+                if b is not None and b.get("state") == CONFIRMED and (not self.legacy or b.get("run_item") == CONFIRMED):
                     continue
-                b = m.binding_from_server(a, trace_id, obs_id)
-                bindings[a.item_id] = {**b.to_json(), "task_id": a.task_id, "attempt": a.attempt,
+                if b is not None and self.legacy and (b["trace_id"], b["observation_id"]) == (row[0], row[1]):
+                    b["run_item"], b["run_item_id"] = CONFIRMED, row[2]
+                    if b.get("state") == IN_DOUBT:
+                        b["state"], b["confirmed_at"], b["span_hash"] = CONFIRMED, _now(), self._span_hash(a, b)
+                    continue
+                server = m.binding_from_server(a, row[0], row[1])
+                bindings[a.item_id] = {**server.to_json(), "task_id": a.task_id, "attempt": a.attempt,
                                        "state": CONFIRMED, "span_hash": None, "source": "server",
                                        "confirmed_at": _now()}
+                if self.legacy:
+                    bindings[a.item_id].update({"run_item": CONFIRMED, "run_item_id": row[2]})
+            for a in run_items_in_doubt:
+                if bindings[a.item_id].get("run_item") == IN_DOUBT:
+                    bindings[a.item_id]["run_item"] = PLANNED  # not there: send it
             unknown = [a for a in candidates if a.item_id not in bindings]
             in_doubt = [a for a in in_doubt if bindings[a.item_id].get("state") == IN_DOUBT]
         if in_doubt:
@@ -455,51 +572,152 @@ class _Publication:
                 continue
             b = m.decide_binding(a, roots.get(a.execution_trace_id) if a.execution_trace_id else None)
             bindings[a.item_id] = {**b.to_json(), "task_id": a.task_id, "attempt": a.attempt, "state": PLANNED,
-                                   "span_hash": None, "source": "publisher", "planned_at": now,
-                                   "start": self.session["started_at"], "end": None}
+                                   "span_hash": None, "source": "publisher", "planned_at": now, "end": None}
+            if self.legacy:
+                bindings[a.item_id]["run_item"] = PLANNED
+
+    def _anchor_from_server(self, found: dict[str, tuple]) -> str | None:
+        """The anchor time of an earlier publication whose record is lost: v4 - the start of its
+        experiment items (every span starts at the anchor); v3 - the timestamp of a score on one
+        of its items, else the dataset run items' creation time."""
+        if not found:
+            return None
+        if not self.legacy:
+            starts = [row[3] for row in found.values() if row[3]]
+            return min(starts) if starts else None
+        http = self.http
+        assert http is not None
+        trace_id, observation_id = next(iter(found.values()))[:2]
+        try:
+            _, body = http.get_json("score timestamp read-back (GET /api/public/v2/scores)", "/api/public/v2/scores",
+                                    {"traceId": trace_id, "observationId": observation_id, "limit": "1"})
+            rows = (body or {}).get("data") or []
+            if rows and rows[0].get("timestamp"):
+                return m.normalize_timestamp(rows[0]["timestamp"])
+        except DeliveryFailure as exc:
+            log.warning("could not read an earlier score (%s); using the run items' creation time", exc.detail)
+        created = [row[3] for row in found.values() if row[3]]
+        return min(created) if created else None
 
     def _lookup_roots(self, trace_ids: list[str]) -> dict[str, str | None]:
         """trace id -> root span id found in Langfuse, or None when the trace has no root there.
-        A trace whose look-up failed is absent from the result (its attempts wait)."""
+        Batches of ``lookup_batch`` ids per request (``traceId any of``). A trace whose look-up
+        failed is absent from the result (its attempts wait); so is every trace when the
+        look-up endpoint is absent (404): an absent endpoint is not an absent trace."""
         if not trace_ids:
             return {}
-        http = self.http
-        assert http is not None
+        size = max(1, self.options.lookup_batch)
+        batches = [trace_ids[i:i + size] for i in range(0, len(trace_ids), size)]
 
-        def lookup(trace_id: str) -> tuple[str, str | None, DeliveryFailure | None]:
+        def lookup(batch: list[str]) -> tuple[list[str], dict[str, str], DeliveryFailure | None]:
             try:
-                result = http.call(f"execution trace {trace_id} look-up", lambda ro: http.api.observations.get_many(
-                    trace_id=trace_id, is_root_observation=True, fields="core,basic", limit=50, request_options=ro))
+                rows = self._observations(batch, roots_only=True)
             except DeliveryFailure as exc:
-                if exc.status == 404:
-                    return trace_id, None, None
-                return trace_id, None, exc
-            rows = [o for o in result.data if o.trace_id == trace_id]
-            rows.sort(key=lambda o: (o.parent_observation_id is not None, getattr(o, "name", None) != "agent-run",
-                                     o.start_time))
-            return trace_id, (rows[0].id if rows else None), None
+                return batch, {}, exc
+            by_trace: dict[str, list[dict]] = {}
+            for row in rows:
+                by_trace.setdefault(row.get("traceId"), []).append(row)
+            roots: dict[str, str] = {}
+            for trace_id, obs in by_trace.items():
+                obs = [o for o in obs if not o.get("parentObservationId")] or obs
+                obs.sort(key=lambda o: (o.get("name") != "agent-run", str(o.get("startTime") or "")))
+                roots[trace_id] = obs[0]["id"]
+            return batch, roots, None
 
         found: dict[str, str | None] = {}
         failures: dict[str, DeliveryFailure] = {}
         with self._pool() as pool:
-            for trace_id, root, failure in pool.map(lookup, trace_ids):
-                if failure is None:
-                    found[trace_id] = root
-                else:
-                    failures[trace_id] = failure
+            for batch, roots, failure in pool.map(lookup, batches):
+                for trace_id in batch:
+                    if failure is None:
+                        found[trace_id] = roots.get(trace_id)
+                    else:
+                        failures[trace_id] = failure
         if failures:
             affected = sum(1 for a in self.plan.attempts if a.execution_trace_id in failures)
-            self.errors.append(("execution trace look-ups", affected, next(iter(failures.values())).detail))
-        log.info("execution traces: %d looked up, %d found", len(trace_ids), sum(1 for v in found.values() if v))
+            first = next(iter(failures.values()))
+            detail = first.detail if first.status != 404 else (
+                f"{first.detail} (the look-up endpoint is absent on this server: the attempts wait, "
+                f"they are not taken for attempts without an execution trace)")
+            self.errors.append(("execution trace look-ups", affected, detail))
+        log.info("execution traces: %d looked up in %d request(s), %d found", len(trace_ids), len(batches),
+                 sum(1 for v in found.values() if v))
         return found
 
-    def _server_items(self, candidates: list[m.AttemptPlan]) -> dict[str, tuple[str, str]]:
-        """Experiment items of this run that already exist in Langfuse (paged read-back)."""
+    def _observations(self, trace_ids: list[str], *, roots_only: bool) -> list[dict]:
+        """Observations of these traces (roots only, or all): v4 ``GET /api/public/v2/observations``
+        (cursor pages of up to 1000), v3 ``GET /api/public/observations`` (pages of 100), both
+        with the structured filter ``traceId any of [...]``."""
+        http = self.http
+        assert http is not None
+        filters: list[dict] = [{"type": "stringOptions", "column": "traceId", "operator": "any of",
+                                "value": list(trace_ids)}]
+        rows: list[dict] = []
+        what = f"observations of {len(trace_ids)} trace(s)"
+        if not self.legacy:
+            params = {"fields": "core,basic", "limit": "1000", "filter": orjson.dumps(filters).decode()}
+            if roots_only:
+                params["isRootObservation"] = "true"
+            cursor = None
+            while True:
+                query = {**params, **({"cursor": cursor} if cursor else {})}
+                _, body = http.get_json(f"{what} (GET /api/public/v2/observations)", "/api/public/v2/observations", query)
+                rows += (body or {}).get("data") or []
+                cursor = ((body or {}).get("meta") or {}).get("cursor")
+                if not cursor or not (body or {}).get("data"):
+                    return rows
+        if roots_only:
+            filters.append({"type": "null", "column": "parentObservationId", "operator": "is null", "value": ""})
+        page = 1
+        while True:
+            _, body = http.get_json(f"{what} (GET /api/public/observations)", "/api/public/observations", {
+                "filter": orjson.dumps(filters).decode(), "page": str(page), "limit": "100"})
+            data = (body or {}).get("data") or []
+            rows += data
+            if page >= int(((body or {}).get("meta") or {}).get("totalPages") or 0) or not data:
+                return rows
+            page += 1
+
+    def _server_items(self, candidates: list[m.AttemptPlan]) -> dict[str, tuple]:
+        """Experiment items of this run that already exist in Langfuse (paged read-back):
+        item id -> (trace id, observation id, run item id | None, start or creation time).
+        v4: ``GET /api/public/experiment-items``; v3: ``GET /api/public/dataset-run-items``
+        (a 404 there: the dataset run does not exist yet), which also gives the run's id."""
         http = self.http
         assert http is not None
         by_id = {a.item_id: a for a in candidates}
+        out: dict[str, tuple] = {}
+
+        def add(item_id: str, row: tuple) -> None:
+            if item_id not in by_id:
+                return
+            if item_id in out and out[item_id][:2] != row[:2]:
+                log.warning("experiment item %s exists more than once in Langfuse; keeping one", item_id)
+                return
+            out.setdefault(item_id, row)
+
+        if self.legacy:
+            page = 1
+            while True:
+                try:
+                    _, body = http.get_json(f"dataset run items read-back (page {page})", "/api/public/dataset-run-items", {
+                        "datasetId": self.record["dataset_id"], "runName": self.plan.run_id, "page": str(page),
+                        "limit": str(self.options.page_size)})
+                except DeliveryFailure as exc:
+                    if exc.status == 404 and page == 1:
+                        return out  # "Dataset run not found": nothing published yet
+                    raise
+                data = (body or {}).get("data") or []
+                for row in data:
+                    run_id = row.get("datasetRunId")
+                    if run_id and not self.record["experiment_id"]:
+                        self.record["experiment_id"] = run_id
+                    add(row.get("datasetItemId"), (row.get("traceId"), row.get("observationId"), row.get("id"),
+                                                   m.normalize_timestamp(row.get("createdAt"))))
+                if page >= int(((body or {}).get("meta") or {}).get("totalPages") or 0) or not data:
+                    return out
+                page += 1
         since = self._since()
-        out: dict[str, tuple[str, str]] = {}  # item id -> (trace id, observation id)
         cursor = None
         page = 0
         while True:
@@ -508,55 +726,40 @@ class _Publication:
                 from_start_time=since, experiment_id=self.record["experiment_id"], fields="core",
                 limit=self.options.page_size, cursor=cursor, request_options=ro))
             for row in result.data:
-                a = by_id.get(row.experiment_item_id)
-                if a is None:
-                    continue
-                if a.item_id in out and out[a.item_id] != (row.trace_id, row.id):
-                    log.warning("experiment item %s exists more than once in Langfuse; keeping one", a.item_id)
-                    continue
-                out[a.item_id] = (row.trace_id, row.id)
+                add(row.experiment_item_id, (row.trace_id, row.id, None, m.iso_ms(row.start_time)))
             cursor = getattr(result.meta, "cursor", None)
             if not cursor or not result.data:
                 return out
 
     def _since(self) -> dt.datetime:
         """Lower time bound for experiment-item reads: before the run (and any publication) began."""
-        stamps = [m.parse_timestamp(self.record.get("first_published_at"))]
-        stamps += [m.parse_timestamp(self.plan.experiment_metadata.get("started_at"))]
-        stamps += [m.parse_timestamp(a.evidence.get("started_at")) for a in self.plan.attempts[:1000]]
+        stamps = [m.parse_timestamp(self.record.get("first_published_at")),
+                  m.parse_timestamp(self.record.get("anchor")),
+                  m.parse_timestamp(self.plan.experiment_metadata.get("started_at")),
+                  m.parse_timestamp(self.plan.provenance.get("run_started_at"))]
         known = [s for s in stamps if s is not None]
         base = min(known) if known else dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
         return base - dt.timedelta(days=1)
 
     def _resolve_in_doubt(self, attempts: list[m.AttemptPlan]) -> None:
-        """Spans sent without an answer: find out which exist before anything is re-sent.
-
-        Up to ``in_doubt_lookup_limit`` items are looked up in their own trace, more through
-        the experiment's item list. An item found under another binding keeps that one.
-        """
-        http = self.http
-        assert http is not None
+        """Spans sent without an answer: find out which exist before anything is re-sent
+        (the observations of their traces, ``lookup_batch`` traces per request); the ones
+        not found go back to ``planned`` and are sent again with the same ids and times."""
         bindings = self.record["bindings"]
-        found: dict[str, tuple[str, str]] = {}
+        found: set[tuple[str, str]] = set()
         unreadable: list[m.AttemptPlan] = []
         detail = ""
-        if len(attempts) <= self.options.in_doubt_lookup_limit:
-            for a in attempts:
-                b = bindings[a.item_id]
-                try:
-                    result = http.call(f"span read-back {b['observation_id']}", lambda ro, b=b, a=a: http.api.observations.get_many(
-                        trace_id=b["trace_id"], name=a.name, fields="core", limit=50, request_options=ro))
-                except DeliveryFailure as exc:
-                    unreadable.append(a)
-                    detail = detail or exc.detail
-                    continue
-                if any(o.id == b["observation_id"] for o in result.data):
-                    found[a.item_id] = (b["trace_id"], b["observation_id"])
-        else:
+        traces = sorted({bindings[a.item_id]["trace_id"] for a in attempts})
+        size = max(1, self.options.lookup_batch)
+        for start in range(0, len(traces), size):
+            batch = traces[start:start + size]
             try:
-                found = self._server_items(attempts)
+                rows = self._observations(batch, roots_only=False)
             except DeliveryFailure as exc:
-                unreadable, detail = list(attempts), exc.detail
+                detail = detail or exc.detail
+                unreadable += [a for a in attempts if bindings[a.item_id]["trace_id"] in batch]
+                continue
+            found.update((r.get("traceId"), r.get("id")) for r in rows)
         if unreadable:
             self.errors.append(("span read-back", len(unreadable), detail))
             self.blocked.update(a.item_id for a in unreadable)
@@ -565,15 +768,12 @@ class _Publication:
             if a.item_id in self.blocked:
                 continue
             b = bindings[a.item_id]
-            if a.item_id not in found:
-                b["state"] = PLANNED
-            elif found[a.item_id] == (b["trace_id"], b["observation_id"]):
+            if (b["trace_id"], b["observation_id"]) in found:
                 b["state"], b["confirmed_at"], b["span_hash"] = CONFIRMED, now, self._span_hash(a, b)
-            else:  # already published under another binding: keep that one
-                server = m.binding_from_server(a, *found[a.item_id])
-                b.update({**server.to_json(), "state": CONFIRMED, "span_hash": None, "source": "server",
-                          "confirmed_at": now})
-        log.info("in-doubt spans: %d checked, %d found stored", len(attempts), len(found))
+            else:
+                b["state"] = PLANNED
+        log.info("in-doubt spans: %d checked, %d found stored", len(attempts),
+                 sum(1 for a in attempts if bindings[a.item_id]["state"] == CONFIRMED))
 
     # ------------------------------------------------------------------ spans and scores
     def _spans_and_scores(self) -> None:
@@ -581,15 +781,12 @@ class _Publication:
         todo = [a for a in self.plan.attempts if a.item_id not in self.blocked and a.item_id in bindings]
         self.skipped_existing = sum(1 for a in todo if bindings[a.item_id].get("state") == CONFIRMED)
         size = max(1, self.options.chunk_attempts)
-        run_work = self._run_score_work()
-        if run_work is not None and sum(len(orjson.dumps(s)) + 1 for s in run_work[1]) > self.options.max_score_bytes // 2:
-            run_work = None  # large: sent on its own, split, by _run_scores
         for start in range(0, len(todo), size):
             chunk = todo[start:start + size]
             ok = self._send_spans(chunk)
-            last = start + size >= len(todo)
-            # the run scores ride along with the last chunk's attempt scores (one request fewer)
-            self._send_attempt_scores([a for a in chunk if a.item_id in ok], run_work if last else None)
+            if self.legacy:
+                ok = self._send_run_items([a for a in chunk if a.item_id in ok])
+            self._send_attempt_scores([a for a in chunk if a.item_id in ok])
             self._report()
 
     def _span_work(self, a: m.AttemptPlan) -> list[dict] | None:
@@ -597,18 +794,17 @@ class _Publication:
         b = self.record["bindings"][a.item_id]
         binding = m.Binding.from_json(b)
         # In place: found in Langfuse without a record (content unknown) or sent with the same
-        # content: keep it. Changed content is re-sent under the same ids (replaces).
+        # content: keep it. Changed content is re-sent under the same ids and times (replaces).
         if b["state"] == CONFIRMED and (
             b.get("source") == "server" or b.get("span_hash") in (None, self._span_hash(a, b))
         ):
             return None
-        start = b.get("start") or self.session["started_at"]
         end = b.get("end") or _now()
-        b["start"], b["end"] = start, end
-        return m.attempt_spans(a, binding, self.plan, self.ctx, start, end)
+        b["end"] = end
+        return m.attempt_spans(a, binding, self.plan, self._context(), self.anchor, max(end, self.anchor))
 
     def _send_spans(self, chunk: list[m.AttemptPlan]) -> set[str]:
-        """Send the chunk's spans; return the item ids whose experiment item is confirmed.
+        """Send the chunk's spans; return the item ids whose experiment item is in place.
 
         A batch without an answer is never repeated blindly: its items are read back and
         only the missing ones are sent again (up to ``retries`` rounds).
@@ -682,93 +878,142 @@ class _Publication:
                 ok.add(a.item_id)
         return doubtful
 
-    def _send_attempt_scores(self, attempts: list[m.AttemptPlan],
-                             run_work: tuple[None, list[dict], str] | None = None) -> None:
-        """Scores of these attempts (and the run scores, when given) in size-bounded batches."""
+    # ------------------------------------------------------------------ v3 dataset run items
+    def _send_run_items(self, attempts: list[m.AttemptPlan]) -> set[str]:
+        """v3: one ``POST /api/public/dataset-run-items`` per attempt whose run item is not in
+        place; returns the item ids whose run item is. The first answer names the dataset run
+        (its server-made id is the experiment id). Each call adds a run item (no
+        de-duplication on the server), so one without an answer (or with a 5xx) is never
+        re-sent in this call: the next call reads the run's items back first."""
+        http = self.http
+        assert http is not None
+        bindings = self.record["bindings"]
+        profile = self.profile
+        ok = {a.item_id for a in attempts if bindings[a.item_id].get("run_item") == CONFIRMED}
+        work = [a for a in attempts if a.item_id not in ok and bindings[a.item_id].get("run_item") != IN_DOUBT]
+
+        def post(a: m.AttemptPlan) -> tuple[m.AttemptPlan, dict | None, DeliveryFailure | None]:
+            body = m.run_item_body(a, m.Binding.from_json(bindings[a.item_id]), self.plan, self.anchor)
+            if profile is None or not profile.run_item_created_at:
+                body.pop("createdAt")  # strict body before 3.160.0: the key would be refused
+            try:
+                response = http.post(f"dataset run item {a.item_id}", "/api/public/dataset-run-items",
+                                     orjson.dumps(body), {"content-type": "application/json"},
+                                     retry_unanswered=False, doubtful=RUN_ITEM_DOUBTFUL)
+                return a, response.json(), None
+            except DeliveryFailure as exc:
+                return a, None, exc
+            except ValueError:
+                return a, None, DeliveryFailure(f"dataset run item {a.item_id}", "the answer is not JSON",
+                                                in_doubt=True)
+
+        doubtful, failed = [], []
+        with self._pool() as pool:
+            for a, answer, failure in pool.map(post, work):
+                b = bindings[a.item_id]
+                if failure is None:
+                    run_id = (answer or {}).get("datasetRunId")
+                    if run_id and not self.record["experiment_id"]:
+                        self.record["experiment_id"] = run_id
+                        if self.ctx is not None:
+                            self.ctx.experiment_id = run_id
+                    b["run_item"], b["run_item_id"] = CONFIRMED, (answer or {}).get("id")
+                    self.sent["run_items"] += 1
+                    ok.add(a.item_id)
+                elif failure.in_doubt:
+                    b["run_item"] = IN_DOUBT
+                    doubtful.append((a, failure))
+                else:
+                    b["run_item"] = PLANNED
+                    failed.append((a, failure))
+        if doubtful:
+            self.errors.append(("dataset run items (sent, no answer)", len(doubtful),
+                                f"{doubtful[0][1].detail}; the next call reads the run back before sending again"))
+        if failed:
+            self.errors.append(("dataset run items", len(failed), failed[0][1].detail))
+        return ok
+
+    # ------------------------------------------------------------------ scores
+    def _encode_scores(self, scores: list[dict]) -> list[bytes]:
+        """Each score as the unit its endpoint takes: a ``score-create`` event, or an array element."""
+        assert self.profile is not None
+        if self.profile.scores_via == g.INGESTION:
+            return [m.score_event_bytes(s) for s in scores]
+        return [orjson.dumps(s) for s in scores]
+
+    def _send_encoded(self, what: str, encoded: list[bytes]) -> None:
+        http = self.http
+        assert http is not None and self.profile is not None
+        if self.profile.scores_via == g.INGESTION:
+            http.send_ingestion(what, encoded)
+        else:
+            http.send_scores(what, encoded)
+
+    def _score_limit(self) -> int:
+        assert self.profile is not None
+        if self.profile.scores_via == g.INGESTION:
+            return self.options.max_ingestion_bytes - 16  # '{"batch":[' + ']}'
+        return self.options.max_score_bytes - 2
+
+    def _send_attempt_scores(self, attempts: list[m.AttemptPlan]) -> None:
+        """Scores of these attempts in size-bounded batches (an attempt's scores travel together)."""
         rec = self.record
-        work: list[tuple[m.AttemptPlan | None, list[dict], str]] = []
+        work: list[tuple[m.AttemptPlan, list[bytes], str]] = []
         for a in attempts:
             b = rec["bindings"][a.item_id]
-            payloads = m.attempt_score_payloads(a, m.Binding.from_json(b), self.plan, self.score_ts)
+            payloads = m.attempt_score_payloads(a, m.Binding.from_json(b), self.plan, self.anchor)
             h = m.content_hash(payloads)
             if rec["attempt_scores"].get(a.item_id, {}).get("hash") == h:
                 self.done.add(a.item_id)
                 continue
-            work.append((a, payloads, h))
-        if run_work is not None:
-            work.append(run_work)
+            work.append((a, self._encode_scores(payloads), h))
         if not work:
             return
-        http = self.http
-        assert http is not None
-        sizes = [sum(len(orjson.dumps(s)) + 1 for s in p) for _, p, _ in work]
-        groups = m.chunk_by_size(work, sizes, self.options.max_score_bytes, self.options.max_scores_per_request)
         failed = 0
         detail = ""
-        for group in groups:
+        sizes = [sum(len(e) + 1 for e in encoded) for _, encoded, _ in work]
+        for group in m.chunk_by_size(work, sizes, self._score_limit(), self.options.max_scores_per_request):
             batch = [work[i] for i in group]
-            scores = [s for _, p, _ in batch for s in p]
-            if not scores:
-                self._confirm_scores(batch)
-                continue
-            try:
-                http.send_scores(f"score batch ({len(scores)} scores)", scores)
-            except DeliveryFailure as exc:
-                failed += sum(1 for a, _, _ in batch if a is not None)
-                detail = detail or exc.detail
-                if any(a is None for a, _, _ in batch):
-                    self.errors.append(("run-level scores", len(batch[-1][1]), exc.detail))
-                continue
-            self._confirm_scores(batch)
-            self.sent["scores"] += len(scores)
+            encoded = [e for _, es, _ in batch for e in es]
+            if encoded:
+                try:
+                    self._send_encoded(f"score batch ({len(encoded)} scores)", encoded)
+                except DeliveryFailure as exc:
+                    failed += len(batch)
+                    detail = detail or exc.detail
+                    continue
+            now = _now()
+            for a, es, h in batch:
+                rec["attempt_scores"][a.item_id] = {"count": len(es), "hash": h, "confirmed_at": now}
+                self.done.add(a.item_id)
+            self.sent["scores"] += len(encoded)
         if failed:
             self.errors.append(("attempt scores", failed, detail))
 
-    def _confirm_scores(self, batch: list[tuple[m.AttemptPlan | None, list[dict], str]]) -> None:
-        now = _now()
-        for a, payloads, h in batch:
-            if a is None:
-                self._confirm_run_scores(payloads, h)
-                continue
-            self.record["attempt_scores"][a.item_id] = {
-                "count": len(payloads), "timestamp": payloads[0]["timestamp"] if payloads else None,
-                "hash": h, "confirmed_at": now,
-            }
-            self.done.add(a.item_id)
-
-    def _run_score_work(self) -> tuple[None, list[dict], str] | None:
-        """The run scores when they still need sending, as a score work entry."""
+    def _run_scores(self) -> None:
+        """Run-level scores on the experiment (v3: once the dataset run exists)."""
         rec = self.record
         h = m.content_hash(self.plan.run_scores)
         done = rec["run_scores"]
         if done is not None and done.get("hash") == h and done.get("experiment_id") == rec["experiment_id"] \
-                and done.get("timestamp") == self.score_ts:
-            return None
-        return None, m.run_score_payloads(self.plan, rec["experiment_id"], self.score_ts), h
-
-    def _confirm_run_scores(self, payloads: list[dict], h: str) -> None:
-        self.record["run_scores"] = {"count": len(payloads), "hash": h, "experiment_id": self.record["experiment_id"],
-                                     "timestamp": self.score_ts, "confirmed_at": _now()}
-
-    def _run_scores(self) -> None:
-        """Run scores not sent with the last chunk (no attempts to send, or a large set)."""
-        work = self._run_score_work()
-        if work is None or any(w == "run-level scores" for w, _, _ in self.errors):
+                and done.get("timestamp") == self.anchor:
             return
-        _, payloads, h = work
-        http = self.http
-        assert http is not None
-        sizes = [len(orjson.dumps(s)) + 1 for s in payloads]
-        groups = m.chunk_by_size(payloads, sizes, self.options.max_score_bytes, self.options.max_scores_per_request)
-        for group in groups:
-            batch = [payloads[i] for i in group]
+        if not rec["experiment_id"]:
+            self.errors.append(("run-level scores", len(self.plan.run_scores),
+                                "the dataset run does not exist yet (no dataset run item was accepted)"))
+            return
+        encoded = self._encode_scores(m.run_score_payloads(self.plan, rec["experiment_id"], self.anchor))
+        for group in m.chunk_by_size(encoded, [len(e) + 1 for e in encoded], self._score_limit(),
+                                     self.options.max_scores_per_request):
+            batch = [encoded[i] for i in group]
             try:
-                http.send_scores(f"run score batch ({len(batch)} scores)", batch)
+                self._send_encoded(f"run score batch ({len(batch)} scores)", batch)
             except DeliveryFailure as exc:
-                self.errors.append(("run-level scores", len(payloads), exc.detail))
+                self.errors.append(("run-level scores", len(encoded), exc.detail))
                 return
             self.sent["scores"] += len(batch)
-        self._confirm_run_scores(payloads, h)
+        rec["run_scores"] = {"count": len(encoded), "hash": h, "experiment_id": rec["experiment_id"],
+                             "timestamp": self.anchor, "confirmed_at": _now()}
 
     # ------------------------------------------------------------------ record and errors
     def _save(self) -> None:
@@ -776,7 +1021,8 @@ class _Publication:
         on_disk = dict(rec)
         # Anything not confirmed may be sent before the next save: pessimistically in doubt.
         on_disk["bindings"] = {
-            k: {**v, "state": IN_DOUBT if v.get("state") == PLANNED else v.get("state")}
+            k: {**v, "state": IN_DOUBT if v.get("state") == PLANNED else v.get("state"),
+                **({"run_item": IN_DOUBT} if v.get("run_item") == PLANNED else {})}
             for k, v in rec["bindings"].items()
         }
         on_disk["updated_at"] = _now()
@@ -792,6 +1038,7 @@ class _Publication:
             "finished_at": rec["updated_at"],
             "outcome": "complete" if done else "incomplete",
             "sent": dict(self.sent),
+            "items": dict(self.item_outcomes),
             "skipped_existing": self.skipped_existing,
             "http_requests": self.http.requests if self.http is not None else 0,
             "http_requests_by_route": dict(self.http.by_route) if self.http is not None else {},

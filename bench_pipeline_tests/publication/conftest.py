@@ -1,4 +1,5 @@
-"""Fixtures for the publication tests: a realistic processed run and a fresh stand-in."""
+"""Fixtures for the publication tests: a realistic processed run and a fresh stand-in per
+server generation (``mode``: "v4" events mode, "v3" legacy mode; see langfuse_standin/rules.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bench_pipeline_tests.langfuse_standin import LangfuseStandIn
 
 SECRET = "sk-lf-very-secret-value-0123456789"
 ROOT_SPAN = "00000000000000aa"
+MODES = ("v4", "v3")
 
 
 @pytest.fixture(scope="session")
@@ -39,10 +41,20 @@ def run(processed_run):
     }
 
 
+@pytest.fixture(scope="module", params=MODES)
+def mode(request) -> str:
+    """The server generation the stand-in plays (module scope: one module pass per mode)."""
+    return request.param
+
+
+def make_standin(mode: str, **kw) -> LangfuseStandIn:
+    # The SDK keeps clients per public key: a unique key per stand-in keeps them apart.
+    return LangfuseStandIn(public_key=f"pk-lf-{uuid.uuid4().hex[:12]}", secret_key=SECRET, mode=mode, **kw)
+
+
 @pytest.fixture
-def standin():
-    # The SDK keeps clients per public key: a unique key per test keeps them apart.
-    with LangfuseStandIn(public_key=f"pk-lf-{uuid.uuid4().hex[:12]}", secret_key=SECRET, mode="sdk5") as server:
+def standin(mode):
+    with make_standin(mode) as server:
         yield server
         assert server.internal_errors == []
         assert server.unknown_requests() == []

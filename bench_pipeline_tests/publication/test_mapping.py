@@ -228,7 +228,7 @@ def test_items_carry_prompt_expected_answer_and_rubric():
     p = plan([attempt(), attempt("pick_option", 2), attempt("not_in_suite", 1, evidence={"rubric_spec": [{"id": "x"}]})])
     items = {a.item_id: a.item for a in p.attempts}
     first = items["android-core:open_settings:1"]
-    assert first["datasetName"] == "android-core" and first["status"] == "ACTIVE"
+    assert first["datasetName"] == "android-core" and "status" not in first  # an existing item keeps its own
     assert first["input"] == {"prompt": "Open the Wi-Fi settings.", "task_id": "open_settings", "attempt": 1}
     assert first["expectedOutput"] == {"expected_answer": None,
                                        "rubric_spec": [{"id": "r1", "requirement": "Wi-Fi page visible"}]}
@@ -236,7 +236,9 @@ def test_items_carry_prompt_expected_answer_and_rubric():
     assert items["android-core:pick_option:2"]["expectedOutput"]["expected_answer"] == "B"
     orphan = items["android-core:not_in_suite:1"]
     assert orphan["input"]["prompt"] is None and orphan["expectedOutput"]["rubric_spec"] == [{"id": "x"}]
-    assert orphan["metadata"]["in_suite_definition"] is False
+    assert orphan["metadata"]["in_suite_definition"] is False and orphan["metadata"]["suite_version"] is None
+    assert first["metadata"]["definition_source"] == {"run_id": "run-7", "run_started_at": "2026-11-28T10:00:00.000Z",
+                                                      "suite_version": "7", "in_suite_definition": True}
 
 
 def test_duplicate_task_attempts_keep_the_later_line():
@@ -267,14 +269,11 @@ def test_manifest_facts_count_the_plan_as_coverage_does():
     assert m.manifest_facts({"planned": []})["planned_attempts"] == 0
 
 
-def test_score_timestamps_are_fixed():
-    p = plan()
-    assert p.run_timestamp == "2026-11-28T11:02:13.000Z"
-    assert p.attempts[0].score_timestamp == "2026-11-28T10:01:00.123Z"
-    no_times = plan([attempt(evidence={"finished_at": None})], manifest={})
-    assert no_times.run_timestamp is None and no_times.attempts[0].score_timestamp is None
-    from_attempts = plan([attempt(), attempt(n=2, evidence={"finished_at": "2026-11-28T10:05:00+01:00"})], manifest={})
-    assert from_attempts.run_timestamp == "2026-11-28T10:01:00.123Z"  # 10:05+01:00 is 09:05Z
+def test_the_run_start_is_the_definitions_provenance():
+    assert plan().provenance == {"run_id": "run-7", "run_started_at": "2026-11-28T10:00:00.000Z", "suite_version": "7"}
+    from_attempts = plan([attempt(), attempt(n=2, evidence={"started_at": "2026-11-28T09:05:00+01:00"})], manifest={})
+    assert from_attempts.provenance["run_started_at"] == "2026-11-28T08:05:00.000Z"  # the earliest attempt
+    assert plan([attempt(evidence={"started_at": None})], manifest={}).provenance["run_started_at"] is None
 
 
 def test_bindings_for_the_three_execution_trace_statuses():
@@ -345,7 +344,7 @@ def test_score_payloads_have_fixed_ids_timestamps_and_subjects():
     first = m.attempt_score_payloads(a, b, p, "2026-01-01T00:00:00.000Z")
     assert first == m.attempt_score_payloads(a, b, p, "2026-01-01T00:00:00.000Z")
     assert len({s["id"] for s in first}) == len(first)
-    assert {s["timestamp"] for s in first} == {"2026-11-28T10:01:00.123Z"}  # the attempt's own finished_at
+    assert {s["timestamp"] for s in first} == {"2026-01-01T00:00:00.000Z"}  # the publication's anchor time
     assert all(s["traceId"] == b.trace_id and s["observationId"] == b.observation_id for s in first)
     by_name = {s["name"]: s for s in first}
     assert by_name["benchmark.success"]["value"] == 0.0 and by_name["benchmark.success"]["dataType"] == "BOOLEAN"
@@ -373,3 +372,114 @@ def test_numpy_scalars_from_a_data_frame_are_understood():
     p = plan([rec])
     payloads = m.attempt_score_payloads(p.attempts[0], m.decide_binding(p.attempts[0], None), p, "2026-01-01T00:00:00.000Z")
     assert {type(s["value"]) for s in payloads} <= {float, str}
+
+
+# ------------------------------------------------------------------------------------ never erase
+
+
+def body_of(p, item_id):
+    item = next(a.item for a in p.attempts if a.item_id == item_id)
+    return {k: item[k] for k in ("input", "expectedOutput", "metadata")}
+
+
+def run_plan(run_id, started, suite_def=SUITE_DEF, attempts=None):
+    manifest = {**MANIFEST, "run_id": run_id, "started_at": started}
+    return m.plan_run(run_id=run_id, metrics={"suite": "android-core"}, attempts=attempts or [attempt()],
+                      manifest=manifest, suite_def=suite_def)
+
+
+ITEM = "android-core:open_settings:1"
+
+
+def test_a_new_item_is_created_as_this_run_knows_it():
+    ours = run_plan("r1", "2026-11-01T00:00:00Z").attempts[0].item
+    merge = m.merge_item(None, ours)
+    assert merge.outcome == "created" and merge.body["input"]["prompt"] == "Open the Wi-Fi settings."
+
+
+def test_a_run_without_the_task_never_replaces_what_the_item_holds():
+    full = body_of(run_plan("r1", "2026-11-01T00:00:00Z"), ITEM)
+    bare = run_plan("r3", "2026-11-03T00:00:00Z", suite_def={**SUITE_DEF, "tasks": SUITE_DEF["tasks"][1:]})
+    merge = m.merge_item(full, bare.attempts[0].item)
+    assert (merge.body, merge.outcome, merge.conflicts) == (None, "unchanged", [])  # nothing to send
+
+
+def test_a_later_definition_fills_in_what_was_unknown():
+    bare = run_plan("r1", "2026-11-01T00:00:00Z", suite_def={**SUITE_DEF, "tasks": []}).attempts[0].item
+    created = m.merge_item(None, bare).body
+    assert created["input"]["prompt"] is None and created["expectedOutput"]["rubric_spec"] is None
+    later = run_plan("r2", "2026-11-02T00:00:00Z").attempts[0].item
+    merge = m.merge_item(created, later)
+    assert merge.outcome == "filled" and merge.body["input"]["prompt"] == "Open the Wi-Fi settings."
+    assert merge.body["metadata"]["definition_source"]["run_id"] == "r2"
+    assert merge.body["metadata"]["in_suite_definition"] is True and merge.body["metadata"]["suite_version"] == "7"
+
+
+def test_a_changed_task_keeps_both_definitions_and_the_newer_run_wins():
+    changed = {**SUITE_DEF, "version": "8",
+               "tasks": [{**SUITE_DEF["tasks"][0], "prompt": "Open Wi-Fi."}, SUITE_DEF["tasks"][1]]}
+    old = m.merge_item(None, run_plan("r1", "2026-11-01T00:00:00Z").attempts[0].item).body
+    new_item = run_plan("r2", "2026-11-02T00:00:00Z", suite_def=changed).attempts[0].item
+    merge = m.merge_item(old, new_item)
+    assert (merge.outcome, merge.conflicts) == ("replaced", ["prompt"])
+    assert merge.body["input"]["prompt"] == "Open Wi-Fi." and merge.body["metadata"]["suite_version"] == "8"
+    (history,) = merge.body["metadata"]["definition_history"]
+    assert (history["prompt"], history["run_id"], history["suite_version"]) == ("Open the Wi-Fi settings.", "r1", "7")
+    # the older run published afterwards changes nothing: its definition is in the history already
+    again = m.merge_item(merge.body, run_plan("r1", "2026-11-01T00:00:00Z").attempts[0].item)
+    assert (again.body, again.outcome) == (None, "kept")
+    # published in the other order, the result is the same
+    first_new = m.merge_item(None, new_item).body
+    older_after = m.merge_item(first_new, run_plan("r1", "2026-11-01T00:00:00Z").attempts[0].item)
+    assert older_after.outcome == "kept" and older_after.body["input"]["prompt"] == "Open Wi-Fi."
+    assert older_after.body["metadata"]["definition_history"][0]["prompt"] == "Open the Wi-Fi settings."
+
+
+def test_keys_the_publisher_does_not_write_are_kept_and_foreign_items_left_alone():
+    existing = body_of(run_plan("r1", "2026-11-01T00:00:00Z"), ITEM)
+    existing["metadata"]["reviewed_by"] = "qa"
+    existing["input"]["locale"] = "de"
+    merge = m.merge_item(existing, run_plan("r2", "2026-11-02T00:00:00Z").attempts[0].item)
+    assert merge.body is None  # the same definition: nothing to send, the keys stay
+    changed = {**SUITE_DEF, "tasks": [{**SUITE_DEF["tasks"][0], "expected_answer": "on"}]}
+    merge = m.merge_item(existing, run_plan("r2", "2026-11-02T00:00:00Z", suite_def=changed).attempts[0].item)
+    assert merge.body["metadata"]["reviewed_by"] == "qa" and merge.body["input"]["locale"] == "de"
+    assert merge.body["expectedOutput"]["expected_answer"] == "on"  # filled: it was null
+    foreign = {"input": "free text", "expectedOutput": None, "metadata": None}
+    assert m.merge_item(foreign, run_plan("r2", "2026-11-02T00:00:00Z").attempts[0].item).outcome == "foreign"
+
+
+def test_a_suite_definition_beats_one_read_off_attempts():
+    no_task = {**SUITE_DEF, "tasks": []}
+    guessed = run_plan("r9", "2026-11-09T00:00:00Z", suite_def=no_task,
+                       attempts=[attempt(evidence={"rubric_spec": [{"id": "guess"}]})]).attempts[0].item
+    from_suite = m.merge_item(None, run_plan("r1", "2026-11-01T00:00:00Z").attempts[0].item).body
+    merge = m.merge_item(from_suite, guessed)  # newer, but without the task in its suite.json
+    assert merge.outcome == "kept" and merge.body["expectedOutput"]["rubric_spec"][0]["id"] == "r1"
+    assert merge.body["metadata"]["definition_history"][0]["rubric_spec"] == [{"id": "guess"}]
+
+
+# ------------------------------------------------------------------------------------ wire forms
+
+
+def test_score_events_carry_the_timestamp_in_the_envelope():
+    p = plan()
+    a = p.attempts[0]
+    (score, *_) = m.attempt_score_payloads(a, m.decide_binding(a, None), p, "2026-12-01T10:00:00.000Z")
+    event = m.score_event(score)
+    assert event["type"] == "score-create" and event["id"] == score["id"]
+    assert event["timestamp"] == "2026-12-01T10:00:00.000Z" and "timestamp" not in event["body"]
+    assert json.loads(m.score_event_bytes(score)) == event
+
+
+def test_legacy_spans_carry_no_experiment_attributes_and_run_items_link_them():
+    p = plan()
+    a = p.attempts[0]
+    b = m.decide_binding(a, None)
+    ctx = m.ExperimentContext("ds-1", None, "proj", "http://lf", span_experiment=False)
+    spans = m.attempt_spans(a, b, p, ctx, "2026-11-30T00:00:00Z", "2026-11-30T00:00:00Z")
+    assert not any(kv["key"].startswith("langfuse.experiment") for s in spans for kv in s["attributes"])
+    body = m.run_item_body(a, b, p, "2026-11-30T00:00:00.000Z")
+    assert body == {"runName": "run-7", "runDescription": p.experiment_description,
+                    "metadata": p.experiment_metadata, "datasetItemId": a.item_id, "traceId": b.trace_id,
+                    "observationId": b.observation_id, "createdAt": "2026-11-30T00:00:00.000Z"}

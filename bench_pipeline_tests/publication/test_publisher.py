@@ -1,4 +1,5 @@
-"""Publication through the real SDK client over real HTTP against the Langfuse stand-in."""
+"""Publication through the real SDK client over real HTTP against the Langfuse stand-in, in
+each server generation's mode (``mode``: v4 events mode, v3 legacy mode)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ import logging
 import math
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from langfuse.api.client import LangfuseAPI
 
 from bench_pipeline.publication import (
     LangfuseSettings,
@@ -21,9 +20,18 @@ from bench_pipeline.publication import (
 )
 from bench_pipeline.publication import mapping as m
 from bench_pipeline.publication.cli import publish_processed
-from bench_pipeline_tests.langfuse_standin import LangfuseStandIn
 
-from .conftest import FAST, ROOT_SPAN, SECRET, settings_for
+from .conftest import FAST, ROOT_SPAN, SECRET, make_standin, settings_for
+from .state import (
+    assert_no_duplicates,
+    experiment_id_of,
+    experiment_items_per_run,
+    item_spans,
+    legacy,
+    output_of,
+    read_back,
+    snapshot,
+)
 
 OUTCOME_CATEGORICAL = ("status", "failure_class", "first_failure_stage")
 OUTCOME_BOOLEAN = ("success_raw", "success", "agent_eligible_raw", "agent_eligible",
@@ -35,6 +43,8 @@ NUMERIC = (
     "retry_count", "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens",
     "cost_usd",
 )
+#: spares the probe's empty requests (an empty batch / OTLP export) when a fault targets a bulk write
+PAST_PROBE = {"min_bytes": 100}
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -42,6 +52,11 @@ NUMERIC = (
 
 def publish(run, out_dir, settings, options, **kw):
     return publish_run(**run, out_dir=out_dir, settings=settings, options=options, **kw)
+
+
+def lookup_path(standin) -> str:
+    """Where execution traces are looked up: v4 /api/public/v2/observations, v3 the v1 list."""
+    return "/api/public/observations" if legacy(standin) else "/api/public/v2/observations"
 
 
 def expected_attempt_scores(rec: dict) -> dict[str, tuple]:
@@ -81,57 +96,46 @@ def expected_run_scores(metrics: dict) -> dict[str, float]:
     return out
 
 
-def item_spans(standin: LangfuseStandIn) -> dict[str, dict]:
-    spans = standin.experiment_item_spans()
-    by_item = {s["attributes"]["langfuse.experiment.item.id"]: s for s in spans}
-    assert len(by_item) == len(spans), "an item has more than one experiment item span"
-    return by_item
+def assert_read_apis_return_everything(standin, run) -> None:
+    """Each experiment item and each of its scores through the generation's own reads
+    (with their score time windows), and the run scores."""
+    suite = run["metrics"]["suite"]
+    dataset_id = standin.datasets[suite]["id"]
+    got = read_back(standin, dataset_id, run["run_id"])
+    assert set(got["items"]) == {m.dataset_item_id(suite, r["task_id"], r["attempt"]) for r in run["attempts"]}
+    for rec in run["attempts"]:
+        _, _, names = got["items"][m.dataset_item_id(suite, rec["task_id"], rec["attempt"])]
+        assert names == set(expected_attempt_scores(rec))
+    expected = set(expected_run_scores(run["metrics"]))
+    if legacy(standin):
+        assert got["run_scores"] == expected
+    else:  # the experiments read returns up to 50 (scoreLimit), all of them in the window
+        assert got["run_scores"] <= expected and len(got["run_scores"]) == min(50, len(expected))
+        assert got["item_count"] == len(run["attempts"])
 
 
-def output_of(span: dict) -> dict:
-    return json.loads(span["attributes"]["langfuse.observation.output"])
+class Progress:
+    def __init__(self):
+        self.seen: list[tuple[int, int]] = []
+        self.notes: list[str] = []
 
+    def __call__(self, done, total):
+        self.seen.append((done, total))
 
-def snapshot(standin: LangfuseStandIn) -> dict:
-    """Server state with server-assigned values (dataset/experiment id, URL) normalised."""
-    ds_ids = {d["id"]: "DS" for d in standin.datasets.values()}
-    exp_ids = {s["attributes"]["langfuse.experiment.id"]: "EXP" for s in standin.experiment_item_spans()}
-
-    def norm(v):
-        if isinstance(v, str):
-            v = v.replace(standin.base_url, "BASE")
-            for old, new in {**ds_ids, **exp_ids}.items():
-                v = v.replace(old, new)
-        return v
-
-    return {
-        "datasets": sorted(standin.datasets),
-        "items": {k: (v["datasetName"], v["input"], v["expectedOutput"], v["metadata"], v["status"])
-                  for k, v in standin.dataset_items.items()},
-        "spans": {k: (s["name"], s["parent_span_id"],
-                      {a: norm(x) for a, x in s["attributes"].items()}) for k, s in standin.spans.items()},
-        "scores": {k: (s["name"], s["value"], s["dataType"], s["traceId"], s["observationId"],
-                       norm(s["datasetRunId"])) for k, s in standin.score_rows.items()},
-    }
-
-
-def assert_no_duplicates(standin: LangfuseStandIn, n_attempts: int, *, receipts: bool = True):
-    assert len(item_spans(standin)) == n_attempts
-    assert len({k[0] for k in standin.score_rows}) == len(standin.score_rows)  # one row per score id
-    if receipts:
-        assert standin.duplicate_span_receipts() == {}
+    def announce(self, text):
+        self.notes.append(text)
 
 
 @pytest.fixture(scope="module")
-def clean_state(processed_run, tmp_path_factory):
-    """What a clean publication of the shared run leaves in a stand-in."""
+def clean_state(processed_run, tmp_path_factory, mode):
+    """What a clean publication of the shared run leaves in a stand-in of this mode."""
     from bench_pipeline.process import attempt_record
 
     raw = processed_run.raw
     run = {"run_id": raw.run_id, "metrics": processed_run.metrics,
            "attempts": [attempt_record(a) for a in processed_run.attempts],
            "manifest": raw.manifest, "suite_def": raw.suite_def}
-    with LangfuseStandIn(public_key=f"pk-lf-{uuid.uuid4().hex[:12]}", secret_key=SECRET, mode="sdk5") as server:
+    with make_standin(mode) as server:
         publish(run, tmp_path_factory.mktemp("clean"), settings_for(server), PublishOptions(**FAST))
         return snapshot(server)
 
@@ -139,20 +143,24 @@ def clean_state(processed_run, tmp_path_factory):
 # ------------------------------------------------------------------------------------ full publication
 
 
-def test_full_publication(standin, settings, options, run, out_dir, caplog):
+def test_full_publication(standin, settings, options, run, out_dir, caplog, mode):
     caplog.set_level(logging.INFO)
     caplog.set_level(logging.INFO, logger="httpx")  # the langfuse package turns it down to WARNING
-    seen = []
-    result = publish(run, out_dir, settings, options, progress=lambda d, t: seen.append((d, t)))
+    progress = Progress()
+    result = publish(run, out_dir, settings, options, progress=progress)
     publication_log = caplog.text
     attempts = run["attempts"]
     n = len(attempts)
     suite = run["metrics"]["suite"]
 
     assert result.status == "published" and result.dataset == suite
+    assert (result.server, result.server_version) == (mode, standin.server_version)
     assert (result.items, result.skipped_existing) == (n, 0)
+    assert result.run_items == (n if mode == "v3" else 0)
     assert result.record_path == out_dir / "publication.json" and result.outbox_path is None
     assert result.http_requests == len(standin.requests)
+    assert any(f"Langfuse {standin.server_version}" in note and (
+        "v3 legacy mode" if mode == "v3" else "v4 events mode") in note for note in progress.notes)
 
     # one dataset, one item per attempt with the task's prompt
     assert list(standin.datasets) == [suite]
@@ -162,9 +170,10 @@ def test_full_publication(standin, settings, options, run, out_dir, caplog):
     for rec in attempts:
         item = standin.dataset_items[m.dataset_item_id(suite, rec["task_id"], rec["attempt"])]
         assert item["input"]["prompt"] == prompts[rec["task_id"]] and item["datasetName"] == suite
+        assert item["status"] == "ACTIVE"
 
-    # one experiment item span per attempt, in the experiment the SDK formula names
-    exp_id = standin.experiment_id(dataset_id, run["run_id"])
+    # one experiment item per attempt, in the experiment the server names
+    exp_id = experiment_id_of(standin, dataset_id, run["run_id"])
     assert result.experiment_id == exp_id
     spans = item_spans(standin)
     assert len(spans) == n
@@ -172,8 +181,11 @@ def test_full_publication(standin, settings, options, run, out_dir, caplog):
         span = spans[m.dataset_item_id(suite, rec["task_id"], rec["attempt"])]
         a = span["attributes"]
         assert span["name"] == f"benchmark/{rec['task_id']}#attempt-{rec['attempt']}"
-        assert a["langfuse.experiment.id"] == exp_id and a["langfuse.experiment.name"] == run["run_id"]
-        assert a["langfuse.experiment.dataset.id"] == dataset_id
+        if mode == "v4":
+            assert a["langfuse.experiment.id"] == exp_id and a["langfuse.experiment.name"] == run["run_id"]
+            assert a["langfuse.experiment.dataset.id"] == dataset_id
+        else:  # legacy: the dataset run item is the link; no experiment attributes
+            assert not any(k.startswith("langfuse.experiment") for k in a)
         out = output_of(span)
         assert out["final_response"] == rec["evidence"]["final_response"]
         assert out["tool_calls"] == rec["evidence"]["tool_calls"]
@@ -182,6 +194,9 @@ def test_full_publication(standin, settings, options, run, out_dir, caplog):
         # nothing was seeded: no execution trace is available
         assert out["execution_trace_status"] == ("no_episode" if rec["evidence"]["episode_id"] is None
                                                  else "pending_or_missing")
+    if mode == "v3":
+        (run_row,) = standin.dataset_runs.values()
+        assert run_row["name"] == run["run_id"] and run_row["metadata"]["run_id"] == run["run_id"]
 
     # scores: every available attempt field, nothing for a null, values as in the records
     for rec in attempts:
@@ -197,27 +212,35 @@ def test_full_publication(standin, settings, options, run, out_dir, caplog):
     assert "efficiency.cost_usd.mean" not in run_scores  # null in metrics.json: omitted, not 0
     assert all(not math.isnan(v) for v in run_scores.values() if isinstance(v, float))
 
-    # readable through the SDK like any experiment
-    api = LangfuseAPI(base_url=standin.base_url, username=standin.public_key, password=SECRET)
-    since = datetime.now(UTC) - timedelta(hours=1)
-    exps = api.experiments.list(from_start_time=since, fields="core,metadata,scores", score_limit=50)
-    assert [(e.id, e.name, e.item_count) for e in exps.data] == [(exp_id, run["run_id"], n)]
-    assert exps.data[0].metadata["run_id"] == run["run_id"]
-    # scoreLimit is at most 50; the run scores outside the reads' time window are not returned
-    assert {s.name for s in exps.data[0].scores} <= set(run_scores)
+    # one anchor time: every span starts there, every score carries it
+    record = json.loads(result.record_path.read_text())
+    anchor = record["anchor"]
+    assert {s["timestamp"] for s in standin.scores.values()} == {anchor}
+    assert {s["start_time"][:23] for s in standin.spans.values()} == {anchor[:23]}
+
+    # every read API of the generation returns each score with its observation
+    assert_read_apis_return_everything(standin, run)
 
     # delivery was confirmed within the request budget, progress reached the end
-    assert all(r.status in (200, 202) for r in standin.requests)
-    assert len(standin.requests_to("/api/public/otel")) == 1 and len(standin.requests_to("/api/public/scores")) <= 2
-    assert seen[0] == (0, n) and seen[-1] == (n, n)
+    absent = {"GET /api/public/v2/datasets/" + suite}  # the dataset did not exist yet
+    if mode == "v3":
+        absent |= {"GET /api/public/experiment-items", "GET /api/public/dataset-run-items"}  # probe; no run yet
+    assert {f"{r.method} {r.path}" for r in standin.requests if r.status == 404} <= absent
+    assert all(r.status in (200, 202, 207) for r in standin.requests if r.status != 404)
+    assert len(standin.requests_to("/api/public/otel")) == 2  # probe + one batch
+    assert len(standin.requests_to("/api/public/ingestion")) <= 3  # probe + attempt scores + run scores
+    assert progress.seen[0] == (0, n) and progress.seen[-1] == (n, n)
     assert all(h.get("x-langfuse-ingestion-version") == "4" for h in
                (r.headers for r in standin.requests_to("/api/public/otel")))
+    assert not standin.requests_to("/api/public/scores", "POST")  # scores go through the ingestion endpoint
 
-    # the record says what was sent; no key appears in it or in the logs
-    record = json.loads(result.record_path.read_text())
+    # the record says what was sent and which server it was; no key appears in it or in the logs
     assert record["status"] == "complete" and record["experiment_id"] == exp_id
+    assert record["server"]["generation"] == mode and record["server"]["version"] == standin.server_version
     assert len(record["bindings"]) == n and all(b["state"] == "confirmed" for b in record["bindings"].values())
-    assert record["sessions"][-1]["sent"] == {"items": n, "spans": result.spans, "scores": result.scores}
+    assert record["sessions"][-1]["sent"] == {"items": n, "spans": result.spans, "scores": result.scores,
+                                              "run_items": result.run_items}
+    assert record["sessions"][-1]["items"] == {"created": n}
     text = result.record_path.read_text()
     assert SECRET not in text and standin.public_key not in text and standin.base_url not in text
     assert "HTTP Request" in publication_log  # httpx logs requests, with the Langfuse URL redacted
@@ -232,6 +255,7 @@ def test_publish_twice_duplicates_nothing(standin, settings, options, run, out_d
     second = publish(run, out_dir, settings, options)
     assert (second.items, second.spans, second.scores) == (0, 0, 0)
     assert second.skipped_existing == len(run["attempts"]) and second.http_requests == 0
+    assert second.server == first.server
     assert len(standin.requests) == requests_before
     assert snapshot(standin) == before
     assert standin.duplicate_span_receipts() == {} and max(standin.score_receipts.values()) == 1
@@ -239,10 +263,13 @@ def test_publish_twice_duplicates_nothing(standin, settings, options, run, out_d
     # the record lost (another output folder): what exists in Langfuse is found and kept
     third = publish(run, out_dir.parent / "elsewhere", settings, options)
     assert third.spans == 0 and third.items == 0 and third.skipped_existing == len(run["attempts"])
-    assert third.experiment_id == first.experiment_id
+    assert third.run_items == 0 and third.experiment_id == first.experiment_id
     assert snapshot(standin) == before  # scores re-sent with the same id and timestamp replace
     assert standin.duplicate_span_receipts() == {}
     assert_no_duplicates(standin, len(run["attempts"]))
+    anchors = {json.loads(p.read_text())["anchor"] for p in (out_dir / "publication.json",
+                                                             out_dir.parent / "elsewhere" / "publication.json")}
+    assert len(anchors) == 1  # the anchor time was read back from the server
 
 
 def test_changed_results_are_resent_in_place(standin, settings, options, run, out_dir):
@@ -252,9 +279,221 @@ def test_changed_results_are_resent_in_place(standin, settings, options, run, ou
     rec["quality_score"] = 0.5
     result = publish(run, out_dir, settings, options)
     assert (result.spans >= 1, result.items, result.skipped_existing) == (True, 0, len(run["attempts"]))
+    assert result.run_items == 0  # the link of an item is kept; only its span and scores change
     span = item_spans(standin)[m.dataset_item_id(run["metrics"]["suite"], rec["task_id"], rec["attempt"])]
     assert output_of(span)["final_response"] == "a corrected final answer"
     assert_no_duplicates(standin, len(run["attempts"]), receipts=False)
+    assert_read_apis_return_everything(standin, run)
+
+
+# ------------------------------------------------------------------------------------ server generations
+
+
+@pytest.mark.parametrize("version, created_at", [("3.172.0", True), ("3.120.0", False)])
+def test_v3_run_items_carry_created_at_only_where_the_server_takes_it(run, tmp_path, version, created_at):
+    with make_standin("v3", server_version=version) as server:
+        result = publish(run, tmp_path / "out", settings_for(server), PublishOptions(**FAST))
+        assert result.server == "v3" and result.run_items == len(run["attempts"])
+        anchor = json.loads(result.record_path.read_text())["anchor"]
+        (run_row,) = server.dataset_runs.values()
+        if created_at:
+            assert run_row["createdAt"] == anchor
+        assert len(server.run_items_of(run["run_id"])) == len(run["attempts"])
+        assert server.internal_errors == [] and server.unknown_requests() == []
+
+
+def test_sdk5_server_without_ingestion_gets_the_score_array(run, tmp_path):
+    """A server with the v4 reads and no /api/public/ingestion (what SDK 5.0.4 targets)."""
+    with make_standin("sdk5") as server:
+        progress = Progress()
+        result = publish(run, tmp_path / "out", settings_for(server), PublishOptions(**FAST), progress=progress)
+        assert result.server == "v4" and "/api/public/scores array" in progress.notes[0]
+        assert [r.status for r in server.requests_to("/api/public/ingestion")] == [404]  # the probe
+        assert {r.status for r in server.requests_to("/api/public/scores", "POST")} == {202}
+        n = len(run["attempts"])
+        assert_no_duplicates(server, n)
+        assert_read_apis_return_everything(server, run)
+        again = publish(run, tmp_path / "lost", settings_for(server), PublishOptions(**FAST))
+        assert again.spans == 0 and len({k[0] for k in server.score_rows}) == len(server.score_rows)
+
+
+@pytest.mark.parametrize("absent", ["experiment-items", "otel"])
+def test_a_server_without_either_path_fails_before_anything_is_written(run, tmp_path, absent):
+    with make_standin("v4") as server:
+        if absent == "experiment-items":  # an events_only server without the v4 opt-in
+            server.faults.fail("/api/public/experiment-items", status=404, times=10)
+        else:
+            server.faults.fail("/api/public/otel", status=404, times=10)
+        with pytest.raises(PublicationError) as err:
+            publish(run, tmp_path / "out", settings_for(server), PublishOptions(**FAST))
+        message = str(err.value)
+        assert "neither publication path" in message and "Nothing was written" in message
+        assert "Langfuse 4.16.0" in message and "3.21" in message and "Langfuse v4" in message
+        if absent == "experiment-items":
+            assert "GET /api/public/experiment-items" in message and "GET /api/public/scores" in message
+        else:
+            assert "POST /api/public/otel/v1/traces" in message
+        assert (server.datasets, server.dataset_items, server.spans, server.score_rows) == ({}, {}, {}, {})
+        assert not (tmp_path / "out" / "publication.json").exists()
+        writes = [r for r in server.requests if r.method == "POST" and r.bytes > 30]
+        assert writes == []  # only the probe's empty batch and export were posted
+
+
+def test_a_404_from_the_lookup_endpoint_is_not_a_missing_trace(standin, settings, options, run, out_dir):
+    rec = run["attempts"][0]
+    rec["evidence"].update(episode_id="ep-x", trace_id="e5" * 16)
+    run["attempts"] = [rec]
+    standin.add_trace("e5" * 16, ROOT_SPAN)
+    standin.faults.fail(lookup_path(standin), status=404, times=1)
+    with pytest.raises(PublicationError, match="the look-up endpoint is absent"):
+        publish(run, out_dir, settings, options)
+    assert item_spans(standin) == {} and standin.spans == {}  # not published under a replay trace
+    publish(run, out_dir, settings, options)
+    (span,) = item_spans(standin).values()
+    assert (span["trace_id"], output_of(span)["execution_trace_status"]) == ("e5" * 16, "available")
+
+
+# ------------------------------------------------------------------------------------ never erase
+
+
+def suite_runs(run, n=3):
+    """n runs of one suite (the same tasks and attempts), started a day apart."""
+    out = []
+    for i in range(n):
+        r = json.loads(json.dumps(run))
+        r["run_id"] = f"{run['run_id']}-r{i + 1}"
+        r["manifest"]["run_id"] = r["run_id"]
+        r["manifest"]["started_at"] = f"2026-11-{10 + i:02d}T10:00:00Z"
+        for a in r["attempts"]:
+            a["run_id"] = r["run_id"]
+        out.append(r)
+    return out
+
+
+def items_of(standin):
+    return {k: (v["input"], v["expectedOutput"], v["metadata"]) for k, v in standin.dataset_items.items()}
+
+
+def test_a_run_that_lacks_a_task_never_erases_its_prompt(standin, settings, options, run, tmp_path):
+    first, second, third = suite_runs(run)
+    missing = first["suite_def"]["tasks"][0]["id"]
+    third["suite_def"]["tasks"] = [t for t in third["suite_def"]["tasks"] if t["id"] != missing]
+    for r in (first, second):
+        publish(r, tmp_path / r["run_id"], settings, options)
+    before = items_of(standin)
+    result = publish(third, tmp_path / third["run_id"], settings, options)
+    assert result.items == 0 and items_of(standin) == before  # nothing rewritten with less
+    suite = run["metrics"]["suite"]
+    prompt = first["suite_def"]["tasks"][0]["prompt"]
+    for rec in third["attempts"]:
+        if rec["task_id"] == missing:
+            item = standin.dataset_items[m.dataset_item_id(suite, missing, rec["attempt"])]
+            assert item["input"]["prompt"] == prompt and item["metadata"]["in_suite_definition"] is True
+            span = item_spans(standin, third["run_id"])[item["id"]]
+            assert json.loads(span["attributes"]["langfuse.observation.input"])["prompt"] is None  # what run 3 knew
+    assert_no_duplicates(standin, len(run["attempts"]), runs=3)
+
+
+def test_a_task_first_seen_without_its_definition_is_filled_in_later(standin, settings, options, run, tmp_path):
+    first, second = suite_runs(run, 2)
+    missing = first["suite_def"]["tasks"][0]["id"]
+    first["suite_def"]["tasks"] = first["suite_def"]["tasks"][1:]
+    publish(first, tmp_path / "one", settings, options)
+    suite = run["metrics"]["suite"]
+    ids = [m.dataset_item_id(suite, r["task_id"], r["attempt"]) for r in first["attempts"] if r["task_id"] == missing]
+    assert ids and all(standin.dataset_items[i]["input"]["prompt"] is None for i in ids)
+    result = publish(second, tmp_path / "two", settings, options)
+    assert result.items == len(ids)  # only the items that gained their definition
+    for i in ids:
+        item = standin.dataset_items[i]
+        assert item["input"]["prompt"] == second["suite_def"]["tasks"][0]["prompt"]
+        assert item["metadata"]["definition_source"]["run_id"] == second["run_id"]
+
+
+@pytest.mark.parametrize("order", ["in order", "newer run first"])
+def test_a_changed_task_keeps_every_definition(standin, settings, options, run, tmp_path, order):
+    older, newer = suite_runs(run, 2)
+    task = newer["suite_def"]["tasks"][0]
+    old_prompt, task["prompt"] = task["prompt"], "A reworded prompt."
+    newer["suite_def"]["version"] = "8"
+    for r in ([older, newer] if order == "in order" else [newer, older]):
+        publish(r, tmp_path / r["run_id"], settings, options)
+    suite = run["metrics"]["suite"]
+    for rec in run["attempts"]:
+        if rec["task_id"] != task["id"]:
+            continue
+        item = standin.dataset_items[m.dataset_item_id(suite, task["id"], rec["attempt"])]
+        assert item["input"]["prompt"] == "A reworded prompt."  # the run that started later wins
+        assert item["metadata"]["definition_source"]["run_id"] == newer["run_id"]
+        assert item["metadata"]["suite_version"] == "8"
+        (old,) = item["metadata"]["definition_history"]
+        assert (old["prompt"], old["run_id"]) == (old_prompt, older["run_id"])
+        # each experiment item keeps the definition its run used
+        for r, prompt in ((older, old_prompt), (newer, "A reworded prompt.")):
+            span = item_spans(standin, r["run_id"])[item["id"]]
+            assert json.loads(span["attributes"]["langfuse.observation.input"])["prompt"] == prompt
+    again = publish(older, tmp_path / "older-again", settings, options)
+    assert again.items == 0  # republishing the older run changes nothing
+    assert_no_duplicates(standin, len(run["attempts"]), runs=2)
+
+
+def test_the_dataset_keeps_its_description_and_metadata(standin, settings, options, run, out_dir):
+    suite = run["metrics"]["suite"]
+    with httpx.Client(base_url=standin.base_url, auth=(standin.public_key, SECRET)) as c:
+        c.post("/api/public/v2/datasets", json={"name": suite, "description": "curated by the QA team",
+                                                "metadata": {"owner": "qa", "suite": suite}}).raise_for_status()
+    publish(run, out_dir, settings, options)
+    ds = standin.datasets[suite]
+    assert ds["description"] == "curated by the QA team"
+    assert ds["metadata"] == {"owner": "qa", "suite": suite, "source": "bench_pipeline"}
+    updated = ds["updatedAt"]
+    publish(run, out_dir.parent / "again", settings, options)
+    assert standin.datasets[suite]["updatedAt"] == updated  # nothing lacks: not written again
+
+
+def test_three_runs_republished_then_under_faults_and_retried(standin, settings, options, run, tmp_path, mode):
+    """The issue's "done when": three runs of one suite (the third lacking a task) in order,
+    republished without their records, then each again under injected faults and retried."""
+    runs = suite_runs(run)
+    missing = runs[0]["suite_def"]["tasks"][0]["id"]
+    runs[2]["suite_def"]["tasks"] = runs[2]["suite_def"]["tasks"][1:]
+    for r in runs:
+        publish(r, tmp_path / r["run_id"], settings, options)
+    state = snapshot(standin)
+    for r in runs:  # records lost
+        publish(r, tmp_path / f"{r['run_id']}-b", settings, options)
+    assert snapshot(standin) == state
+    for r in runs:  # faults on every write path, then a retry
+        standin.faults.fail("/api/public/dataset-items", status=503, times=1, method="POST")
+        standin.faults.drop("/api/public/otel", after_processing=True, **PAST_PROBE)
+        standin.faults.drop("/api/public/ingestion", after_processing=True, **PAST_PROBE)
+        standin.faults.fail(lookup_path(standin), status=500, times=1)
+        if mode == "v3":
+            standin.faults.drop("/api/public/dataset-run-items", method="POST", after_processing=True)
+        changed = json.loads(json.dumps(r))
+        changed["attempts"][0]["quality_score"] = 0.25  # something to send
+        folder = tmp_path / f"{r['run_id']}-c"
+        try:
+            publish(changed, folder, settings, options)
+        except PublicationError:
+            pass
+        standin.faults.clear()
+        publish(changed, folder, settings, options)
+    suite = run["metrics"]["suite"]
+    prompts = {t["id"]: t["prompt"] for t in run["suite_def"]["tasks"]}
+    for item in standin.dataset_items.values():
+        assert item["input"]["prompt"] == prompts[item["input"]["task_id"]]  # every item has its prompt
+    assert {k: items_of(standin)[k] for k in state["items"]} == {k: v[1:4] for k, v in state["items"].items()}
+    assert_no_duplicates(standin, len(run["attempts"]), runs=3, receipts=False)
+    for r in runs:
+        final = json.loads(json.dumps(r))
+        final["attempts"][0]["quality_score"] = 0.25
+        assert_read_apis_return_everything(standin, final)
+    assert missing in {i["input"]["task_id"] for i in standin.dataset_items.values()}
+    assert len(standin.datasets) == 1 and len(standin.dataset_items) == len(run["attempts"])
+    per_run = experiment_items_per_run(standin)
+    assert sorted(per_run) == sorted(r["run_id"] for r in runs)
+    assert suite == list(standin.datasets)[0]
 
 
 # ------------------------------------------------------------------------------------ execution traces
@@ -292,9 +531,10 @@ def test_execution_trace_linking(standin, settings, options, run, out_dir):
     assert (out["aiden_episode_id"], out["aiden_trace_id"], out["aiden_trace_url"]) == (None, None, None)
     assert s_none["trace_id"] != "c3" * 16
 
-    # item scores sit on the experiment item wherever it lives
+    # item scores sit on the experiment item wherever it lives, and are read with it
     scored = {(s["traceId"], s["observationId"]) for s in standin.scores.values() if s["observationId"]}
     assert scored == {(s["trace_id"], s["span_id"]) for s in (s_avail, s_pend, s_none)}
+    assert_read_apis_return_everything(standin, run)
 
 
 def test_existing_binding_is_kept_when_the_trace_arrives_later(standin, settings, options, run, out_dir):
@@ -308,7 +548,7 @@ def test_existing_binding_is_kept_when_the_trace_arrives_later(standin, settings
     standin.add_trace("d4" * 16, ROOT_SPAN)  # the Agent's telemetry arrives afterwards
     for folder in (out_dir, out_dir.parent / "no-record"):
         result = publish(run, folder, settings, options)
-        assert result.spans == 0
+        assert result.spans == 0 and result.run_items == 0
         (again,) = item_spans(standin).values()
         assert (again["trace_id"], again["span_id"]) == (span["trace_id"], span["span_id"])
         assert output_of(again)["execution_trace_status"] == "pending_or_missing"
@@ -328,11 +568,18 @@ def _finish_after_failure(standin, settings, options, run, out_dir, clean_state,
     return result, record
 
 
-@pytest.mark.parametrize("prefix", ["/api/public/scores", "/api/public/otel", "/api/public/dataset-items",
-                                    "/api/public/v2/observations", "/api/public/v2/datasets"])
+PREFIXES = ["/api/public/ingestion", "/api/public/otel", "/api/public/dataset-items", "lookup",
+            "/api/public/v2/datasets", "/api/public/dataset-run-items"]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
 def test_persistent_500_fails_clearly_then_retry_completes(standin, settings, options, run, out_dir, clean_state,
-                                                           prefix):
-    standin.faults.fail(prefix, status=500, times=1000)  # the service stays broken for this call
+                                                           prefix, mode):
+    if prefix == "/api/public/dataset-run-items" and mode != "v3":
+        pytest.skip("dataset run items are written in v3 legacy mode only")
+    prefix = lookup_path(standin) if prefix == "lookup" else prefix
+    spare = PAST_PROBE if prefix in ("/api/public/ingestion", "/api/public/otel") else {}
+    standin.faults.fail(prefix, status=500, times=1000, **spare)  # the service stays broken for this call
     with pytest.raises(PublicationError) as err:
         publish(run, out_dir, settings, options)
     standin.faults.clear()  # ... and recovers
@@ -344,34 +591,36 @@ def test_persistent_500_fails_clearly_then_retry_completes(standin, settings, op
     assert record["status"] == "incomplete" and record["sessions"][-1]["errors"]
     result, record = _finish_after_failure(standin, settings, options, run, out_dir, clean_state)
     assert [s["outcome"] for s in record["sessions"]] == ["incomplete", "complete"]
-    if prefix == "/api/public/scores":  # only what was missing went out again
-        assert result.spans == 0 and result.items == 0
+    if prefix == "/api/public/ingestion":  # only what was missing went out again
+        assert result.spans == 0 and result.items == 0 and result.run_items == 0
 
 
 def test_transient_500_and_429_are_retried_within_one_call(standin, settings, options, run, out_dir, clean_state):
-    standin.faults.fail("/api/public/scores", status=500, times=1)
-    standin.faults.rate_limit("/api/public/scores", times=1, retry_after=0)
-    standin.faults.rate_limit("/api/public/otel", times=1, retry_after=1)
+    standin.faults.fail("/api/public/ingestion", status=500, times=1, **PAST_PROBE)
+    standin.faults.rate_limit("/api/public/ingestion", times=1, retry_after=0, **PAST_PROBE)
+    standin.faults.rate_limit("/api/public/otel", times=1, retry_after=1, **PAST_PROBE)
     standin.faults.fail("/api/public/dataset-items", status=503, times=2)
     standin.faults.fail("/api/public/projects", status=502, times=1)
+    if legacy(standin):
+        standin.faults.rate_limit("/api/public/dataset-run-items", times=2, retry_after=0, method="POST")
     result = publish(run, out_dir, settings, options)
     assert result.status == "published"
     assert snapshot(standin) == clean_state
     assert_no_duplicates(standin, len(run["attempts"]))
-    assert [r.status for r in standin.requests_to("/api/public/scores")][:3] == [500, 429, 202]
+    assert [r.status for r in standin.requests_to("/api/public/ingestion")][:4] == [207, 500, 429, 207]
 
 
 def test_dropped_span_batch_that_was_stored_is_not_resent(standin, settings, options, run, out_dir, clean_state):
-    standin.faults.drop("/api/public/otel", after_processing=True)
+    standin.faults.drop("/api/public/otel", after_processing=True, **PAST_PROBE)
     result = publish(run, out_dir, settings, options)  # read back, found, confirmed without a resend
     assert result.status == "published"
-    assert len(standin.requests_to("/api/public/otel")) == 1
+    assert len(standin.requests_to("/api/public/otel")) == 2  # probe + the dropped batch
     assert snapshot(standin) == clean_state
     assert_no_duplicates(standin, len(run["attempts"]))
 
 
 def test_dropped_span_batch_that_was_lost_is_resent(standin, settings, options, run, out_dir, clean_state):
-    standin.faults.drop("/api/public/otel", times=options.retries)  # the last round gets through
+    standin.faults.drop("/api/public/otel", times=options.retries, **PAST_PROBE)  # the last round gets through
     result = publish(run, out_dir, settings, options)
     assert result.status == "published"
     assert snapshot(standin) == clean_state
@@ -380,8 +629,8 @@ def test_dropped_span_batch_that_was_lost_is_resent(standin, settings, options, 
 
 def test_unanswered_spans_everywhere_fail_then_retry_resolves(standin, settings, options, run, out_dir, clean_state):
     # every span request is stored but never answered: nothing can be confirmed in this call
-    standin.faults.drop("/api/public/otel", times=100, after_processing=True)
-    standin.faults.fail("/api/public/v2/observations", status=500, times=100)
+    standin.faults.drop("/api/public/otel", times=100, after_processing=True, **PAST_PROBE)
+    standin.faults.fail(lookup_path(standin), status=500, times=100)
     with pytest.raises(PublicationError) as err:
         publish(run, out_dir, settings, options)
     assert "span" in str(err.value)
@@ -394,19 +643,38 @@ def test_unanswered_spans_everywhere_fail_then_retry_resolves(standin, settings,
 
 def test_dropped_mid_batch_scores_and_items(standin, settings, options, run, out_dir, clean_state):
     small = PublishOptions(**{**FAST, "chunk_attempts": 3, "max_spans_per_request": 4})
-    standin.faults.drop("/api/public/scores", after_processing=True)  # stored, answer lost: resent, replaces
+    standin.faults.drop("/api/public/ingestion", after_processing=True, **PAST_PROBE)  # stored, answer lost: resent
     standin.faults.drop("/api/public/dataset-items", method="POST", times=2)
     result = publish(run, out_dir, settings, small)
     assert result.status == "published"
-    assert len(standin.requests_to("/api/public/otel")) >= 2
+    assert len(standin.requests_to("/api/public/otel")) >= 3
     assert snapshot(standin) == clean_state
     assert_no_duplicates(standin, len(run["attempts"]))
 
 
+@pytest.mark.parametrize("after_processing", [True, False], ids=["stored", "lost"])
+def test_v3_unanswered_run_item_is_read_back_never_reposted_blindly(run, tmp_path, after_processing):
+    with make_standin("v3") as server:
+        settings = settings_for(server)
+        options = PublishOptions(**FAST)
+        server.faults.drop("/api/public/dataset-run-items", method="POST", times=2, after_processing=after_processing)
+        server.faults.fail("/api/public/dataset-run-items", method="POST", status=500, times=1)
+        with pytest.raises(PublicationError, match="dataset run items"):
+            publish(run, tmp_path / "out", settings, options)
+        posts = len(server.requests_to("/api/public/dataset-run-items", "POST"))
+        assert posts == len(run["attempts"])  # nothing re-sent in the call that got no answer
+        record = json.loads((tmp_path / "out" / "publication.json").read_text())
+        assert sorted(b["run_item"] for b in record["bindings"].values()).count("in_doubt") == 3
+        result = publish(run, tmp_path / "out", settings, options)  # reads the run back first
+        assert result.status == "published"
+        assert result.run_items == (1 if after_processing else 3)  # the 500 one was not stored; dropped ones were
+        assert_no_duplicates(server, len(run["attempts"]))
+
+
 def test_slow_server_within_and_beyond_the_timeout(standin, settings, run, out_dir, clean_state):
     quick = PublishOptions(**{**FAST, "timeout": 0.5})
-    standin.faults.delay("/api/public/scores", seconds=0.2)  # slower, still answered
-    standin.faults.delay("/api/public/otel", seconds=1.0)  # times out; lands later anyway
+    standin.faults.delay("/api/public/ingestion", seconds=0.2, **PAST_PROBE)  # slower, still answered
+    standin.faults.delay("/api/public/otel", seconds=1.0, **PAST_PROBE)  # times out; lands later anyway
     result = publish(run, out_dir, settings, quick)
     assert result.status == "published"
     deadline = time.monotonic() + 3
@@ -422,10 +690,10 @@ def test_lookup_failure_waits_instead_of_guessing(standin, settings, options, ru
     rec["evidence"].update(episode_id="ep-x", trace_id="e5" * 16)
     run["attempts"] = [rec]
     standin.add_trace("e5" * 16, ROOT_SPAN)
-    standin.faults.fail("/api/public/v2/observations", status=500, times=options.retries + 1)
+    standin.faults.fail(lookup_path(standin), status=500, times=options.retries + 1)
     with pytest.raises(PublicationError, match="execution trace look-ups"):
         publish(run, out_dir, settings, options)
-    assert standin.experiment_item_spans() == []  # not published under a guessed replay trace
+    assert item_spans(standin) == {}  # not published under a guessed replay trace
     publish(run, out_dir, settings, options)
     (span,) = item_spans(standin).values()
     assert (span["trace_id"], output_of(span)["execution_trace_status"]) == ("e5" * 16, "available")
@@ -462,18 +730,21 @@ def test_not_configured_writes_the_outbox_without_http(run, out_dir, monkeypatch
     lines = [json.loads(x) for x in text.splitlines()]
     kinds = [x["kind"] for x in lines]
     assert kinds[0] == "dataset" and kinds.count("dataset_item") == n
+    assert [x["seq"] for x in lines] == list(range(1, len(lines) + 1))
     assert lines[0]["body"]["name"] == run["metrics"]["suite"]
     spans = [s for x in lines if x["kind"] == "spans" for s in x["body"]["resourceSpans"][0]["scopeSpans"][0]["spans"]]
     assert sum(1 for s in spans if s["name"].startswith("benchmark/")) == n and len(spans) == result.spans
-    scores = [s for x in lines if x["kind"] == "scores" for s in x["body"]]
-    assert len(scores) == result.scores
-    assert {s["datasetRunId"] for s in scores if "datasetRunId" in s} == {"{{experiment_id}}"}
+    events = [e for x in lines if x["kind"] == "scores" for e in x["body"]["batch"]]
+    assert {x["path"] for x in lines if x["kind"] == "scores"} == {"/api/public/ingestion"}
+    assert len(events) == result.scores and {e["type"] for e in events} == {"score-create"}
+    assert {e["body"]["datasetRunId"] for e in events if "datasetRunId" in e["body"]} == {"{{experiment_id}}"}
+    assert len({e["timestamp"] for e in events}) == 1  # one anchor time
     assert "available" not in {json.loads(next(a["value"]["stringValue"] for a in s["attributes"]
                                                if a["key"] == "langfuse.observation.output"))["execution_trace_status"]
                                 for s in spans if s["name"].startswith("benchmark/")}
-    # the same run gives the same requests (apart from publication times)
+    # the same run gives the same requests (apart from the anchor time)
     again = publish_run(**run, out_dir=out_dir, settings=partial)
-    strip = lambda t: [x for x in t.splitlines() if '"kind":"spans"' not in x]
+    strip = lambda t: [x for x in t.splitlines() if '"kind":"spans"' not in x and '"kind":"scores"' not in x]
     assert strip(again.outbox_path.read_text()) == strip(text)
 
 
@@ -508,7 +779,7 @@ def test_settings_from_env_and_repr(monkeypatch):
 # ------------------------------------------------------------------------------------ CLI and scale
 
 
-def test_cli_publish_processed(processed_run, standin, tmp_path, monkeypatch, capsys):
+def test_cli_publish_processed(processed_run, standin, tmp_path, monkeypatch, capsys, mode):
     for name in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
         monkeypatch.delenv(name, raising=False)
     assert publish_processed(processed_run, tmp_path / "a") == 0
@@ -522,7 +793,9 @@ def test_cli_publish_processed(processed_run, standin, tmp_path, monkeypatch, ca
     assert publish_processed(processed_run, tmp_path / "b") == 0
     captured = capsys.readouterr()
     assert "published run" in captured.out and SECRET not in captured.out + captured.err
-    assert len(standin.experiment_item_spans()) == len(processed_run.attempts)
+    assert f"on a {mode} server" in captured.out and standin.server_version in captured.out
+    assert f"langfuse: server Langfuse {standin.server_version}" in captured.err  # said while publishing
+    assert len(item_spans(standin)) == len(processed_run.attempts)
 
     monkeypatch.setenv("LANGFUSE_SECRET_KEY", "sk-lf-wrong")
     assert publish_processed(processed_run, tmp_path / "c") == 1
@@ -554,11 +827,15 @@ def test_request_budget_at_scale(standin, settings, run, out_dir):
             standin.add_trace(rec["evidence"]["trace_id"], ROOT_SPAN)
             seeded += 1
     result = publish(run, out_dir, settings, PublishOptions(**{**FAST, "timeout": 10}))
-    bulk = len(standin.requests_to("/api/public/otel")) + len(standin.requests_to("/api/public/scores"))
-    assert bulk <= math.ceil(n / 50)
+    bulk = [r for r in standin.requests_to("/api/public/otel") + standin.requests_to("/api/public/ingestion")
+            if r.bytes > 30]  # the probe's empty requests aside
+    assert len(bulk) <= math.ceil(n / 50)
     assert len(standin.requests_to("/api/public/dataset-items", "POST")) == n
+    assert len(standin.requests_to(lookup_path(standin))) <= math.ceil(n / 100) + 1  # batched look-ups
+    if legacy(standin):
+        assert len(standin.requests_to("/api/public/dataset-run-items", "POST")) == n
     assert len(item_spans(standin)) == n
-    available = sum(1 for s in standin.experiment_item_spans() if output_of(s)["execution_trace_status"] == "available")
+    available = sum(1 for s in item_spans(standin).values() if output_of(s)["execution_trace_status"] == "available")
     assert available == seeded
     assert result.http_requests == len(standin.requests)
 
@@ -570,12 +847,9 @@ def test_second_run_of_the_same_suite_reuses_the_items(standin, settings, option
     second = publish(other, tmp_path / "two", settings, options)
     assert second.items == 0 and standin.dataset_items == items  # unchanged items are not rewritten
     assert second.experiment_id != first.experiment_id and list(standin.datasets) == [run["metrics"]["suite"]]
-    per_experiment = {}
-    for span in standin.experiment_item_spans():
-        per_experiment.setdefault(span["attributes"]["langfuse.experiment.id"], set()).add(
-            span["attributes"]["langfuse.experiment.item.id"])
-    assert set(per_experiment) == {first.experiment_id, second.experiment_id}
-    assert per_experiment[first.experiment_id] == per_experiment[second.experiment_id] == set(items)
+    per_experiment = experiment_items_per_run(standin)
+    assert set(per_experiment) == {run["run_id"], other["run_id"]}
+    assert per_experiment[run["run_id"]] == per_experiment[other["run_id"]] == set(items)
 
 
 def test_long_task_ids_get_hashed_item_ids(standin, settings, options, run, out_dir):
@@ -587,12 +861,12 @@ def test_long_task_ids_get_hashed_item_ids(standin, settings, options, run, out_
     assert len(item_spans(standin)) == len(run["attempts"])
 
 
-@pytest.mark.parametrize("lookup_limit", [25, 0], ids=["per-trace read-back", "experiment read-back"])
+@pytest.mark.parametrize("lookup_batch", [100, 1], ids=["one read-back request", "one per trace"])
 def test_killed_after_sending_spans_is_resolved_by_reading_back(standin, settings, run, out_dir, clean_state,
-                                                                monkeypatch, lookup_limit):
+                                                                monkeypatch, lookup_batch):
     from bench_pipeline.publication import publisher
 
-    options = PublishOptions(**{**FAST, "in_doubt_lookup_limit": lookup_limit})
+    options = PublishOptions(**{**FAST, "lookup_batch": lookup_batch})
 
     def killed(self, *args):
         raise KeyboardInterrupt
@@ -604,22 +878,24 @@ def test_killed_after_sending_spans_is_resolved_by_reading_back(standin, setting
     monkeypatch.undo()
     record = json.loads((out_dir / "publication.json").read_text())
     assert {b["state"] for b in record["bindings"].values()} == {"in_doubt"}  # saved before sending
+    if legacy(standin):
+        assert {b["run_item"] for b in record["bindings"].values()} == {"in_doubt"}
     receipts = dict(standin.span_receipts)
     assert len(item_spans(standin)) == len(run["attempts"])
 
     result, _ = _finish_after_failure(standin, settings, options, run, out_dir, clean_state)
-    assert result.spans == 0 and dict(standin.span_receipts) == receipts
+    assert result.spans == 0 and result.run_items == 0 and dict(standin.span_receipts) == receipts
 
 
-def test_without_any_timestamp_scores_keep_their_first_timestamp(standin, settings, options, run, tmp_path):
+def test_record_lost_keeps_the_anchor_time(standin, settings, options, run, tmp_path):
     run["manifest"] = {k: v for k, v in run["manifest"].items() if k not in ("started_at", "finished_at")}
     for rec in run["attempts"]:
         rec["evidence"]["started_at"] = rec["evidence"]["finished_at"] = None
     publish(run, tmp_path / "one", settings, options)
-    rows = set(standin.score_rows)
-    assert len({day for _, day, _ in rows}) == 1  # the first publication's time, fixed
-    publish(run, tmp_path / "two", settings, options)  # record lost: the timestamp is read back
-    assert set(standin.score_rows) == rows
+    rows = {k: v["timestamp"] for k, v in standin.score_rows.items()}
+    assert len(set(rows.values())) == 1  # the first publication's time, fixed
+    publish(run, tmp_path / "two", settings, options)  # record lost: the anchor is read back
+    assert {k: v["timestamp"] for k, v in standin.score_rows.items()} == rows
     assert_no_duplicates(standin, len(run["attempts"]))
 
 
