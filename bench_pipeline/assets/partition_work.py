@@ -30,6 +30,7 @@ import pandas as pd
 import pandera.errors
 
 from ..bulk import default_workers, fork_map, fork_server_context, gc_paused
+from ..comparison import ComparisonInputError
 from ..formula import FORMULA_VERSION
 from ..frames import attempts_frame, raw_results_frame, tasks_frame
 from ..pipeline import publish, run_stages
@@ -41,7 +42,8 @@ from ..run_reader import NotARunFolderError
 from ..schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
 
 #: The per-run stage assets, in stage order (each depends on the one before).
-STAGES = ("raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "reports", "langfuse_publication")
+STAGES = ("raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "run_comparison", "reports",
+          "langfuse_publication")
 
 #: The pandera model each stored frame is validated with (frames.py).
 FRAME_SCHEMAS = {"raw_results": RawResultsSchema, "attempt_metrics": AttemptMetricsSchema,
@@ -93,11 +95,17 @@ def process_partition(job: PartitionJob, log: Callable[[str], None]) -> Partitio
     """
     started = time.monotonic()
     outcome = PartitionOutcome(job.key, job.fingerprint)
+    progress = _every_tenth(lambda done, total: log(f"{job.key}: attempts derived: {done}/{total}"))
+    baseline_reason = job.baseline_reason
     try:
-        result = run_stages(
-            job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
-            progress=_every_tenth(lambda done, total: log(f"{job.key}: attempts derived: {done}/{total}")),
-        )
+        baseline_dir = Path(job.baseline_dir) if job.baseline_dir else None
+        try:
+            result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
+                                progress=progress, baseline_dir=baseline_dir)
+        except ComparisonInputError as exc:  # the baseline's outputs cannot be read: no comparison
+            baseline_reason = f"no baseline: the outputs of baseline {job.baseline!r} cannot be read ({exc})"
+            result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
+                                progress=progress)
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
         outcome.failed_stage, outcome.error = STAGES[0], _failure(job, STAGES[0], exc)
         outcome.seconds = time.monotonic() - started
@@ -107,7 +115,7 @@ def process_partition(job: PartitionJob, log: Callable[[str], None]) -> Partitio
     outcome.checks = run_checks(processed.raw, processed.attempts, processed.metrics["data_quality"])
 
     def stored() -> tuple[dict[str, dict], str | None, str | None]:
-        return _store_stages(job, processed, result.written)
+        return _store_stages(job, processed, result.written, result.comparison, baseline_reason)
 
     def published() -> tuple[dict | None, str | None]:
         done_word = "published" if job.langfuse.configured else "written to the outbox (Langfuse not configured)"
@@ -130,10 +138,10 @@ def process_partition(job: PartitionJob, log: Callable[[str], None]) -> Partitio
     return outcome
 
 
-def _store_stages(job: PartitionJob, processed, written: dict[str, Path]
-                  ) -> tuple[dict[str, dict], str | None, str | None]:
-    """Stages 1-5's stored values and materialization metadata, in stage order, up to the
-    first that fails: (metadata by stage, the failed stage, its error)."""
+def _store_stages(job: PartitionJob, processed, written: dict[str, Path], comparison: dict | None,
+                  baseline_reason: str) -> tuple[dict[str, dict], str | None, str | None]:
+    """The stored values and materialization metadata of every stage before publication, in
+    stage order, up to the first that fails: (metadata by stage, the failed stage, its error)."""
     raw = processed.raw
     materialized: dict[str, dict] = {}
     stage = STAGES[0]
@@ -181,6 +189,9 @@ def _store_stages(job: PartitionJob, processed, written: dict[str, Path]
             "metrics_json": dg.MetadataValue.path(str(written["metrics.json"])),
             "attempts_jsonl": dg.MetadataValue.path(str(written["attempts.jsonl"])),
         }
+
+        stage = "run_comparison"
+        materialized[stage] = comparison_metadata(comparison, job.baseline, baseline_reason, written)
 
         stage = "reports"
         summary = Path(written["summary.md"]).read_text(encoding="utf-8")
@@ -238,6 +249,41 @@ def headline_metadata(metrics: dict) -> dict[str, Any]:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             out[f"coverage_{name}"] = float(value)
     out["data_quality_findings"] = data_quality_findings(metrics)
+    return out
+
+
+#: comparison.json's sections whose verdicts and deltas the run_comparison asset shows.
+COMPARED_SECTIONS = ("first_attempt", "pass_at_k", "pass_pow_k", "task_success", "quality")
+
+
+def comparison_metadata(comparison: dict | None, baseline: str | None, reason: str,
+                        written: dict[str, Path]) -> dict[str, Any]:
+    """run_comparison's materialization metadata: the baseline, the gate, each section's
+    verdict and (as numbers, for the Plots tab) its delta and interval; without a baseline,
+    why there is none (a run without a baseline is not a failure)."""
+    if comparison is None:
+        return {"baseline": "none", "reason": reason, "gate": "no baseline"}
+    out: dict[str, Any] = {
+        "baseline": comparison["baseline"]["run_id"] or baseline or "unknown",
+        "reason": reason,
+        "gate": comparison["gate"]["result"],
+        "gate_reasons": ", ".join(comparison["gate"]["reasons"]) or "none",
+        "paired_tasks": comparison["tasks"]["paired"],
+        "warnings": ", ".join(comparison["warnings"]) or "none",
+        "regressed_tasks": len(comparison["regressions"]),
+        "improved_tasks": len(comparison["improvements"]),
+    }
+    for name in COMPARED_SECTIONS:
+        section = comparison[name]
+        out[f"{name}_verdict"] = section["verdict"] or "n/a (no paired tasks)"
+        out[f"{name}_n"] = section["n"]
+        for key, value in (("delta", section["delta"]), ("lower", (section["ci95"] or {}).get("lower")),
+                           ("upper", (section["ci95"] or {}).get("upper"))):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[f"{name}_{key}"] = float(value)
+    for name in ("comparison.json", "comparison.md"):
+        if name in written:
+            out[name.replace(".", "_")] = dg.MetadataValue.path(str(written[name]))
     return out
 
 

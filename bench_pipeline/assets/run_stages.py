@@ -66,7 +66,12 @@ _DESCRIPTIONS = {
                              "failures, diagnostics, categories, observations, distributions, cost to first "
                              "success, per-task aggregate and data quality; metrics.json and attempts.jsonl in "
                              "the run's output folder.",
-    "reports": "summary.md and the self-contained report.html, next to metrics.json.",
+    "run_comparison": "The run against its baseline, paired by task (comparison.md): verdicts per section, "
+                      "the release gate, regressed and improved tasks; comparison.json and comparison.md next "
+                      "to the reports. Baseline: the latest earlier processed run of the suite, or the one "
+                      "pinned in baselines.json (docs/operations.md); without one, 'no baseline'.",
+    "reports": "summary.md and the self-contained report.html (with the comparison when there is a "
+               "baseline), next to metrics.json.",
     "langfuse_publication": "The run in Langfuse: a Dataset per suite, an Item per task/attempt, an Experiment "
                             "Run per run with the evaluation of each attempt, and benchmark scores "
                             "(docs/langfuse.md). Without Langfuse settings the exact payloads go to "
@@ -77,6 +82,7 @@ _KINDS = {
     "attempt_metrics": {"python", "pandas"},
     "task_groups": {"python", "pandas"},
     "capability_aggregates": {"python", "json"},
+    "run_comparison": {"python", "json"},
     "reports": {"html", "markdown"},
     "langfuse_publication": {"langfuse"},
 }

@@ -150,9 +150,10 @@ def test_a_huge_plan_materializes_with_exact_counts(tmp_path, monkeypatch):
 
 def _normalized(path: Path, generated_at: str) -> bytes:
     """A file's bytes with the expected differences masked: the run's generated_at stamp and,
-    in the outbox, replay spans' times (stamped with the time of publication)."""
+    in the outbox, the times stamped at publication (replay spans, ingestion events)."""
     data = path.read_bytes().replace(generated_at.encode(), b"<generated_at>")
-    return re.sub(rb'"(start|end)TimeUnixNano":"\d+"', rb'"\1TimeUnixNano":"<published_at>"', data)
+    data = re.sub(rb'"(start|end)TimeUnixNano":"\d+"', rb'"\1TimeUnixNano":"<published_at>"', data)
+    return re.sub(rb'"timestamp":"[0-9T:.-]+Z","type"', rb'"timestamp":"<published_at>","type"', data)
 
 
 @pytest.mark.slow
@@ -189,17 +190,25 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
             "no_bad_rows", "no_duplicate_rows", "no_missing_attempts", "no_unsafe_artifact_dirs",
             "no_invalid_artifacts", "recorded_matches_derived"))
 
+    compared = 0
     for run_id in good:
         dagster_out = tmp_path / "reports" / run_id
         command_out = tmp_path / "command" / run_id
-        processed = run_stages(tmp_path / "runs" / run_id, command_out, keep_evidence=True).processed
+        files = ["metrics.json", "attempts.jsonl", "summary.md", "report.html", "langfuse_outbox.jsonl"]
+        baseline_dir = None
+        if (dagster_out / "comparison.json").exists():  # compared with the same baseline outputs
+            baseline = json.loads((dagster_out / "comparison.json").read_text())["baseline"]["run_id"]
+            baseline_dir, compared = tmp_path / "reports" / baseline, compared + 1
+            files += ["comparison.json", "comparison.md"]
+        processed = run_stages(tmp_path / "runs" / run_id, command_out, keep_evidence=True,
+                               baseline_dir=baseline_dir).processed
         publish(processed, command_out, LangfuseSettings(None, None, None))
-        files = ("metrics.json", "attempts.jsonl", "summary.md", "report.html", "langfuse_outbox.jsonl")
         assert sorted(p.name for p in dagster_out.iterdir()) == sorted(p.name for p in command_out.iterdir())
         stamp = {p: json.loads((p / "metrics.json").read_text())["generated_at"] for p in (dagster_out, command_out)}
         for name in files:
             assert _normalized(dagster_out / name, stamp[dagster_out]) == _normalized(
                 command_out / name, stamp[command_out]), (run_id, name)
+    assert compared >= 2  # the generated runs share a suite: each later one has a baseline
 
 
 def test_stages_are_fresh_after_processing_and_stale_after_a_formula_change(run_env, monkeypatch):
@@ -240,3 +249,42 @@ def test_a_run_is_processed_after_its_baseline_in_the_same_step():
     assert [j.key for j in in_dependency_order(jobs)] == ["a", "x", "b", "c"]
     cycle = [job("p", after="q"), job("q", after="p")]
     assert [j.key for j in in_dependency_order(cycle)] == ["p", "q"]
+
+
+def _comparison_meta(result, key):
+    (event,) = [e for e in result.get_asset_materialization_events()
+                if e.asset_key == dg.AssetKey("run_comparison") and e.materialization.partition == key]
+    return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def test_run_comparison_default_and_pinned_baselines_and_none(tmp_path, monkeypatch):
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("BENCH_BASELINES", str(tmp_path / "baselines.json"))
+    resources = make_resources(tmp_path)
+    for run_id, day, outcomes in (("r1", "01", ["passed", "failed"]), ("r2", "02", ["passed", "passed"])):
+        make_run(tmp_path / "runs", [row("a", status=outcomes[0]), row("b", status=outcomes[1])], run_id=run_id,
+                 manifest={"status": "completed", "started_at": f"2026-11-{day}T00:00:00Z"})
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["r1", "r2"])
+
+    first = dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources)
+    meta = _comparison_meta(first, "r1")
+    assert meta["baseline"] == "none" and meta["reason"] == "no baseline: no earlier processed run of suite 'suite-x'"
+    assert not (tmp_path / "reports" / "r1" / "comparison.json").exists()
+
+    second = dg.materialize(per_run_assets, partition_key="r2", instance=instance, resources=resources)
+    meta = _comparison_meta(second, "r2")
+    assert meta["baseline"] == "r1" and meta["reason"] == "the latest earlier run of the suite"
+    written = json.loads((tmp_path / "reports" / "r2" / "comparison.json").read_text())
+    assert written["baseline"]["run_id"] == "r1" and written["candidate"]["run_id"] == "r2"
+    assert meta["gate"] == written["gate"]["result"] and meta["paired_tasks"] == 2
+    assert meta["first_attempt_n"] == 2 and meta["first_attempt_delta"] == pytest.approx(0.5)  # b: fail -> pass
+    assert "Compared with" in (tmp_path / "reports" / "r2" / "summary.md").read_text()
+
+    (tmp_path / "baselines.json").write_text(json.dumps({"suite-x": "r2"}))
+    pinned = dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources)
+    meta = _comparison_meta(pinned, "r1")
+    assert meta["baseline"] == "r2" and meta["reason"] == "pinned for suite 'suite-x'"
+    itself = dg.materialize(per_run_assets, partition_key="r2", instance=instance, resources=resources)
+    assert _comparison_meta(itself, "r2")["reason"] == "no baseline: this run is the pinned baseline of suite 'suite-x'"
