@@ -16,10 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_definitions_hold_every_stage_check_job_sensor_and_schedule():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "reports",
-                    "langfuse_publication", "run_catalog", "suite_trends"}
+    assert keys == {"raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "run_comparison",
+                    "reports", "langfuse_publication", "run_catalog", "suite_trends"}
     assert defs.resolve_job_def("process_run") is not None
     assert defs.resolve_sensor_def("run_folder_sensor").job_name == "process_run"
+    assert defs.resolve_sensor_def("catalog_sensor").job_name == "refresh_catalog"
     assert defs.resolve_schedule_def("daily_catalog_refresh").cron_schedule == "0 6 * * *"
     checks = {k.name for k in graph.asset_check_keys}
     assert checks == {"no_bad_rows", "no_duplicate_rows", "no_missing_attempts", "no_unsafe_artifact_dirs",
