@@ -86,7 +86,8 @@ class PartitionOutcome:
 
 
 @gc_paused()
-def process_partition(job: PartitionJob, log: Callable[[str], None]) -> PartitionOutcome:
+def process_partition(job: PartitionJob, log: Callable[[str], None],
+                      outputs_ready: Callable[[], None] | None = None) -> PartitionOutcome:
     """Stages 1-6 for one run partition; never raises for a broken run (see module doc).
 
     After ``run_stages``, the stage frames are validated and stored while the run is
@@ -110,6 +111,8 @@ def process_partition(job: PartitionJob, log: Callable[[str], None]) -> Partitio
         outcome.failed_stage, outcome.error = STAGES[0], _failure(job, STAGES[0], exc)
         outcome.seconds = time.monotonic() - started
         return outcome
+    if outputs_ready is not None:  # metrics.json and attempts.jsonl are written: a run compared
+        outputs_ready()             # with this one may start while its frames are stored
     processed = result.processed
     outcome.attempts = len(processed.attempts)
     outcome.checks = run_checks(processed.raw, processed.attempts, processed.metrics["data_quality"])
@@ -386,13 +389,13 @@ def _start_worker(messages: Any) -> None:
 
 
 def _worker_log(line: str) -> None:
-    _messages.put(line)
+    _messages.put(("log", line))
 
 
 
 def _work(job: PartitionJob) -> PartitionOutcome:
     """A worker's job: one partition."""
-    return process_partition(job, _worker_log)
+    return process_partition(job, _worker_log, lambda: _messages.put(("ready", job.key)))
 
 
 def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int) -> Iterator[PartitionOutcome]:
@@ -407,7 +410,7 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
     keys = {job.key for job in in_dependency_order(jobs)}
     waiting = in_dependency_order(jobs)
     futures: dict[Future, PartitionJob] = {}
-    finished: set[str] = set()
+    finished: set[str] = set()  # partitions whose outputs a run compared with them can read
 
     def submit_ready() -> None:
         for job in [j for j in waiting if j.after not in keys or j.after in finished]:
@@ -421,8 +424,8 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
         submit_ready()
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            _drain(messages, log)
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            finished |= _drain(messages, log)
             for future in done:
                 job = futures[future]
                 finished.add(job.key)
@@ -439,6 +442,13 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _drain(messages: Any, log: Callable[[str], None]) -> None:
+def _drain(messages: Any, log: Callable[[str], None]) -> set[str]:
+    """Log the workers' lines; returns the partitions whose outputs became ready."""
+    ready = set()
     while not messages.empty():
-        log(messages.get())
+        kind, value = messages.get()
+        if kind == "ready":
+            ready.add(value)
+        else:
+            log(value)
+    return ready
