@@ -10,6 +10,7 @@ the OTLP/JSON form with hex ids.  Both are decoded here to the same shape.
 from __future__ import annotations
 
 import base64
+import re
 import binascii
 import gzip
 import zlib
@@ -122,6 +123,8 @@ def decode_protobuf(body: bytes) -> List[Dict[str, Any]]:
 
 # --------------------------------------------------------------------------- OTLP/JSON
 
+_HEX = re.compile(r"[0-9a-f]+")
+
 
 def _json_id(value: Any, nbytes: int) -> Optional[str]:
     if value in (None, ""):
@@ -129,7 +132,7 @@ def _json_id(value: Any, nbytes: int) -> Optional[str]:
     if not isinstance(value, str):
         raise OtlpDecodeError(f"span/trace id must be a string, got {type(value).__name__}")
     text = value.strip().lower()
-    if len(text) == nbytes * 2 and all(c in "0123456789abcdef" for c in text):
+    if len(text) == nbytes * 2 and _HEX.fullmatch(text):
         return text
     try:  # proto3 JSON mapping uses base64 for bytes
         raw = base64.b64decode(value, validate=True)

@@ -21,6 +21,7 @@ Modes (``LangfuseStandIn(mode=...)``):
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -105,7 +106,12 @@ def parse_version(text: str) -> Optional[Tuple[int, int, int]]:
 
 def iso_with_offset(value: Any) -> Optional[datetime]:
     """``z.iso.datetime({ offset: true })``: an ISO 8601 date-time with ``Z`` or an offset."""
-    if not isinstance(value, str) or not _ISO_OFFSET.match(value.strip()):
+    return _iso_with_offset(value) if isinstance(value, str) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _iso_with_offset(value: str) -> Optional[datetime]:
+    if not _ISO_OFFSET.match(value.strip()):
         return None
     return datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
 
@@ -117,6 +123,10 @@ def score_day_key(score: Dict[str, Any]) -> Tuple[str, str, str]:
     return score["id"], score["timestamp"][:10], score["name"]
 
 
+_SUBJECT_KEYS = ("traceId", "sessionId", "datasetRunId", "observationId", "comment", "configId", "queueId",
+                 "executionTraceId")
+
+
 def validate_score(body: Any, *, api: str) -> Dict[str, Any]:
     """One score body, as ``POST /api/public/scores`` (``api="scores"``: ``PostScoresBody`` in
     packages/shared/src/features/scores/interfaces/api/shared.ts) or a ``score-create`` event
@@ -125,57 +135,57 @@ def validate_score(body: Any, *, api: str) -> Dict[str, Any]:
     part of either schema). Returns the normalised body; raises RuleError(400)."""
     if not isinstance(body, dict):
         raise RuleError(400, "Invalid request data: expected an object")
-    name = body.get("name")
-    if not isinstance(name, str) or not name:
+    get = body.get
+    name = get("name")
+    if type(name) is not str or not name:
         raise RuleError(400, "Invalid request data: name must be a non-empty string")
-    sid = body.get("id")
-    if sid is not None and (not isinstance(sid, str) or (api == "ingestion" and (not sid or len(sid) > _ID_MAX
-                                                                                  or "\r" in sid))):
+    sid = get("id")
+    if sid is not None and (type(sid) is not str or (api == "ingestion" and (not sid or len(sid) > _ID_MAX
+                                                                               or "\r" in sid))):
         raise RuleError(400, "Invalid request data: id")
-    for key in ("traceId", "sessionId", "datasetRunId", "observationId", "comment", "configId", "queueId",
-                "executionTraceId"):
-        if body.get(key) is not None and not isinstance(body[key], str):
+    for key in _SUBJECT_KEYS:
+        value = get(key)
+        if value is not None and type(value) is not str:
             raise RuleError(400, f"Invalid request data: {key} must be a string")
+    trace_id, session_id, run_id, obs_id = get("traceId"), get("sessionId"), get("datasetRunId"), get("observationId")
     # packages/shared/src/utils/scores.ts applyScoreValidation: exactly one subject.
-    trace, session, run, obs = (bool(body.get(k)) for k in ("traceId", "sessionId", "datasetRunId", "observationId"))
+    trace, session, run, obs = bool(trace_id), bool(session_id), bool(run_id), bool(obs_id)
     if not ((trace and not session and not run) or (session and not trace and not run and not obs)
             or (run and not trace and not session and not obs)):
         raise RuleError(400, "Provide exactly one of the following: traceId (with optional observationId), "
                              "sessionId or datasetRunId. ObservationId requires traceId.")
-    sources = SCORES_API_SOURCES if api == "scores" else INGESTION_SOURCES
-    source = body.get("source") or "API"
-    if source not in sources:
-        raise RuleError(400, f"Invalid request data: source must be one of {sorted(sources)}")
-    env = body.get("environment") or "default"
-    if not isinstance(env, str) or not _ENV_RE.match(env):
+    source = get("source") or "API"
+    if source not in (SCORES_API_SOURCES if api == "scores" else INGESTION_SOURCES):
+        raise RuleError(400, f"Invalid request data: source {source!r} is not allowed here")
+    env = get("environment") or "default"
+    if env != "default" and (type(env) is not str or not _ENV_RE.match(env)):
         raise RuleError(400, f"Invalid request data: environment {env!r}")
-    value, data_type = body.get("value"), body.get("dataType")
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if data_type in ("NUMERIC", "BOOLEAN"):
+    value, data_type = get("value"), get("dataType")
+    number = type(value) in (int, float) or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    if data_type == "NUMERIC" or data_type == "BOOLEAN":
         if not number or not math.isfinite(value):
             raise RuleError(400, f"Invalid request data: {data_type} score value must be a number")
         if data_type == "BOOLEAN" and value not in (0, 1):
             raise RuleError(400, "Value must be a number equal to either 0 or 1 for data type BOOLEAN")
-    elif data_type in ("CATEGORICAL", "CORRECTION"):
-        if not isinstance(value, str):
+    elif data_type == "CATEGORICAL" or data_type == "CORRECTION":
+        if type(value) is not str:
             raise RuleError(400, f"Invalid request data: {data_type} score value must be a string")
     elif data_type == "TEXT":
-        if not isinstance(value, str) or not 1 <= len(value) <= TEXT_SCORE_MAX_LENGTH:
+        if type(value) is not str or not 1 <= len(value) <= TEXT_SCORE_MAX_LENGTH:
             raise RuleError(400, "Invalid request data: TEXT score value must have 1 to 500 characters")
     elif data_type is None:
-        if not (number or isinstance(value, str)):
+        if not (number or type(value) is str):
             raise RuleError(400, "Invalid request data: value must be a number or a string")
         data_type = "NUMERIC" if number else "CATEGORICAL"  # validateAndInflateScore.ts inferDataType
     else:
         raise RuleError(400, f"Invalid request data: unknown dataType {data_type!r}")
-    if source == "ANNOTATION" and not body.get("configId"):  # domain/scores.ts isAnnotationScoreMissingConfigId
+    if source == "ANNOTATION" and not get("configId"):  # domain/scores.ts isAnnotationScoreMissingConfigId
         raise RuleError(400, "Annotation scores require a configId")
     return {
         "id": sid, "name": name, "value": float(value) if number else value, "dataType": data_type,
-        "source": source, "environment": env, "traceId": body.get("traceId"),
-        "observationId": body.get("observationId"), "sessionId": body.get("sessionId"),
-        "datasetRunId": body.get("datasetRunId"), "comment": body.get("comment"), "metadata": body.get("metadata"),
-        "configId": body.get("configId"), "queueId": body.get("queueId"),
+        "source": source, "environment": env, "traceId": trace_id, "observationId": obs_id,
+        "sessionId": session_id, "datasetRunId": run_id, "comment": get("comment"), "metadata": get("metadata"),
+        "configId": get("configId"), "queueId": get("queueId"),
     }
 
 
@@ -226,3 +236,37 @@ def in_window(ts: datetime, low: datetime, high: datetime) -> bool:
 
 def now_utc() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def validate_dataset_item(body: Any) -> Dict[str, Any]:
+    """``POST /api/public/dataset-items`` (web/src/features/public-api/types/datasets.ts
+    ``PostDatasetItemsV1Body``): datasetName required; input/expectedOutput/metadata any JSON;
+    id 1..255 characters (``publicApiIdSchema``); sourceTraceId/sourceObservationId strings;
+    status ACTIVE | ARCHIVED. Unknown keys are dropped (zod). Raises RuleError(400)."""
+    if not isinstance(body, dict):
+        raise RuleError(400, "Invalid request data: expected an object")
+    if not isinstance(body.get("datasetName"), str):
+        raise RuleError(400, "Invalid request data: datasetName: Required (a string)")
+    item_id = body.get("id")
+    if item_id is not None and (not isinstance(item_id, str) or not 1 <= len(item_id) <= 255):
+        raise RuleError(400, "Invalid request data: id must be 1 to 255 characters")
+    for key in ("sourceTraceId", "sourceObservationId"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            raise RuleError(400, f"Invalid request data: {key} must be a string")
+    if body.get("status") is not None and body["status"] not in ("ACTIVE", "ARCHIVED"):
+        raise RuleError(400, "Invalid request data: status must be ACTIVE or ARCHIVED")
+    return {k: body.get(k) for k in ("datasetName", "id", "input", "expectedOutput", "metadata", "sourceTraceId",
+                                     "sourceObservationId", "status")}
+
+
+def validate_dataset(body: Any) -> Dict[str, Any]:
+    """``POST /api/public/v2/datasets`` (types/datasets.ts ``PostDatasetsV2Body``): a name;
+    description string; metadata JSON; input/expected output schemas. Raises RuleError(400)."""
+    if not isinstance(body, dict):
+        raise RuleError(400, "Invalid request data: expected an object")
+    name = body.get("name")
+    if not isinstance(name, str) or not name:
+        raise RuleError(400, "Invalid request data: name: Required (a non-empty string)")
+    if body.get("description") is not None and not isinstance(body["description"], str):
+        raise RuleError(400, "Invalid request data: description must be a string")
+    return body
