@@ -96,9 +96,30 @@ def content_hash(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()[:24]
 
 
+def _id_json(parts: list) -> bytes:
+    """``json.dumps(parts, separators=(",", ":"), ensure_ascii=False)`` as UTF-8: the text ids
+    are hashed from (orjson gives the same bytes for strings and 64-bit ints, and is faster)."""
+    try:
+        return orjson.dumps(parts)
+    except (TypeError, orjson.JSONEncodeError):  # lone surrogates, huge ints: the slow, exact path
+        return json.dumps(parts, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
 def _digest(*parts: Any) -> str:
-    payload = json.dumps(list(parts), separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_id_json(list(parts))).hexdigest()
+
+
+class _PrefixDigest:
+    """``_digest(*prefix, last)`` for many ``last`` values: the prefix is hashed once."""
+
+    def __init__(self, *prefix: Any):
+        head = _id_json([*prefix, ""])  # [..., ""] -> cut the closing '""]'
+        self._base = hashlib.sha256(head[:-3])
+
+    def __call__(self, last: Any) -> str:
+        h = self._base.copy()
+        h.update(_id_json([last])[1:])  # '"name"]'
+        return h.hexdigest()
 
 
 def _span_id(*parts: Any) -> str:
@@ -156,8 +177,8 @@ def to_nanos(value: str) -> int:
 
 
 def _json_text(value: Any) -> str:
-    """How the SDK serializes input/output/metadata attribute values: JSON text."""
-    return json.dumps(value, ensure_ascii=False, default=str)
+    """Input/output/metadata attribute values are JSON text (as the SDK sends them; compact)."""
+    return orjson.dumps(value, default=str, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
 
 
 # =============================================================================== ids
@@ -517,6 +538,13 @@ class RunPlan:
     experiment_metadata: dict
     experiment_description: str
     provenance: dict  # {run_id, run_started_at, suite_version}: the source of this run's task definitions
+    _attrs: dict = field(default_factory=dict, repr=False)  # run-level span attributes, encoded once
+
+    def run_attr(self, key: str, value: Any) -> dict:
+        """A span attribute every experiment item of the run carries (encoded once)."""
+        if key not in self._attrs:
+            self._attrs[key] = _attr(key, value)
+        return self._attrs[key]
 
 
 def plan_run(*, run_id: str, metrics: Mapping, attempts: Iterable[Mapping], manifest: Mapping | None,
@@ -672,6 +700,20 @@ def _attr(key: str, value: Any) -> dict:
     return {"key": key, "value": {"stringValue": value if isinstance(value, str) else _json_text(value)}}
 
 
+_ATTR_CACHE: dict[tuple, dict] = {}
+
+
+def _scalar_attr(key: str, value: Any) -> dict:
+    """``_attr`` for a str / int / bool / None value, shared between spans (they are only encoded)."""
+    cache_key = (key, type(value), value)
+    attr = _ATTR_CACHE.get(cache_key)
+    if attr is None:
+        attr = _attr(key, value)
+        if len(_ATTR_CACHE) < 100_000:
+            _ATTR_CACHE[cache_key] = attr
+    return attr
+
+
 def _span(trace_id: str, span_id: str, parent: str | None, name: str, attrs: list[dict],
           start_ns: int, end_ns: int) -> dict:
     span: dict[str, Any] = {"traceId": trace_id, "spanId": span_id}
@@ -700,18 +742,19 @@ def attempt_spans(plan: AttemptPlan, binding: Binding, run: RunPlan, ctx: Experi
         "in_suite_definition": item["metadata"].get("in_suite_definition"),
     }
     attrs = [
-        _attr(A.OBSERVATION_TYPE, "evaluator"),
+        _scalar_attr(A.OBSERVATION_TYPE, "evaluator"),
         _attr(A.OBSERVATION_INPUT, item["input"]),
         _attr(A.OBSERVATION_OUTPUT, output),
     ]
-    attrs += [_attr(f"{A.OBSERVATION_METADATA}.{k}", v) for k, v in metadata.items()]
+    attrs += [_scalar_attr(f"{A.OBSERVATION_METADATA}.{k}", v) if v is None or type(v) in (str, int, bool)
+              else _attr(f"{A.OBSERVATION_METADATA}.{k}", v) for k, v in metadata.items()]
     if ctx.span_experiment:
         attrs += [
-            _attr(A.EXPERIMENT_ID, ctx.experiment_id),
-            _attr(A.EXPERIMENT_NAME, run.run_id),
-            _attr(A.EXPERIMENT_DESCRIPTION, run.experiment_description),
-            _attr(A.EXPERIMENT_METADATA, run.experiment_metadata),
-            _attr(A.EXPERIMENT_DATASET_ID, ctx.dataset_id),
+            _scalar_attr(A.EXPERIMENT_ID, ctx.experiment_id),
+            run.run_attr(A.EXPERIMENT_NAME, run.run_id),
+            run.run_attr(A.EXPERIMENT_DESCRIPTION, run.experiment_description),
+            run.run_attr(A.EXPERIMENT_METADATA, run.experiment_metadata),
+            _scalar_attr(A.EXPERIMENT_DATASET_ID, ctx.dataset_id),
             _attr(A.EXPERIMENT_ITEM_ID, plan.item_id),
             _attr(A.EXPERIMENT_ITEM_ROOT_OBSERVATION_ID, binding.observation_id),
             _attr(A.EXPERIMENT_ITEM_EXPECTED_OUTPUT, item["expectedOutput"]),
@@ -721,15 +764,15 @@ def attempt_spans(plan: AttemptPlan, binding: Binding, run: RunPlan, ctx: Experi
     if binding.mode == REPLAY:
         replay_attrs = [
             _attr(A.TRACE_NAME, f"benchmark-replay/{plan.task_id}#attempt-{plan.attempt}"),
-            _attr(A.OBSERVATION_TYPE, "span"),
-            _attr(A.OBSERVATION_INPUT, item["input"]),
+            _scalar_attr(A.OBSERVATION_TYPE, "span"),
+            attrs[1],  # the same input
             _attr(A.OBSERVATION_OUTPUT, {"final_response": output["final_response"], "tool_calls": output["tool_calls"]}),
-            _attr(f"{A.OBSERVATION_METADATA}.replay", True),
-            _attr(f"{A.OBSERVATION_METADATA}.note",
-                  "Result replay from the benchmark's saved artifacts; not an Agent execution. "
-                  "Parent and child observations are one attempt."),
-            _attr(f"{A.OBSERVATION_METADATA}.run_id", run.run_id),
-            _attr(f"{A.OBSERVATION_METADATA}.execution_trace_status", binding.status),
+            _scalar_attr(f"{A.OBSERVATION_METADATA}.replay", True),
+            _scalar_attr(f"{A.OBSERVATION_METADATA}.note",
+                         "Result replay from the benchmark's saved artifacts; not an Agent execution. "
+                         "Parent and child observations are one attempt."),
+            _scalar_attr(f"{A.OBSERVATION_METADATA}.run_id", run.run_id),
+            _scalar_attr(f"{A.OBSERVATION_METADATA}.execution_trace_status", binding.status),
         ]
         spans.append(_span(binding.trace_id, binding.parent_span_id or plan.replay_root_span_id, None,
                            "benchmark-replay", replay_attrs, start_ns, end_ns))
@@ -738,9 +781,28 @@ def attempt_spans(plan: AttemptPlan, binding: Binding, run: RunPlan, ctx: Experi
     return spans
 
 
+_SPAN_TIMES = re.compile(rb'"(startTimeUnixNano|endTimeUnixNano)":"[0-9]*"')
+
+
+def encode_spans(spans: list[dict]) -> list[bytes]:
+    """Each span as OTLP/JSON bytes (the pieces ``otlp_bytes`` joins)."""
+    return [orjson.dumps(s) for s in spans]
+
+
+def span_bytes_hash(encoded: list[bytes]) -> str:
+    """Hash of encoded spans without their times (a resend with new times is the same content)."""
+    return hashlib.sha256(_SPAN_TIMES.sub(rb'"\1":""', b"\n".join(encoded))).hexdigest()[:24]
+
+
 def span_content_hash(spans: list[dict]) -> str:
     """Hash of span payloads without their timestamps (a resend with new times is the same)."""
-    return content_hash([{k: v for k, v in s.items() if not k.endswith("UnixNano")} for s in spans])
+    return span_bytes_hash(encode_spans(spans))
+
+
+def otlp_bytes(encoded: list[bytes]) -> bytes:
+    """``orjson.dumps(otlp_body(spans))`` from the spans' own bytes."""
+    head, tail = _OTLP_SHELL
+    return head + b",".join(encoded) + tail
 
 
 def otlp_body(spans: list[dict]) -> dict:
@@ -749,6 +811,9 @@ def otlp_body(spans: list[dict]) -> dict:
         "resource": {"attributes": [_attr("service.name", "bench_pipeline")]},
         "scopeSpans": [{"scope": {"name": SCOPE_NAME, "version": SCOPE_VERSION}, "spans": spans}],
     }]}
+
+
+_OTLP_SHELL = tuple(orjson.dumps(otlp_body([{"x": 1}])).split(b'{"x":1}'))
 
 
 def _score(score_id: str, name: str, value: Any, data_type: str, timestamp: str, **subject: str | None) -> dict:
@@ -768,8 +833,9 @@ def attempt_score_payloads(plan: AttemptPlan, binding: Binding, run: RunPlan, ti
 
     ``timestamp`` is the publication's anchor (``anchor_time``), the start time of every span
     of the run, so that each read API finds the scores with their observations."""
+    digest = _PrefixDigest("bench-pipeline/attempt-score/v1", run.suite, run.run_id, plan.item_id)
     return [
-        _score(attempt_score_id(run.suite, run.run_id, plan.item_id, name), name, value, dtype, timestamp,
+        _score("bench-" + digest(name)[:32], name, value, dtype, timestamp,
                traceId=binding.trace_id, observationId=binding.observation_id)
         for name, value, dtype in plan.scores
     ]
@@ -797,6 +863,28 @@ def score_event(score: Mapping) -> dict:
 def score_event_bytes(score: Mapping) -> bytes:
     """``score_event(score)`` encoded (orjson), the unit ingestion batches are made of."""
     return orjson.dumps(score_event(score))
+
+
+_NAME_JSON: dict[str, str] = {}
+
+
+def attempt_score_events(plan: AttemptPlan, binding: Binding, run: RunPlan, timestamp: str) -> list[bytes]:
+    """``[score_event_bytes(s) for s in attempt_score_payloads(...)]``, byte for byte, made
+    without the intermediate dicts (a 10,000-attempt run has some 280,000 scores)."""
+    digest = _PrefixDigest("bench-pipeline/attempt-score/v1", run.suite, run.run_id, plan.item_id)
+    middle = f'","timestamp":{orjson.dumps(timestamp).decode()},"type":"score-create","body":{{"id":"'
+    tail = f',"traceId":{orjson.dumps(binding.trace_id).decode()},' \
+           f'"observationId":{orjson.dumps(binding.observation_id).decode()}}}}}'
+    out = []
+    for name, value, dtype in plan.scores:
+        sid = "bench-" + digest(name)[:32]
+        name_json = _NAME_JSON.get(name)
+        if name_json is None:
+            name_json = _NAME_JSON[name] = orjson.dumps(name).decode()
+        value_json = orjson.dumps(value if dtype == "CATEGORICAL" else float(value)).decode()
+        out.append(f'{{"id":"{sid}{middle}{sid}","name":{name_json},"value":{value_json},'
+                   f'"dataType":"{dtype}"{tail}'.encode())
+    return out
 
 
 def run_item_body(plan: AttemptPlan, binding: Binding, run: RunPlan, created_at: str) -> dict:

@@ -34,6 +34,7 @@ import datetime as dt
 import hashlib
 import itertools
 import logging
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -103,6 +104,16 @@ def _dataset_body(suite: str) -> dict:
     }
 
 
+def _summary(failures: list[DeliveryFailure]) -> str:
+    """The first failure's detail, and how many were not tried because the endpoint kept failing."""
+    skipped = [f for f in failures if f.detail.startswith("not attempted")]
+    tried = [f for f in failures if not f.detail.startswith("not attempted")]
+    parts = [tried[0].detail] if tried else []
+    if skipped:
+        parts.append(f"{len(skipped)} {skipped[0].detail}")
+    return "; ".join(parts)
+
+
 def _announce(progress: Any, text: str) -> None:
     """Tell the progress output which server the publication talks to (when it listens)."""
     log.info("%s", text)
@@ -170,16 +181,15 @@ def _write_outbox(plan: m.RunPlan, out_dir: Path, settings: LangfuseSettings, op
         yield "dataset", "/api/public/v2/datasets", orjson.dumps(_dataset_body(plan.suite)), None, ()
         for a in plan.attempts:
             yield "dataset_item", "/api/public/dataset-items", orjson.dumps(_item_wire(a.item, a.item)), None, ()
-        spans = ((span, len(orjson.dumps(span))) for a in plan.attempts
-                 for span in m.attempt_spans(a, m.decide_binding(a, None), plan, ctx, now, now))
+        spans = ((span, len(span) + 1) for a in plan.attempts
+                 for span in m.encode_spans(m.attempt_spans(a, m.decide_binding(a, None), plan, ctx, now, now)))
         for group in m.greedy_groups(spans, options.max_span_bytes, options.max_spans_per_request):
             counts["spans"] += len(group)
-            yield ("spans", "/api/public/otel/v1/traces", orjson.dumps(m.otlp_body(group)), OTLP_HEADERS,
+            yield ("spans", "/api/public/otel/v1/traces", m.otlp_bytes(group), OTLP_HEADERS,
                    (DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER))
-        scores = itertools.chain(
-            (s for a in plan.attempts for s in m.attempt_score_payloads(a, m.decide_binding(a, None), plan, now)),
-            m.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, now))
-        events = ((e, len(e) + 1) for e in map(m.score_event_bytes, scores))
+        events = ((e, len(e) + 1) for e in itertools.chain(
+            (e for a in plan.attempts for e in m.attempt_score_events(a, m.decide_binding(a, None), plan, now)),
+            map(m.score_event_bytes, m.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, now))))
         for batch in m.greedy_groups(events, options.max_ingestion_bytes - 16, options.max_scores_per_request):
             counts["scores"] += len(batch)
             body = b'{"batch":[' + b",".join(batch) + b"]}"
@@ -279,6 +289,11 @@ class _Publication:
         self.total = len(plan.attempts)
         self.done: set[str] = set()  # item ids whose item, experiment item (+ run item) and scores are confirmed
         self.write_record = True
+        self._pending_scores: list = []  # score batches sent or to send: (future | None, what, encoded, batch)
+        self._score_failures: list = [0, ""]
+        self._sender: ThreadPoolExecutor | None = None
+        self._items_pending: set[str] = set()  # item upserts on the worker pool, not answered yet
+        self._run_items_pending: set[str] = set()  # v3 run items on the worker pool, not answered yet
 
     @property
     def legacy(self) -> bool:
@@ -365,21 +380,33 @@ class _Publication:
         rec["first_published_at"] = rec["first_published_at"] or self.session["started_at"]
         self.session["server"] = self.profile.generation
 
-        # 2. dataset and items
-        self._dataset()
-        self._items()
+        # 2. dataset, and what this run changes in its items
+        self._timed("dataset", self._dataset)
+        item_writes: list[tuple[m.AttemptPlan, m.ItemMerge]] = []
+        self._timed("items_merge", lambda: item_writes.extend(self._plan_items()))
         # 3. experiment, anchor time, bindings
         if not self.legacy:
             rec["experiment_id"] = m.experiment_id(rec["project_id"], rec["dataset_id"], self.plan.run_id)
         self.ctx = m.ExperimentContext(rec["dataset_id"], rec["experiment_id"], rec["project_id"], http.base_url,
                                        span_experiment=not self.legacy)
-        self._bindings()
+        self._timed("bindings", self._bindings)
         if not rec["anchor"]:
             rec["anchor"] = self.session["started_at"]
         self._save()  # planned bindings are on disk before any span or run item is sent
-        # 4. spans (+ run items) + scores, 5. run scores
-        self._spans_and_scores()
-        self._run_scores()
+        # 4. per-item writes (items, v3 run items) on worker threads, while spans and scores
+        # stream from this one; 5. run scores (v3: once the run exists)
+        self._timed("items_spans_scores", lambda: self._write_all(item_writes))
+        self._timed("run_scores", self._run_scores)
+
+    def _timed(self, phase: str, step: Callable[[], None]) -> None:
+        """Run one step; its wall seconds go into the session (``phases_s``) and the log."""
+        started = time.perf_counter()
+        try:
+            step()
+        finally:
+            seconds = round(time.perf_counter() - started, 3)
+            self.session.setdefault("phases_s", {})[phase] = seconds
+            log.info("publication step %s: %.2f s", phase, seconds)
 
     def _adopt_server(self, profile: g.ServerProfile) -> None:
         """Keep the probe in the record; a record made against the other generation (the
@@ -398,7 +425,8 @@ class _Publication:
 
     # ------------------------------------------------------------------ helpers
     def _report(self) -> None:
-        done = len(self.done)
+        pending = self._items_pending.copy() | self._run_items_pending.copy()  # set copies are atomic
+        done = len(self.done - pending) if pending else len(self.done)
         if self.progress is not None:
             self.progress(done, self.total)
         log.info("Langfuse publication of %s: %d/%d attempts published", self.plan.run_id, done, self.total)
@@ -416,8 +444,20 @@ class _Publication:
         return m.span_content_hash(m.attempt_spans(a, b, self.plan, self._context(), epoch, epoch))
 
     def _scores_hash(self, a: m.AttemptPlan, binding: dict) -> str:
-        return m.content_hash(m.attempt_score_payloads(a, m.Binding.from_json(binding), self.plan,
-                                                       self.record["anchor"] or ""))
+        return self._score_units(a, binding)[1]
+
+    def _via_ingestion(self) -> bool:
+        return (self.record.get("server") or {}).get("scores_via", g.INGESTION) == g.INGESTION
+
+    def _score_units(self, a: m.AttemptPlan, binding: dict) -> tuple[list[bytes], str]:
+        """The attempt's scores encoded for their endpoint, and a hash of them (the record's)."""
+        b = m.Binding.from_json(binding)
+        anchor = self.record["anchor"] or ""
+        if self._via_ingestion():
+            encoded = m.attempt_score_events(a, b, self.plan, anchor)
+        else:
+            encoded = [orjson.dumps(s) for s in m.attempt_score_payloads(a, b, self.plan, anchor)]
+        return encoded, hashlib.sha256(b"\n".join(encoded)).hexdigest()[:24]
 
     def _pool(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=max(1, self.options.workers), thread_name_prefix="langfuse-publish")
@@ -457,15 +497,13 @@ class _Publication:
         rec["dataset_hash"] = dataset_hash
 
     # ------------------------------------------------------------------ dataset items
-    def _items(self) -> None:
-        """This run's items merged into the shared ones (``mapping.merge_item``); only an item
-        whose merged content differs from what it holds is written."""
-        http = self.http
-        assert http is not None
+    def _plan_items(self) -> list[tuple[m.AttemptPlan, m.ItemMerge]]:
+        """This run's items merged into the shared ones (``mapping.merge_item``); returns the
+        items whose merged content differs from what they hold (only those are written)."""
         rec = self.record
         need = [a for a in self.plan.attempts if rec["items"].get(a.item_id, {}).get("hash") != a.item_hash]
         if not need:
-            return
+            return []
         existing = self._list_items()
         writes: list[tuple[m.AttemptPlan, m.ItemMerge]] = []
         now = _now()
@@ -478,30 +516,89 @@ class _Publication:
                 self._item_done(a, merge.outcome, now)
             else:
                 writes.append((a, merge))
+        return writes
 
-        def upsert(work: tuple[m.AttemptPlan, m.ItemMerge]) -> tuple[m.AttemptPlan, m.ItemMerge, DeliveryFailure | None]:
-            a, merge = work
-            body = _item_wire(a.item, merge.body or {})
-            try:
-                http.guard(orjson.dumps(body), f"dataset item {a.item_id}")
-                http.call(f"dataset item {a.item_id} upsert", lambda ro: http.api.dataset_items.create(
-                    dataset_name=body["datasetName"], id=body["id"], input=body["input"],
-                    expected_output=body["expectedOutput"], metadata=body["metadata"], request_options=ro))
-            except DeliveryFailure as exc:
-                return a, merge, exc
-            return a, merge, None
-
-        failures: list[tuple[m.AttemptPlan, DeliveryFailure]] = []
+    def _write_all(self, item_writes: list[tuple[m.AttemptPlan, m.ItemMerge]]) -> None:
+        """Item upserts (and, v3, each attempt's dataset run item after its item) on the worker
+        pool, while this thread sends the spans and scores; the results go into the record
+        here, once the workers are done."""
+        bindings = self.record["bindings"]
+        writes = {a.item_id: merge for a, merge in item_writes}
+        work = []
+        for a in self.plan.attempts:
+            b = bindings.get(a.item_id)
+            run_item = self.legacy and b is not None and b.get("run_item") not in (CONFIRMED, IN_DOUBT)
+            if a.item_id in writes or run_item:
+                work.append((a, writes.get(a.item_id), m.Binding.from_json(b) if run_item else None))
+        self._items_pending = {a.item_id for a, merge, _ in work if merge is not None}
+        self._run_items_pending = {a.item_id for a, _, binding in work if binding is not None}
         with self._pool() as pool:
-            for a, merge, failure in pool.map(upsert, writes):
-                if failure is None:
+            futures = [pool.submit(self._write_attempt, *w) for w in work]
+            self._spans_and_scores()
+            results = [f.result() for f in futures]
+        item_failures, run_doubtful, run_failed = [], [], []
+        for a, merge, item_failure, answer, run_failure in results:
+            if merge is not None:
+                if item_failure is None:
                     self._item_done(a, merge.outcome, _now())
                     self.sent["items"] += 1
                 else:
-                    failures.append((a, failure))
+                    item_failures.append(item_failure)
                     self.blocked.add(a.item_id)
-        if failures:
-            self.errors.append(("dataset items", len(failures), failures[0][1].detail))
+                    self.done.discard(a.item_id)
+            b = bindings.get(a.item_id)
+            if answer is not None:
+                run_id = answer.get("datasetRunId")
+                if run_id and not self.record["experiment_id"]:
+                    self.record["experiment_id"] = run_id
+                    if self.ctx is not None:
+                        self.ctx.experiment_id = run_id
+                b["run_item"], b["run_item_id"] = CONFIRMED, answer.get("id")
+                self.sent["run_items"] += 1
+            elif run_failure is not None:
+                b["run_item"] = IN_DOUBT if run_failure.in_doubt else PLANNED
+                (run_doubtful if run_failure.in_doubt else run_failed).append(run_failure)
+                self.done.discard(a.item_id)
+            elif self.legacy and b is not None and b.get("run_item") != CONFIRMED:
+                self.done.discard(a.item_id)  # its item could not be written: no run item yet
+        self._items_pending, self._run_items_pending = set(), set()
+        if item_failures:
+            self.errors.append(("dataset items", len(item_failures), _summary(item_failures)))
+        if run_doubtful:
+            self.errors.append(("dataset run items (sent, no answer)", len(run_doubtful),
+                                f"{_summary(run_doubtful)}; the next call reads the run back before sending again"))
+        if run_failed:
+            self.errors.append(("dataset run items", len(run_failed), _summary(run_failed)))
+        self._report()
+
+    def _write_attempt(self, a: m.AttemptPlan, merge: m.ItemMerge | None, binding: m.Binding | None):
+        """(worker thread) The attempt's item upsert, then (v3) its dataset run item. Each call
+        of ``POST /api/public/dataset-run-items`` adds a run item (the server does not
+        de-duplicate), so one without an answer (or with a 5xx) is never re-sent in this call:
+        the next call reads the run's items back first. Returns the outcomes; touches no state."""
+        http = self.http
+        assert http is not None
+        item_failure = run_failure = None
+        answer = None
+        if merge is not None:
+            body = orjson.dumps(_item_wire(a.item, merge.body or {}), option=orjson.OPT_SERIALIZE_NUMPY)
+            try:
+                http.post_json(f"dataset item {a.item_id} upsert", "/api/public/dataset-items", body)
+            except DeliveryFailure as exc:
+                return a, merge, exc, None, None
+            self._items_pending.discard(a.item_id)  # for the progress count only
+        if binding is not None:
+            body = m.run_item_body(a, binding, self.plan, self.anchor)
+            if self.profile is None or not self.profile.run_item_created_at:
+                body.pop("createdAt")  # strict body before 3.160.0: the key would be refused
+            try:
+                got = http.post_json(f"dataset run item {a.item_id}", "/api/public/dataset-run-items",
+                                     orjson.dumps(body), retry_unanswered=False, doubtful=RUN_ITEM_DOUBTFUL)
+                answer = got if isinstance(got, dict) else {}
+                self._run_items_pending.discard(a.item_id)  # for the progress count only
+            except DeliveryFailure as exc:
+                run_failure = exc
+        return a, merge, item_failure, answer, run_failure
 
     def _item_done(self, a: m.AttemptPlan, outcome: str, when: str) -> None:
         self.record["items"][a.item_id] = {"task_id": a.task_id, "attempt": a.attempt, "hash": a.item_hash,
@@ -781,13 +878,22 @@ class _Publication:
         todo = [a for a in self.plan.attempts if a.item_id not in self.blocked and a.item_id in bindings]
         self.skipped_existing = sum(1 for a in todo if bindings[a.item_id].get("state") == CONFIRMED)
         size = max(1, self.options.chunk_attempts)
-        for start in range(0, len(todo), size):
-            chunk = todo[start:start + size]
-            ok = self._send_spans(chunk)
-            if self.legacy:
-                ok = self._send_run_items([a for a in chunk if a.item_id in ok])
-            self._send_attempt_scores([a for a in chunk if a.item_id in ok])
-            self._report()
+        # Score batches go out from a sender thread while the next chunk is made and its spans
+        # are sent: the server works on the one while this process works on the other.
+        self._score_failures: list = [0, ""]
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="langfuse-scores") as sender:
+            self._sender = sender
+            try:
+                for start in range(0, len(todo), size):
+                    chunk = todo[start:start + size]
+                    ok = self._send_spans(chunk)
+                    self._send_attempt_scores([a for a in chunk if a.item_id in ok])
+                    self._report()
+            finally:
+                self._collect_scores(0)
+                self._sender = None
+        if self._score_failures[0]:
+            self.errors.append(("attempt scores", self._score_failures[0], self._score_failures[1]))
 
     def _span_work(self, a: m.AttemptPlan) -> list[dict] | None:
         """Spans to (re)send for an attempt, or None when its experiment item is in place."""
@@ -852,15 +958,16 @@ class _Publication:
         bindings = self.record["bindings"]
         if not work:
             return []
-        sizes = [sum(len(orjson.dumps(s)) for s in spans) for _, spans in work]
+        encoded = [m.encode_spans(spans) for _, spans in work]  # once: for the sizes, the body and the hash
+        sizes = [sum(len(e) + 1 for e in es) for es in encoded]
         groups = m.chunk_by_size(work, sizes, self.options.max_span_bytes,  # an attempt has at most 2 spans
                                  max(1, self.options.max_spans_per_request // 2))
         doubtful: list[m.AttemptPlan] = []
         for group in groups:
-            batch = [work[i] for i in group]
-            spans = [s for _, ss in batch for s in ss]
+            batch = [(work[i][0], encoded[i]) for i in group]
+            pieces = [e for _, es in batch for e in es]
             try:
-                http.send_spans(f"span batch ({len(spans)} spans)", m.otlp_body(spans))
+                http.send_spans(f"span batch ({len(pieces)} spans)", m.otlp_bytes(pieces))
             except DeliveryFailure as exc:
                 for a, _ in batch:
                     if exc.in_doubt:
@@ -871,67 +978,12 @@ class _Publication:
                         failed.append((a, exc))
                 continue
             now = _now()
-            for a, ss in batch:
+            for a, es in batch:
                 b = bindings[a.item_id]
-                b["state"], b["confirmed_at"], b["span_hash"] = CONFIRMED, now, m.span_content_hash(ss)
-                self.sent["spans"] += len(ss)
+                b["state"], b["confirmed_at"], b["span_hash"] = CONFIRMED, now, m.span_bytes_hash(es)
+                self.sent["spans"] += len(es)
                 ok.add(a.item_id)
         return doubtful
-
-    # ------------------------------------------------------------------ v3 dataset run items
-    def _send_run_items(self, attempts: list[m.AttemptPlan]) -> set[str]:
-        """v3: one ``POST /api/public/dataset-run-items`` per attempt whose run item is not in
-        place; returns the item ids whose run item is. The first answer names the dataset run
-        (its server-made id is the experiment id). Each call adds a run item (no
-        de-duplication on the server), so one without an answer (or with a 5xx) is never
-        re-sent in this call: the next call reads the run's items back first."""
-        http = self.http
-        assert http is not None
-        bindings = self.record["bindings"]
-        profile = self.profile
-        ok = {a.item_id for a in attempts if bindings[a.item_id].get("run_item") == CONFIRMED}
-        work = [a for a in attempts if a.item_id not in ok and bindings[a.item_id].get("run_item") != IN_DOUBT]
-
-        def post(a: m.AttemptPlan) -> tuple[m.AttemptPlan, dict | None, DeliveryFailure | None]:
-            body = m.run_item_body(a, m.Binding.from_json(bindings[a.item_id]), self.plan, self.anchor)
-            if profile is None or not profile.run_item_created_at:
-                body.pop("createdAt")  # strict body before 3.160.0: the key would be refused
-            try:
-                response = http.post(f"dataset run item {a.item_id}", "/api/public/dataset-run-items",
-                                     orjson.dumps(body), {"content-type": "application/json"},
-                                     retry_unanswered=False, doubtful=RUN_ITEM_DOUBTFUL)
-                return a, response.json(), None
-            except DeliveryFailure as exc:
-                return a, None, exc
-            except ValueError:
-                return a, None, DeliveryFailure(f"dataset run item {a.item_id}", "the answer is not JSON",
-                                                in_doubt=True)
-
-        doubtful, failed = [], []
-        with self._pool() as pool:
-            for a, answer, failure in pool.map(post, work):
-                b = bindings[a.item_id]
-                if failure is None:
-                    run_id = (answer or {}).get("datasetRunId")
-                    if run_id and not self.record["experiment_id"]:
-                        self.record["experiment_id"] = run_id
-                        if self.ctx is not None:
-                            self.ctx.experiment_id = run_id
-                    b["run_item"], b["run_item_id"] = CONFIRMED, (answer or {}).get("id")
-                    self.sent["run_items"] += 1
-                    ok.add(a.item_id)
-                elif failure.in_doubt:
-                    b["run_item"] = IN_DOUBT
-                    doubtful.append((a, failure))
-                else:
-                    b["run_item"] = PLANNED
-                    failed.append((a, failure))
-        if doubtful:
-            self.errors.append(("dataset run items (sent, no answer)", len(doubtful),
-                                f"{doubtful[0][1].detail}; the next call reads the run back before sending again"))
-        if failed:
-            self.errors.append(("dataset run items", len(failed), failed[0][1].detail))
-        return ok
 
     # ------------------------------------------------------------------ scores
     def _encode_scores(self, scores: list[dict]) -> list[bytes]:
@@ -956,39 +1008,49 @@ class _Publication:
         return self.options.max_score_bytes - 2
 
     def _send_attempt_scores(self, attempts: list[m.AttemptPlan]) -> None:
-        """Scores of these attempts in size-bounded batches (an attempt's scores travel together)."""
+        """Scores of these attempts in size-bounded batches (an attempt's scores travel together),
+        handed to the sender thread (at most two batches wait for their answer)."""
         rec = self.record
         work: list[tuple[m.AttemptPlan, list[bytes], str]] = []
         for a in attempts:
-            b = rec["bindings"][a.item_id]
-            payloads = m.attempt_score_payloads(a, m.Binding.from_json(b), self.plan, self.anchor)
-            h = m.content_hash(payloads)
+            encoded, h = self._score_units(a, rec["bindings"][a.item_id])
             if rec["attempt_scores"].get(a.item_id, {}).get("hash") == h:
                 self.done.add(a.item_id)
                 continue
-            work.append((a, self._encode_scores(payloads), h))
+            work.append((a, encoded, h))
         if not work:
             return
-        failed = 0
-        detail = ""
         sizes = [sum(len(e) + 1 for e in encoded) for _, encoded, _ in work]
         for group in m.chunk_by_size(work, sizes, self._score_limit(), self.options.max_scores_per_request):
-            batch = [work[i] for i in group]
-            encoded = [e for _, es, _ in batch for e in es]
-            if encoded:
-                try:
-                    self._send_encoded(f"score batch ({len(encoded)} scores)", encoded)
-                except DeliveryFailure as exc:
-                    failed += len(batch)
-                    detail = detail or exc.detail
-                    continue
+            batch = [(a, len(es), h) for a, es, h in (work[i] for i in group)]
+            encoded = [e for i in group for e in work[i][1]]
+            what = f"score batch ({len(encoded)} scores)"
+            sender = getattr(self, "_sender", None)
+            if sender is None:
+                self._pending_scores.append((None, what, encoded, batch))
+            else:
+                self._pending_scores.append((sender.submit(self._send_encoded, what, encoded), what, encoded, batch))
+            self._collect_scores(2)
+
+    def _collect_scores(self, keep: int) -> None:
+        """Wait for the oldest score batches until at most ``keep`` are pending; record each."""
+        rec = self.record
+        while len(self._pending_scores) > keep:
+            future, what, encoded, batch = self._pending_scores.pop(0)
+            try:
+                if future is None:
+                    self._send_encoded(what, encoded)
+                else:
+                    future.result()
+            except DeliveryFailure as exc:
+                self._score_failures[0] += len(batch)
+                self._score_failures[1] = self._score_failures[1] or exc.detail
+                continue
             now = _now()
-            for a, es, h in batch:
-                rec["attempt_scores"][a.item_id] = {"count": len(es), "hash": h, "confirmed_at": now}
-                self.done.add(a.item_id)
+            for a, count, h in batch:
+                rec["attempt_scores"][a.item_id] = {"count": count, "hash": h, "confirmed_at": now}
+                self.done.add(a.item_id)  # _write_all takes it out again if its item or run item failed
             self.sent["scores"] += len(encoded)
-        if failed:
-            self.errors.append(("attempt scores", failed, detail))
 
     def _run_scores(self) -> None:
         """Run-level scores on the experiment (v3: once the dataset run exists)."""

@@ -483,3 +483,13 @@ def test_legacy_spans_carry_no_experiment_attributes_and_run_items_link_them():
     assert body == {"runName": "run-7", "runDescription": p.experiment_description,
                     "metadata": p.experiment_metadata, "datasetItemId": a.item_id, "traceId": b.trace_id,
                     "observationId": b.observation_id, "createdAt": "2026-11-30T00:00:00.000Z"}
+
+
+def test_fast_score_events_equal_the_payloads_encoded():
+    import numpy as np
+
+    p = plan([attempt(), attempt(n=2, evidence={"episode_id": None}, llm_calls=np.int64(3), status="x\"\n\u00e9")])
+    for a in p.attempts:
+        b = m.decide_binding(a, "00000000000000aa")
+        slow = [m.score_event_bytes(s) for s in m.attempt_score_payloads(a, b, p, "2026-12-01T10:00:00.000Z")]
+        assert m.attempt_score_events(a, b, p, "2026-12-01T10:00:00.000Z") == slow
