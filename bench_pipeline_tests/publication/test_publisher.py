@@ -225,6 +225,8 @@ def test_full_publication(standin, settings, options, run, out_dir, caplog, mode
     absent = {"GET /api/public/v2/datasets/" + suite}  # the dataset did not exist yet
     if mode == "v3":
         absent |= {"GET /api/public/experiment-items", "GET /api/public/dataset-run-items"}  # probe; no run yet
+    else:
+        absent |= {"GET /api/public/scores"}  # the probe: legacy reads are absent in events_only mode
     assert {f"{r.method} {r.path}" for r in standin.requests if r.status == 404} <= absent
     assert all(r.status in (200, 202, 207) for r in standin.requests if r.status != 404)
     assert len(standin.requests_to("/api/public/otel")) == 2  # probe + one batch
@@ -351,6 +353,25 @@ def test_a_404_from_the_lookup_endpoint_is_not_a_missing_trace(standin, settings
     publish(run, out_dir, settings, options)
     (span,) = item_spans(standin).values()
     assert (span["trace_id"], output_of(span)["execution_trace_status"]) == ("e5" * 16, "available")
+
+
+def test_the_generation_follows_what_the_server_writes():
+    from bench_pipeline.publication import generation as g
+
+    def probed(v4, legacy, ingestion=207, otel=200):
+        return {"GET /api/public/experiment-items": v4, "GET /api/public/scores": legacy,
+                "POST /api/public/ingestion": ingestion, "POST /api/public/otel/v1/traces": otel}
+
+    assert g.decide(probed(200, 404), "4.16.0").generation == "v4"  # events_only, the v4 reads
+    assert g.decide(probed(404, 200), "3.172.0").generation == "v3"  # legacy
+    # legacy or dual with the opt-in: the legacy tables are what is written and read everywhere
+    assert g.decide(probed(200, 200), "3.210.0").generation == "v3"
+    assert g.decide(probed(200, 404, ingestion=404), None).scores_via == "scores-array"
+    for answers in (probed(404, 404), probed(200, 404, otel=404), probed(404, 200, ingestion=404)):
+        with pytest.raises(g.UnsupportedServer, match="Nothing was written"):
+            g.decide(answers, "3.1.0")
+    assert g.ServerProfile("v3", "3.159.9", "ingestion").run_item_created_at is False
+    assert g.ServerProfile("v3", "3.160.0", "ingestion").run_item_created_at is True
 
 
 # ------------------------------------------------------------------------------------ never erase
