@@ -28,9 +28,9 @@ from pathlib import Path
 #: what a newcomer will see: one clean run whose every check passes, and runs with the
 #: defects real runs have (malformed lines, duplicated rows, unsafe or broken artifacts,
 #: missing attempts), whose checks are red because of the data, not the pipeline.
-SAMPLES = (("sample-clean-", 1, False), ("sample-with-data-problems-", 2, True))
-#: The seed whose runs show every kind of check failure across the two imperfect runs.
-SAMPLE_SEED = 8
+SAMPLES = (("sample-clean-", 1, False, 7), ("sample-with-data-problems-", 2, True, 8))
+#: The last field is the seed: 8 makes the two imperfect runs show every kind of check
+#: failure between them; the clean run's own seed gives it an id and start of its own.
 #: Console shows progress and problems, not every step event (all events are in the instance).
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
@@ -47,12 +47,12 @@ def ensure_sample_runs(runs_root: Path) -> None:
         return
     from .generate import generate_runs
 
-    count = sum(n for _, n, _ in SAMPLES)
+    count = sum(n for _, n, _, _ in SAMPLES)
     _say(f"no run folders under {runs_root}: writing {count} sample runs (one clean, "
          f"{count - 1} with the data problems real runs have: their red checks are the data's)")
     runs_root.mkdir(parents=True, exist_ok=True)
-    for prefix, runs, edge_cases in SAMPLES:
-        generate_runs(runs_root, runs=runs, seed=SAMPLE_SEED, tasks=12, repeats=3, history_messages=30,
+    for prefix, runs, edge_cases, seed in SAMPLES:
+        generate_runs(runs_root, runs=runs, seed=seed, tasks=12, repeats=3, history_messages=30,
                       edge_cases=edge_cases, id_prefix=prefix)
 
 
