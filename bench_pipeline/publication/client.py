@@ -108,16 +108,26 @@ class PublishOptions:
     lookup_batch: int = 100  # execution trace ids per look-up request (filter ``traceId any of``)
     in_doubt_lookup_limit: int = 25  # up to this many in-doubt items: look up per trace, else page
     give_up_after: int = 20  # after this many requests in a row failed for good, stop trying
+    #: seconds a v3 dataset run item sent without an answer is given to become readable before
+    #: it is read back (the server queues it: 5 s, 15 s around midnight UTC, then batch writes);
+    #: reading sooner could miss it and post it twice. LANGFUSE_READBACK_DELAY overrides.
+    readback_delay: float = 60.0
+    lock_timeout: float = 1800.0  # seconds to wait for another publication of the same suite (suite_lock.py)
 
     @classmethod
     def from_env(cls) -> PublishOptions:
         options = cls()
-        raw = os.environ.get("LANGFUSE_TIMEOUT")
-        if raw:
-            try:
-                options.timeout = float(raw)
-            except ValueError:
-                log.warning("LANGFUSE_TIMEOUT is not a number; using %.0f s", options.timeout)
+        for name, field in (("LANGFUSE_TIMEOUT", "timeout"), ("LANGFUSE_READBACK_DELAY", "readback_delay")):
+            raw = os.environ.get(name)
+            if raw:
+                try:
+                    value = float(raw)
+                except ValueError:
+                    value = -1.0
+                if value >= 0:
+                    setattr(options, field, value)
+                else:
+                    log.warning("%s is not a number of seconds; using %.0f s", name, getattr(options, field))
         return options
 
 

@@ -47,6 +47,7 @@ from ..jsonio import write_atomic
 from . import generation as g
 from . import mapping as m
 from .client import DeliveryFailure, LangfuseHttp, LangfuseSettings, PublishOptions
+from .suite_lock import LockTimeout, suite_lock
 
 log = logging.getLogger("bench_pipeline.publication")
 
@@ -315,7 +316,14 @@ class _Publication:
                 log.info("run %s already published; nothing to send", self.plan.run_id)
             else:
                 self.http = LangfuseHttp(self.settings, self.options)
-                self._publish()
+                suite = self.plan.suite
+                with suite_lock(_target_fingerprint(self.settings), suite, timeout=self.options.lock_timeout,
+                                on_wait=lambda: _announce(self.progress, f"langfuse: waiting for another publication "
+                                                                         f"of suite {suite!r} to this server")):
+                    self._publish()
+        except LockTimeout as exc:
+            self.write_record = False  # nothing was sent
+            raise PublicationError(f"{exc}; nothing was published, try again later") from None
         except g.UnsupportedServer as exc:
             self.write_record = False  # nothing was written, not even the record
             raise PublicationError(str(exc)) from None
@@ -557,6 +565,8 @@ class _Publication:
                 self.sent["run_items"] += 1
             elif run_failure is not None:
                 b["run_item"] = IN_DOUBT if run_failure.in_doubt else PLANNED
+                if run_failure.in_doubt:
+                    b["run_item_doubt_at"] = _now()  # read back no sooner than readback_delay after this
                 (run_doubtful if run_failure.in_doubt else run_failed).append(run_failure)
                 self.done.discard(a.item_id)
             elif self.legacy and b is not None and b.get("run_item") != CONFIRMED:
@@ -632,6 +642,8 @@ class _Publication:
         if no_record or run_items_in_doubt or (self.legacy and not rec["experiment_id"]):
             # no record of this run (first call, or the record was lost), or dataset run items
             # that may exist: what does the server hold?
+            if run_items_in_doubt:
+                self._settle(run_items_in_doubt)
             by_id = {a.item_id: a for a in candidates}
             found = self._server_items(candidates)
             if not rec["anchor"]:
@@ -653,6 +665,7 @@ class _Publication:
                 if self.legacy:
                     bindings[a.item_id].update({"run_item": CONFIRMED, "run_item_id": row[2]})
             for a in run_items_in_doubt:
+                bindings[a.item_id].pop("run_item_doubt_at", None)
                 if bindings[a.item_id].get("run_item") == IN_DOUBT:
                     bindings[a.item_id]["run_item"] = PLANNED  # not there: send it
             unknown = [a for a in candidates if a.item_id not in bindings]
@@ -672,6 +685,26 @@ class _Publication:
                                    "span_hash": None, "source": "publisher", "planned_at": now, "end": None}
             if self.legacy:
                 bindings[a.item_id]["run_item"] = PLANNED
+
+    def _settle(self, attempts: list[m.AttemptPlan]) -> None:
+        """Wait until dataset run items sent without an answer could be read back: the v3 server
+        queues each one before storing it, so one read too soon is absent though it exists, and
+        sending it again would add a second (the server does not de-duplicate run items). An
+        item sent ``readback_delay`` seconds ago or more is read at once; one whose sending time
+        is unknown (the earlier call ended without saving its outcome) counts from now."""
+        delay = self.options.readback_delay
+        if delay <= 0:
+            return
+        bindings = self.record["bindings"]
+        started = m.parse_timestamp(self.session["started_at"]) or dt.datetime.now(dt.UTC)
+        latest = max(m.parse_timestamp(bindings[a.item_id].get("run_item_doubt_at")) or started for a in attempts)
+        wait = (latest + dt.timedelta(seconds=delay) - dt.datetime.now(dt.UTC)).total_seconds()
+        if wait <= 0:
+            return
+        _announce(self.progress, f"langfuse: waiting {wait:.0f} s before reading back {len(attempts)} dataset run "
+                                 f"item(s) sent without an answer (the server stores them with a delay)")
+        log.info("waiting %.1f s before reading back %d dataset run item(s) in doubt", wait, len(attempts))
+        time.sleep(wait)
 
     def _anchor_from_server(self, found: dict[str, tuple]) -> str | None:
         """The anchor time of an earlier publication whose record is lost: v4 - the start of its

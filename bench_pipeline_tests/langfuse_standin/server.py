@@ -46,7 +46,9 @@ another dataset is a 409); spans are stored by (trace_id, span_id) and every rec
 counted in ``span_receipts``; a score is a row keyed by (id, UTC day of its timestamp, name)
 (``rules.score_day_key``): re-sending it replaces it, another day makes a second row (a
 duplicate in reads); v3 dataset run items are never de-duplicated (each POST adds one).
-Reads answer at once (a real server lags ingestion by seconds).
+Reads answer at once (a real server lags ingestion by seconds), except, with
+``run_item_lag``, v3 dataset run items: those are readable only that many seconds after they
+were accepted, as on the real server (the one write there that is not idempotent).
 """
 
 from __future__ import annotations
@@ -369,6 +371,7 @@ class LangfuseStandIn:
         port: int = 0,
         mode: str = "v4",
         server_version: Optional[str] = None,
+        run_item_lag: float = 0.0,
     ):
         if mode not in rules.MODES:
             raise ValueError(f"mode must be one of {sorted(rules.MODES)}")
@@ -378,6 +381,13 @@ class LangfuseStandIn:
         self.project_id = project_id
         self.project_name = project_name
         self.server_version = server_version or self.mode.default_version
+        # v3: a dataset run item is an ingestion event (publicDatasetService.ts
+        # createDatasetRunItemForApi -> processEventBatch), queued with a delay of
+        # min(5 s, LANGFUSE_INGESTION_QUEUE_DELAY_MS) - 15 s around midnight UTC -
+        # (packages/shared/src/server/ingestion/processEventBatch.ts getDelay), then written to
+        # ClickHouse in batches (worker/src/env.ts LANGFUSE_INGESTION_CLICKHOUSE_WRITE_INTERVAL_MS):
+        # GET /api/public/dataset-run-items does not see it for that long.
+        self.run_item_lag = run_item_lag
         self._host = host
         self._port = port
         self._server: Optional[_Server] = None
@@ -404,6 +414,7 @@ class LangfuseStandIn:
             self.score_receipts: typing.Counter[str] = Counter()
             self.dataset_runs: Dict[Tuple[str, str], Dict[str, Any]] = {}  # (dataset id, run name) -> run (v3)
             self.dataset_run_items: List[Dict[str, Any]] = []  # every accepted POST (v3): duplicates show
+            self._run_item_visible: Dict[str, float] = {}  # run item id -> when reads see it (monotonic)
             self.ingestion_events: typing.Counter[str] = Counter()  # event type -> accepted events
             self.requests = []
             self.internal_errors: List[str] = []
@@ -1149,6 +1160,7 @@ class LangfuseStandIn:
                     "datasetItemId": item["id"], "traceId": trace_id, "observationId": req.get("observationId"),
                     "createdAt": created, "updatedAt": created}
         self.dataset_run_items.append(run_item)
+        self._run_item_visible[run_item["id"]] = time.monotonic() + self.run_item_lag
         return _json(200, run_item)
 
     def _run_items_list(self, query: Dict[str, str], **_: Any) -> Response:
@@ -1161,7 +1173,9 @@ class LangfuseStandIn:
         run = self.dataset_runs.get((query["datasetId"], query["runName"]))
         if run is None:
             raise ApiError(404, "Dataset run not found for the given project and dataset id")
-        rows = [r for r in self.dataset_run_items if r["datasetRunId"] == run["id"]]
+        now = time.monotonic()
+        rows = [r for r in self.dataset_run_items if r["datasetRunId"] == run["id"]
+                and self._run_item_visible.get(r["id"], 0.0) <= now]  # written after the queue's delay
         chunk, meta = self._paginate(rows, page, limit)
         return _json(200, {"data": chunk, "meta": meta})
 

@@ -69,7 +69,8 @@ def settings(standin):
     return settings_for(standin)
 
 
-FAST = {"timeout": 2.0, "retries": 2, "backoff": 0.01, "max_retry_after": 0.05, "workers": 4}
+# readback_delay 0: the stand-in stores run items at once unless made to lag (run_item_lag)
+FAST = {"timeout": 2.0, "retries": 2, "backoff": 0.01, "max_retry_after": 0.05, "workers": 4, "readback_delay": 0.0}
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 import time
 import uuid
 
@@ -458,6 +459,50 @@ def test_a_changed_task_keeps_every_definition(standin, settings, options, run, 
     assert_no_duplicates(standin, len(run["attempts"]), runs=2)
 
 
+def test_two_publications_of_one_suite_at_once_end_as_if_one_after_the_other(mode, run, tmp_path, monkeypatch):
+    """The second of two simultaneous publications of a suite waits for the first (suite_lock),
+    so neither merges its items into a state the other is about to overwrite: the server ends
+    as after publishing them in order (a changed task keeps both definitions)."""
+    monkeypatch.setenv("BENCH_LOCK_DIR", str(tmp_path / "locks"))
+    older, newer = suite_runs(run, 2)
+    newer["suite_def"]["tasks"][0]["prompt"] = "A reworded prompt."
+    with make_standin(mode) as server:
+        settings = settings_for(server)
+        publish(older, tmp_path / "seq-older", settings, PublishOptions(**FAST))
+        publish(newer, tmp_path / "seq-newer", settings, PublishOptions(**FAST))
+        in_order = snapshot(server)
+    with make_standin(mode) as server:
+        settings = settings_for(server)
+        server.faults.delay("/api/public/dataset-items", 0.4, method="POST")  # the first holds the lock a while
+        said: list[str] = []
+        progress = type("P", (), {"__call__": lambda self, d, t: None, "announce": lambda self, text: said.append(text)})()
+        errors: list[BaseException] = []
+
+        def run_one(r, **kw):
+            try:
+                publish(r, tmp_path / f"par-{r['run_id']}", settings, PublishOptions(**FAST), **kw)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        first = threading.Thread(target=run_one, args=(older,))
+        first.start()
+        deadline = time.monotonic() + 10
+        while not server.requests_to("/api/public/dataset-items", "POST") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        second = threading.Thread(target=run_one, args=(newer,), kwargs={"progress": progress})
+        second.start()
+        first.join(30)
+        second.join(30)
+        assert errors == []
+        assert any("waiting for another publication" in text for text in said)
+        order = [(r.method, r.path) for r in server.requests]
+        item_lists = [i for i, (meth, path) in enumerate(order) if meth == "GET" and path == "/api/public/dataset-items"]
+        assert len(item_lists) == 2 and item_lists[1] > item_lists[0]
+        first_run_posts = [i for i in range(item_lists[1]) if order[i] == ("POST", "/api/public/dataset-items")]
+        assert len(first_run_posts) == len(run["attempts"])  # every write of the first before the second read
+        assert snapshot(server) == in_order
+
+
 def test_the_dataset_keeps_its_description_and_metadata(standin, settings, options, run, out_dir):
     suite = run["metrics"]["suite"]
     with httpx.Client(base_url=standin.base_url, auth=(standin.public_key, SECRET)) as c:
@@ -694,6 +739,33 @@ def test_v3_unanswered_run_item_is_read_back_never_reposted_blindly(run, tmp_pat
         assert result.status == "published"
         assert result.run_items == (1 if after_processing else 3)  # the 500 one was not stored; dropped ones were
         assert_no_duplicates(server, len(run["attempts"]))
+
+
+def test_v3_run_item_in_doubt_is_read_back_only_once_the_server_could_have_stored_it(run, tmp_path):
+    """The v3 server queues a dataset run item before storing it (the stand-in: ``run_item_lag``):
+    a read-back right after an unanswered POST misses it. The next call waits until
+    ``readback_delay`` has passed since the item was sent, so it finds the item and sends none
+    again; read back at once (no delay), the same state adds a duplicate."""
+    lag = 1.5  # long enough that the immediate read-back below is sure to come before it
+    outcomes = {}
+    for delay in (2.0, 0.0):
+        with make_standin("v3", run_item_lag=lag) as server:
+            settings = settings_for(server)
+            options = PublishOptions(**{**FAST, "readback_delay": delay})
+            server.faults.drop("/api/public/dataset-run-items", method="POST", times=1, after_processing=True)
+            with pytest.raises(PublicationError, match="dataset run items"):
+                publish(run, tmp_path / f"out-{delay}", settings, options)
+            said = []
+            progress = type("P", (), {"__call__": lambda self, d, t: None, "announce": lambda self, text: said.append(text)})()
+            started = time.monotonic()
+            result = publish(run, tmp_path / f"out-{delay}", settings, options, progress=progress)
+            outcomes[delay] = (time.monotonic() - started, result.run_items, len(server.run_items_of(run["run_id"])), said)
+    waited, resent, stored, said = outcomes[2.0]
+    assert resent == 0 and stored == len(run["attempts"])  # found, not posted twice
+    assert waited >= 1.0 and any("waiting" in text and "1 dataset run item(s)" in text for text in said)
+    _, resent, stored, said = outcomes[0.0]
+    assert resent == 1 and stored == len(run["attempts"]) + 1  # too soon: missed, posted again
+    assert not any("waiting" in text for text in said)
 
 
 def test_slow_server_within_and_beyond_the_timeout(standin, settings, run, out_dir, clean_state):
