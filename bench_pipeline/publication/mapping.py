@@ -139,6 +139,11 @@ def is_bool(value: Any) -> bool:
 
 def is_number(value: Any) -> bool:
     """A finite real number that is not a Boolean (run-directory.md: a Boolean is never a number)."""
+    kind = type(value)
+    if kind is float:  # the common cases first: some 260,000 calls for a 10,000-attempt run
+        return math.isfinite(value)
+    if kind is int:
+        return True
     return isinstance(value, numbers.Real) and not is_bool(value) and math.isfinite(value)
 
 
@@ -720,9 +725,9 @@ def _span(trace_id: str, span_id: str, parent: str | None, name: str, attrs: lis
     if parent:
         span["parentSpanId"] = parent
     span.update({
-        "name": name, "kind": 1,
+        "name": name, "kind": 1, "attributes": attrs,
+        # last, so that a span's content without its times is a prefix (span_bytes_hash)
         "startTimeUnixNano": str(start_ns), "endTimeUnixNano": str(end_ns),
-        "attributes": attrs,
     })
     return span
 
@@ -781,7 +786,7 @@ def attempt_spans(plan: AttemptPlan, binding: Binding, run: RunPlan, ctx: Experi
     return spans
 
 
-_SPAN_TIMES = re.compile(rb'"(startTimeUnixNano|endTimeUnixNano)":"[0-9]*"')
+_TIMES_START = b',"startTimeUnixNano":'
 
 
 def encode_spans(spans: list[dict]) -> list[bytes]:
@@ -790,8 +795,14 @@ def encode_spans(spans: list[dict]) -> list[bytes]:
 
 
 def span_bytes_hash(encoded: list[bytes]) -> str:
-    """Hash of encoded spans without their times (a resend with new times is the same content)."""
-    return hashlib.sha256(_SPAN_TIMES.sub(rb'"\1":""', b"\n".join(encoded))).hexdigest()[:24]
+    """Hash of encoded spans without their times (a resend with new times is the same content):
+    the times close each span (``_span``), so each is hashed up to them."""
+    h = hashlib.sha256()
+    for span in encoded:
+        cut = span.rfind(_TIMES_START)
+        h.update(memoryview(span)[:cut] if cut >= 0 else span)
+        h.update(b"\n")
+    return h.hexdigest()[:24]
 
 
 def span_content_hash(spans: list[dict]) -> str:
