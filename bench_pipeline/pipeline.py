@@ -24,14 +24,7 @@ from typing import TYPE_CHECKING
 
 from .bulk import fork_map, gc_paused
 from .capability import attempt_sections, combine_sections, task_sections
-from .comparison import (
-    ComparisonInputError,
-    Side,
-    check_max_drop,
-    comparison_of,
-    side_from_output,
-    side_from_processed,
-)
+from .comparison import Side, check_max_drop, comparison_of, side_from_output, side_from_processed
 from .jsonio import encode_records, write_atomic
 from .outputs import BULKY_EVIDENCE, Rendered, ReportParts, write_run_outputs
 from .process import (
@@ -66,8 +59,6 @@ class RunResult:
     processed: ProcessedRun
     written: dict[str, Path]  # {file name: path}; empty without an output folder
     comparison: dict | None = None  # comparison.json's content; None without a baseline
-    #: with ``wait_for_baseline``: why the baseline could not be read (no comparison then)
-    baseline_error: str | None = None
 
 
 @gc_paused()
@@ -81,7 +72,6 @@ def run_stages(
     baseline_dir: Path | None = None,
     max_drop: float | None = None,
     baseline_run_dir: Path | None = None,
-    wait_for_baseline: Callable[[], None] | None = None,
 ) -> RunResult:
     """Stages 1-5 on one run folder; raises NotARunFolderError for a folder that is not a run.
 
@@ -99,35 +89,19 @@ def run_stages(
     for a margin outside 0..1). ``baseline_run_dir``, the baseline's run folder, only makes
     the reports' links to its evidence folders; by default it is the folder named by the
     baseline's run id beside ``run_dir`` when there is one (the layout of a runs root).
-
-    With ``wait_for_baseline`` the baseline is read only after stages 1-4, once that call
-    returns (the baseline may still be being processed beside this run: the call waits for
-    its outputs); a baseline that cannot be read then leaves the run without a comparison,
-    the reason in ``RunResult.baseline_error``, instead of raising.
     """
     raw = read_run(run_dir)
+    baseline = None
     if baseline_dir is not None:
         check_max_drop(max_drop)
-    baseline = None
-    if baseline_dir is not None and wait_for_baseline is None:
-        baseline = _with_run_dir(side_from_output(baseline_dir), baseline_run_dir, raw.run_dir)
-
-    def deferred_baseline() -> tuple[Side | None, str | None]:
-        if baseline_dir is None or wait_for_baseline is None:
-            return baseline, None
-        wait_for_baseline()
-        try:
-            return _with_run_dir(side_from_output(baseline_dir), baseline_run_dir, raw.run_dir), None
-        except ComparisonInputError as exc:
-            return None, str(exc)
-
+        baseline = side_from_output(baseline_dir)
+        baseline = _with_run_dir(baseline, baseline_run_dir, raw.run_dir)
     if out_dir is None:
         chunks = derive_chunks(raw, _Derived(), progress, workers)
         attempts = [a for derived, _ in chunks for a in derived]
         processed, _ = _run_level(raw, attempts, workers, None, [])
-        side, error = deferred_baseline()
-        compared = comparison_of(side, side_from_processed(processed), max_drop) if side is not None else None
-        return RunResult(processed, {}, compared.result if compared else None, error)
+        compared = comparison_of(baseline, side_from_processed(processed), max_drop) if baseline is not None else None
+        return RunResult(processed, {}, compared.result if compared else None)
     chunks = derive_chunks(raw, _Render(duplicate_lines(raw.duplicate_rows), keep_evidence), progress, workers)
     # raw.rows are in file order, so the chunks' rows are in line order: the file's and the
     # report's order.
@@ -137,10 +111,9 @@ def run_stages(
     attempts_path = out_dir / "attempts.jsonl"
     processed, parts = _run_level(raw, attempts, workers, attempts_path, [r.attempt_lines for _, r in chunks])
     rows = join_attempt_rows([r.rows for _, r in chunks])
-    side, error = deferred_baseline()
-    compared = comparison_of(side, side_from_processed(processed), max_drop) if side is not None else None
+    compared = comparison_of(baseline, side_from_processed(processed), max_drop) if baseline is not None else None
     written = write_run_outputs(out_dir, processed, workers, rows, attempts_path, parts, compared)
-    return RunResult(processed, written, compared.result if compared else None, error)
+    return RunResult(processed, written, compared.result if compared else None)
 
 
 def _with_run_dir(side: Side, run_dir: Path | None, candidate_run_dir: Path) -> Side:

@@ -4,7 +4,6 @@ scipy, the edge cases, the gate, and the files run_stages writes with a baseline
 from __future__ import annotations
 
 import json
-import shutil
 import math
 
 import pytest
@@ -441,24 +440,3 @@ def test_run_stages_reads_the_baseline_before_any_work(processed):
     with pytest.raises(ValueError, match="max_drop"):
         run_stages(root / "runs" / "cand", root / "never", baseline_dir=root / "out" / "base", max_drop=2)
     assert not (root / "never").exists()
-
-
-def test_run_stages_can_wait_for_its_baseline_and_read_it_after_the_work(processed):
-    """``wait_for_baseline``: the baseline is read after stages 1-4, once the call returns (its
-    outputs may be made meanwhile); unreadable, the run is written without a comparison and the
-    reason is returned."""
-    root, _, _ = processed
-    later = root / "out" / "made-meanwhile"
-    calls = []
-
-    def make_the_baseline() -> None:  # stands for the baseline's worker finishing meanwhile
-        calls.append("waited")
-        shutil.copytree(root / "out" / "base", later)
-
-    waited = run_stages(root / "runs" / "cand", root / "w", baseline_dir=later, wait_for_baseline=make_the_baseline)
-    assert calls == ["waited"] and waited.baseline_error is None
-    assert waited.comparison == run_stages(root / "runs" / "cand", baseline_dir=root / "out" / "base").comparison
-    missing = run_stages(root / "runs" / "cand", root / "m", baseline_dir=root / "nowhere",
-                         wait_for_baseline=lambda: None)
-    assert missing.comparison is None and "metrics.json: cannot be read" in missing.baseline_error
-    assert "comparison.json" not in missing.written and (root / "m" / "report.html").is_file()

@@ -16,13 +16,10 @@ children may fork in turn (``bulk.fork_map``) to derive a large run on every cor
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,6 +30,7 @@ import pandas as pd
 import pandera.errors
 
 from ..bulk import default_workers, fork_map, fork_server_context, gc_paused
+from ..comparison import ComparisonInputError
 from ..formula import FORMULA_VERSION
 from ..frames import attempts_frame, raw_results_frame, tasks_frame
 from ..pipeline import publish, run_stages
@@ -69,11 +67,7 @@ class PartitionJob:
     baseline: str | None = None  # the baseline's run id (baselines.py), None: no comparison
     baseline_dir: str | None = None  # its output folder
     baseline_reason: str = "no baseline"
-    after: str | None = None  # a partition of the same step whose outputs are the baseline
-    #: (worker processes) a file this job creates once its outputs are written, and the file of
-    #: its ``after`` job to wait for before the comparison (``_pooled`` sets both)
-    ready_flag: str | None = None
-    wait_flag: str | None = None
+    after: str | None = None  # a partition of the same step to finish first (the baseline)
 
 
 @dataclass
@@ -105,14 +99,14 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
     progress = _every_tenth(lambda done, total: log(f"{job.key}: attempts derived: {done}/{total}"))
     baseline_reason = job.baseline_reason
     try:
-        # The baseline is read after stages 1-4, once its outputs exist (it may be a partition
-        # processed beside this one: ``wait_flag``); unreadable, the run has no comparison.
-        result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
-                            progress=progress, baseline_dir=Path(job.baseline_dir) if job.baseline_dir else None,
-                            wait_for_baseline=lambda: wait_for_flag(job.wait_flag))
-        if result.baseline_error is not None:
-            baseline_reason = (f"no baseline: the outputs of baseline {job.baseline!r} cannot be read "
-                               f"({result.baseline_error})")
+        baseline_dir = Path(job.baseline_dir) if job.baseline_dir else None
+        try:
+            result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
+                                progress=progress, baseline_dir=baseline_dir)
+        except ComparisonInputError as exc:  # the baseline's outputs cannot be read: no comparison
+            baseline_reason = f"no baseline: the outputs of baseline {job.baseline!r} cannot be read ({exc})"
+            result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
+                                progress=progress)
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
         outcome.failed_stage, outcome.error = STAGES[0], _failure(job, STAGES[0], exc)
         outcome.seconds = time.monotonic() - started
@@ -337,26 +331,6 @@ def _every_tenth(report: Callable[[int, int], None], min_total: int = 1000) -> C
 
 # --- Worker processes ------------------------------------------------------------------
 
-FLAG_POLL_SECONDS = 0.005
-
-
-def raise_flag(path: str | None) -> None:
-    """Say that a job's outputs are written (or that it ended: its dependants stop waiting)."""
-    if path is not None:
-        Path(path).touch()
-
-
-def wait_for_flag(path: str | None) -> None:
-    """Wait until ``path`` exists; returns early when the step's process has gone (this worker
-    was orphaned: its dependant's baseline will never be announced)."""
-    if path is None:
-        return
-    parent = os.getppid()
-    flag = Path(path)
-    while not flag.exists() and os.getppid() == parent:
-        time.sleep(FLAG_POLL_SECONDS)
-
-
 def in_worker_processes(jobs: list[PartitionJob]) -> bool:
     """Whether the jobs are worth worker processes: more than one partition, or one run
     large enough to derive on several cores. A single small run is processed in the step's
@@ -378,8 +352,8 @@ def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
     """Each job's outcome as soon as it is done (any order). Jobs run in up to ``processes``
     (default: one per core) fresh worker processes, one partition per process, or in this
     process when ``in_worker_processes`` says they are not worth it. A job whose ``after``
-    names another job of the list is compared with that one's outputs as this step makes them:
-    it waits for them before its comparison (in this process: it runs after that one)."""
+    names another job of the list starts once that one is done (a run is compared with its
+    baseline's outputs as this step makes them)."""
     if not jobs:
         return
     if not in_worker_processes(jobs):
@@ -415,36 +389,16 @@ def _start_worker(messages: Any) -> None:
 
 
 def _worker_log(line: str) -> None:
-    _messages.put(line)
+    _messages.put(("log", line))
+
 
 
 def _work(job: PartitionJob) -> PartitionOutcome:
     """A worker's job: one partition."""
-    try:
-        return process_partition(job, _worker_log, lambda: raise_flag(job.ready_flag))
-    finally:
-        raise_flag(job.ready_flag)
-
-
-def with_flags(jobs: list[PartitionJob], flag_dir: Path) -> list[PartitionJob]:
-    """The jobs in dependency order, each with its ready flag and, when its baseline is an
-    earlier job of the list, that job's flag to wait for. A job whose ``after`` comes later
-    (a cycle of pinned baselines, broken in list order) does not wait."""
-    ordered = in_dependency_order(jobs)
-    flags = {job.key: str(flag_dir / f"{i}.ready") for i, job in enumerate(ordered)}
-    seen: set[str] = set()
-    out = []
-    for job in ordered:
-        out.append(replace(job, ready_flag=flags[job.key], wait_flag=flags[job.after] if job.after in seen else None))
-        seen.add(job.key)
-    return out
+    return process_partition(job, _worker_log, lambda: _messages.put(("ready", job.key)))
 
 
 def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int) -> Iterator[PartitionOutcome]:
-    """The jobs on a pool of fresh worker processes, all submitted at once in dependency order.
-    A run compared with a partition of the same step derives its stages 1-4 beside it and waits
-    only before the comparison, for the baseline's flag (its outputs are written); the pool
-    takes jobs in submission order, so a baseline always starts before the runs waiting for it."""
     context = fork_server_context()
     # A SimpleQueue writes from the calling thread: a Queue would start a feeder thread in the
     # worker, which then could no longer fork for its large run (bulk.can_fork).
@@ -453,32 +407,48 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
                                initargs=(messages,), max_tasks_per_child=1)
     # Even split of the cores: a worker forks for a large run only when it has cores to itself.
     per_job = max(1, processes // min(processes, len(jobs)))
-    flag_dir = Path(tempfile.mkdtemp(prefix="bench-partitions-"))
-    flagged = with_flags(jobs, flag_dir)
+    keys = {job.key for job in in_dependency_order(jobs)}
+    waiting = in_dependency_order(jobs)
+    futures: dict[Future, PartitionJob] = {}
+    finished: set[str] = set()  # partitions whose outputs a run compared with them can read
+
+    def submit_ready() -> None:
+        for job in [j for j in waiting if j.after not in keys or j.after in finished]:
+            waiting.remove(job)
+            futures[pool.submit(_work, replace(job, workers=per_job))] = job
+        if waiting and not any(not f.done() for f in futures):  # only a cycle is left: break it
+            job = waiting.pop(0)
+            futures[pool.submit(_work, replace(job, workers=per_job))] = job
+
     try:
-        futures = {pool.submit(_work, replace(job, workers=per_job)): job for job in flagged}
+        submit_ready()
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            _drain(messages, log)
+            finished |= _drain(messages, log)
             for future in done:
                 job = futures[future]
+                finished.add(job.key)
                 try:
                     yield future.result()
                 except BrokenProcessPool as exc:
                     yield PartitionOutcome(job.key, job.fingerprint, failed_stage=STAGES[0],
                                            error=f"{job.run_dir}: the worker process processing it died ({exc})")
-                finally:
-                    raise_flag(job.ready_flag)  # however it ended, nobody waits for it any longer
+            before = set(futures)
+            submit_ready()
+            pending |= set(futures) - before
         _drain(messages, log)
     finally:
-        for job in flagged:  # the step is ending (or failing): no worker may wait on
-            raise_flag(job.ready_flag)
         pool.shutdown(wait=True, cancel_futures=True)
-        shutil.rmtree(flag_dir, ignore_errors=True)
 
 
-def _drain(messages: Any, log: Callable[[str], None]) -> None:
-    """Log the workers' lines."""
+def _drain(messages: Any, log: Callable[[str], None]) -> set[str]:
+    """Log the workers' lines; returns the partitions whose outputs became ready."""
+    ready = set()
     while not messages.empty():
-        log(messages.get())
+        kind, value = messages.get()
+        if kind == "ready":
+            ready.add(value)
+        else:
+            log(value)
+    return ready

@@ -251,38 +251,6 @@ def test_a_run_is_processed_after_its_baseline_in_the_same_step():
     assert [j.key for j in in_dependency_order(cycle)] == ["p", "q"]
 
 
-def test_a_run_waits_for_its_baseline_in_the_same_step_only_before_the_comparison(tmp_path):
-    """Worker processes: every job gets a flag it raises when its outputs are written; a job
-    whose baseline is an earlier job of the step waits for that flag (and only for it)."""
-    from bench_pipeline.assets.partition_work import PartitionJob, with_flags
-    from bench_pipeline.publication import LangfuseSettings
-
-    def job(key, after=None):
-        return PartitionJob(key, key, key, "storage", LangfuseSettings(None, None, None), None, after=after)
-
-    flagged = {j.key: j for j in with_flags([job("c", after="b"), job("b", after="a"), job("a"),
-                                             job("x", after="elsewhere")], tmp_path)}
-    assert flagged["a"].wait_flag is None and flagged["x"].wait_flag is None
-    assert flagged["b"].wait_flag == flagged["a"].ready_flag and flagged["c"].wait_flag == flagged["b"].ready_flag
-    assert len({j.ready_flag for j in flagged.values()}) == 4
-    cycle = {j.key: j for j in with_flags([job("p", after="q"), job("q", after="p")], tmp_path)}
-    assert cycle["p"].wait_flag is None and cycle["q"].wait_flag == cycle["p"].ready_flag  # no deadlock
-
-
-def test_wait_for_flag_returns_once_the_flag_is_raised(tmp_path):
-    import threading
-    import time
-
-    from bench_pipeline.assets.partition_work import raise_flag, wait_for_flag
-
-    flag = str(tmp_path / "0.ready")
-    threading.Timer(0.2, raise_flag, args=(flag,)).start()
-    started = time.monotonic()
-    wait_for_flag(flag)
-    assert 0.15 <= time.monotonic() - started < 5
-    wait_for_flag(None)  # nothing to wait for
-
-
 def _comparison_meta(result, key):
     (event,) = [e for e in result.get_asset_materialization_events()
                 if e.asset_key == dg.AssetKey("run_comparison") and e.materialization.partition == key]
