@@ -48,7 +48,7 @@ from ..jsonio import write_atomic
 from . import generation as g
 from . import mapping as m
 from .client import DeliveryFailure, LangfuseHttp, LangfuseSettings, PublishOptions
-from .suite_lock import LockTimeout, suite_lock
+from .suite_lock import LockError, suite_lock
 
 log = logging.getLogger("bench_pipeline.publication")
 
@@ -322,7 +322,7 @@ class _Publication:
                                 on_wait=lambda: _announce(self.progress, f"langfuse: waiting for another publication "
                                                                          f"of suite {suite!r} to this server")):
                     self._publish()
-        except LockTimeout as exc:
+        except LockError as exc:
             self.write_record = False  # nothing was sent
             raise PublicationError(f"{exc}; nothing was published, try again later") from None
         except g.UnsupportedServer as exc:

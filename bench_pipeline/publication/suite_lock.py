@@ -27,8 +27,9 @@ from pathlib import Path
 POLL_SECONDS = 0.2
 
 
-class LockTimeout(Exception):
-    """Another publication of the suite held the lock for longer than allowed."""
+class LockError(Exception):
+    """The lock could not be taken: held by another publication for longer than allowed, or
+    its file cannot be made."""
 
 
 def lock_dir() -> Path:
@@ -43,10 +44,15 @@ def lock_path(target: str, suite: str) -> Path:
 @contextlib.contextmanager
 def suite_lock(target: str, suite: str, *, timeout: float, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold the (target, suite) lock for the block; ``on_wait()`` is called once when another
-    holder makes this one wait; LockTimeout after ``timeout`` seconds of waiting."""
+    holder makes this one wait; LockError after ``timeout`` seconds of waiting."""
     path = lock_path(target, suite)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as handle:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+b")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise LockError(f"cannot make the publication lock {path} ({exc}); set BENCH_LOCK_DIR to a "
+                        f"writable folder") from None
+    with handle:
         deadline = None
         while True:
             try:
@@ -58,7 +64,7 @@ def suite_lock(target: str, suite: str, *, timeout: float, on_wait: Callable[[],
                     if on_wait is not None:
                         on_wait()
                 if time.monotonic() >= deadline:
-                    raise LockTimeout(f"another publication of suite {suite!r} to this Langfuse server held "
+                    raise LockError(f"another publication of suite {suite!r} to this Langfuse server held "
                                       f"{path} for more than {timeout:.0f} s") from None
                 time.sleep(POLL_SECONDS)
         try:

@@ -1005,3 +1005,14 @@ def test_gives_up_quickly_when_langfuse_keeps_failing(standin, settings, run, ou
     assert tries < len(run["attempts"]) * (options.retries + 1)  # not every item waited out its retries
     standin.faults.clear()
     _finish_after_failure(standin, settings, options, run, out_dir, clean_state)
+
+
+def test_a_publication_lock_that_cannot_be_made_fails_before_anything_is_sent(run, tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("BENCH_LOCK_DIR", str(blocker / "locks"))
+    with make_standin("v4") as server:
+        with pytest.raises(PublicationError, match="cannot make the publication lock .*BENCH_LOCK_DIR"):
+            publish(run, tmp_path / "out", settings_for(server), PublishOptions(**FAST))
+        assert server.dataset_items == {} and server.spans == {}
+        assert not (tmp_path / "out" / "publication.json").exists()
