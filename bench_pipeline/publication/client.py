@@ -24,6 +24,7 @@ import base64
 import gzip
 import http.client
 import logging
+import math
 import os
 import socket
 import ssl
@@ -96,7 +97,10 @@ class PublishOptions:
     timeout: float = 30.0  # seconds per HTTP request (LANGFUSE_TIMEOUT overrides)
     retries: int = 3  # extra tries per request after a retryable failure
     backoff: float = 0.5  # first wait between tries, doubled each time
-    max_retry_after: float = 30.0  # cap on a server's Retry-After
+    max_retry_after: float = 120.0  # cap on a server's Retry-After (Langfuse Cloud's windows are 60 s)
+    #: tries of one request answered 429 (rate limited) before it fails: a 429 says the server
+    #: is up and busy, so it neither uses up ``retries`` nor counts towards ``give_up_after``
+    rate_limited_tries: int = 30
     workers: int = 8  # concurrent per-item calls (dataset items, dataset run items)
     chunk_attempts: int = 250  # attempts per span+score round (progress granularity)
     max_score_bytes: int = 900_000  # SDK 5's /api/public/scores array: body limit 1 MiB
@@ -338,6 +342,13 @@ class LangfuseHttp:
         self._failing: dict[str, int] = {}
         self._last_failure: dict[str, str] = {}
         self._secrets = [s.encode("utf-8") for s in (settings.secret_key,) if s]
+        # rate limiting (429): no request of this client goes out before this (monotonic) time,
+        # so that the workers wait for the server's window together instead of each using up
+        # its tries; on_rate_limit(text) is told when a wait starts (at most every 30 s)
+        self._resume_at = 0.0
+        self._told_at = -math.inf
+        self.on_rate_limit: Callable[[str], None] | None = None
+        self.rate_limited = 0  # 429 answers received
         self.http = httpx.Client(
             timeout=options.timeout,
             limits=httpx.Limits(max_connections=options.workers + 4, max_keepalive_connections=options.workers + 4),
@@ -407,6 +418,34 @@ class LangfuseHttp:
                 self._failing[route] = self._failing.get(route, 0) + 1
                 self._last_failure[route] = failure.detail
 
+    def _hold(self) -> None:
+        """Wait while the server's rate limit window is closed (``_rate_limited``)."""
+        while True:
+            with self._lock:
+                delay = self._resume_at - time.monotonic()
+            if delay <= 0:
+                return
+            time.sleep(delay)
+
+    def _rate_limited(self, what: str, route: str, retry_after: float | None, tries: int) -> None:
+        """A 429: close the window for every request of this client for Retry-After seconds
+        (capped; exponential backoff without one)."""
+        delay = min(retry_after, self.options.max_retry_after) if retry_after is not None \
+            else self.options.backoff * (2 ** min(tries, 8))
+        now = time.monotonic()
+        with self._lock:
+            self.rate_limited += 1
+            self._resume_at = max(self._resume_at, now + delay)
+            tell = delay >= 5 and now - self._told_at >= 30
+            if tell:
+                self._told_at = now
+        if tell:
+            text = (f"langfuse: rate limited by the server ({route}: HTTP 429); waiting {delay:.0f} s "
+                    f"({self.rate_limited} such answer(s) so far)")
+            log.info("%s", text)
+            if self.on_rate_limit is not None:
+                self.on_rate_limit(text)
+
     def wait(self, attempt: int, retry_after: float | None) -> None:
         """Sleep before try ``attempt + 1``: Retry-After (capped) or exponential backoff."""
         delay = self.options.backoff * (2 ** attempt)
@@ -427,11 +466,21 @@ class LangfuseHttp:
         """
         self._check_breaker(what, route)
         last: DeliveryFailure | None = None
-        for attempt in range(self.options.retries + 1):
+        attempt = limited = 0
+        while True:
+            self._hold()
             try:
                 result = once()
             except _Retryable as retryable:
                 last = retryable.failure
+                if last.status == 429:  # up and busy: wait for the window with the other requests
+                    limited += 1
+                    if limited >= self.options.rate_limited_tries:
+                        self._outcome(route, None)
+                        raise DeliveryFailure(last.what, f"{last.detail} (rate limited {limited} times in a row)",
+                                              status=429) from None
+                    self._rate_limited(what, route, retryable.retry_after, limited)
+                    continue
                 if last.in_doubt and not retry_unanswered:
                     self._outcome(route, last)
                     raise last from None
@@ -442,9 +491,11 @@ class LangfuseHttp:
             else:
                 self._outcome(route, None)
                 return result
-            if attempt < self.options.retries:
-                log.info("%s failed (%s); retrying", what, last.detail)
-                self.wait(attempt, retry_after)
+            if attempt >= self.options.retries:
+                break
+            log.info("%s failed (%s); retrying", what, last.detail)
+            self.wait(attempt, retry_after)
+            attempt += 1
         assert last is not None
         self._outcome(route, last)
         raise last

@@ -317,6 +317,7 @@ class _Publication:
                 log.info("run %s already published; nothing to send", self.plan.run_id)
             else:
                 self.http = LangfuseHttp(self.settings, self.options)
+                self.http.on_rate_limit = lambda text: _announce(self.progress, text)
                 suite = self.plan.suite
                 with suite_lock(_target_fingerprint(self.settings), suite, timeout=self.options.lock_timeout,
                                 on_wait=lambda: _announce(self.progress, f"langfuse: waiting for another publication "
@@ -1157,6 +1158,7 @@ class _Publication:
             "skipped_existing": self.skipped_existing,
             "http_requests": self.http.requests if self.http is not None else 0,
             "http_requests_by_route": dict(self.http.by_route) if self.http is not None else {},
+            "rate_limited": self.http.rate_limited if self.http is not None else 0,  # 429 answers waited out
             "errors": [{"what": w, "count": n, "detail": d} for w, n, d in self.errors],
         })
         if self.plan.duplicates:

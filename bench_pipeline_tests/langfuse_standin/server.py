@@ -372,6 +372,7 @@ class LangfuseStandIn:
         mode: str = "v4",
         server_version: Optional[str] = None,
         run_item_lag: float = 0.0,
+        dataset_rate_limit: Optional[Tuple[int, float]] = None,
     ):
         if mode not in rules.MODES:
             raise ValueError(f"mode must be one of {sorted(rules.MODES)}")
@@ -388,6 +389,8 @@ class LangfuseStandIn:
         # ClickHouse in batches (worker/src/env.ts LANGFUSE_INGESTION_CLICKHOUSE_WRITE_INTERVAL_MS):
         # GET /api/public/dataset-run-items does not see it for that long.
         self.run_item_lag = run_item_lag
+        self.dataset_rate_limit = dataset_rate_limit  # (points, seconds): see _rate_limit
+        self._window_ends, self._window_used = 0.0, 0
         self._host = host
         self._port = port
         self._server: Optional[_Server] = None
@@ -704,6 +707,9 @@ class LangfuseStandIn:
                     return gated, name
                 if needs_auth:
                     self._check_auth(headers)
+                    limited = self._rate_limit(path)
+                    if limited is not None:
+                        return limited, name
                 gated = self._gate(gate, "after")
                 if gated is not None:
                     return gated, name
@@ -736,6 +742,31 @@ class LangfuseStandIn:
         pk, _, sk = decoded.partition(":")
         if pk != self.public_key or sk != self.secret_key:
             raise ApiError(401, "Invalid credentials. Confirm that you've configured the correct host.")
+
+    #: routes whose handler declares ``rateLimitResource: "datasets"`` (web/src/pages/api/public/
+    #: dataset-items/*, dataset-run-items.ts, datasets/**, v2/datasets/**)
+    _DATASETS_RESOURCE = ("/api/public/dataset-items", "/api/public/dataset-run-items", "/api/public/datasets",
+                          "/api/public/v2/datasets")
+
+    def _rate_limit(self, path: str) -> Optional[Response]:
+        """Langfuse Cloud's limit on the "datasets" resource, when ``dataset_rate_limit`` =
+        (points, seconds) is set (web/src/features/public-api/server/RateLimitService.ts: off
+        without NEXT_PUBLIC_LANGFUSE_CLOUD_REGION, i.e. on self-hosted servers; cloud:hobby 100
+        per 60 s, core/pro/team/enterprise 1000 per 60 s; a fixed window per organisation,
+        RateLimiterRedis, checked after authentication; a refused request answers 429 with
+        ``Retry-After: ceil(msBeforeNext / 1000)``)."""
+        if self.dataset_rate_limit is None or not path.startswith(self._DATASETS_RESOURCE):
+            return None
+        points, seconds = self.dataset_rate_limit
+        now = time.monotonic()
+        with self._lock:
+            if now >= self._window_ends:
+                self._window_ends, self._window_used = now + seconds, 0
+            self._window_used += 1
+            if self._window_used <= points:
+                return None
+            wait = self._window_ends - now
+        return _json(429, {"message": "Rate limit exceeded"}, {"Retry-After": str(max(1, math.ceil(wait)))})
 
     @staticmethod
     def _body_json(body: bytes, headers: Dict[str, str]) -> Any:

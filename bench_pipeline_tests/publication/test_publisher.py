@@ -1016,3 +1016,23 @@ def test_a_publication_lock_that_cannot_be_made_fails_before_anything_is_sent(ru
             publish(run, tmp_path / "out", settings_for(server), PublishOptions(**FAST))
         assert server.dataset_items == {} and server.spans == {}
         assert not (tmp_path / "out" / "publication.json").exists()
+
+
+def test_a_rate_limited_server_is_waited_out_not_given_up_on(mode, run, tmp_path):
+    """Langfuse Cloud limits the dataset endpoints (hobby: 100 requests a minute, a fixed window
+    per organisation, 429 with Retry-After): the item writes (and v3 run items) wait for the
+    window together and all get through; a 429 neither uses up the retries nor trips the
+    give-up-after breaker (here more 429s than give_up_after)."""
+    with make_standin(mode, dataset_rate_limit=(3, 1.0)) as server:
+        options = PublishOptions(**{**FAST, "max_retry_after": 2.0, "give_up_after": 5})
+        result = publish(run, tmp_path / "out", settings_for(server), options)
+        assert result.status == "published" and result.items == len(run["attempts"])
+        assert len(server.dataset_items) == len(run["attempts"])
+        refused = [r for r in server.requests if r.status == 429]
+        assert len(refused) > options.give_up_after
+        assert all(r.path.startswith(("/api/public/dataset", "/api/public/v2/datasets")) for r in refused)
+        session = json.loads((tmp_path / "out" / "publication.json").read_text())["sessions"][-1]
+        assert session["rate_limited"] == len(refused) and session["outcome"] == "complete"
+        if mode == "v3":
+            assert len(server.run_items_of(run["run_id"])) == len(run["attempts"])
+        assert_no_duplicates(server, len(run["attempts"]))
