@@ -293,6 +293,22 @@ DEFINITION_FIELDS = (
 )
 
 
+def dataset_body(suite: str) -> dict:
+    """The Dataset of a suite (``POST /api/public/v2/datasets``)."""
+    return {
+        "name": suite,
+        "description": f"Benchmark suite {suite}: one item per task attempt (bench_pipeline).",
+        "metadata": {"source": "bench_pipeline", "suite": suite},
+    }
+
+
+def item_request(item: dict, body: dict) -> dict:
+    """The ``POST /api/public/dataset-items`` body: ``body``'s content under ``item``'s ids.
+    No status: a new item is ACTIVE, an existing one keeps its own."""
+    return {"datasetName": item["datasetName"], "id": item["id"], "input": body["input"],
+            "expectedOutput": body["expectedOutput"], "metadata": body["metadata"]}
+
+
 def item_body(suite: str, task: Mapping | None, attempt: Mapping, provenance: Mapping) -> dict:
     """input / expectedOutput / metadata of the Dataset Item for one task attempt, as this run knows it.
 

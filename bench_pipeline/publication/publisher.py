@@ -32,78 +32,39 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
-from ..jsonio import write_atomic
 from . import generation as g
 from . import mapping as m
 from .client import DeliveryFailure, LangfuseHttp, LangfuseSettings, PublishOptions
+from .outbox import write_outbox
+from .record import (
+    CONFIRMED,
+    IN_DOUBT,
+    PLANNED,
+    RECORD_NAME,
+    fresh_record,
+    load_record,
+    now_iso,
+    save_record,
+    target_fingerprint,
+    write_record,
+)
+from .result import PublicationError, PublicationResult
 from .suite_lock import LockError, suite_lock
 
 log = logging.getLogger("bench_pipeline.publication")
 
-RECORD_NAME = "publication.json"
-OUTBOX_NAME = "langfuse_outbox.jsonl"
-RECORD_SCHEMA = 2
-DATASET_ID_PLACEHOLDER = "{{dataset_id}}"
-EXPERIMENT_ID_PLACEHOLDER = "{{experiment_id}}"
-
-# states in the record (spans: ``state``; v3 dataset run items: ``run_item``)
-CONFIRMED = "confirmed"  # accepted by the server (2xx); Langfuse stores it asynchronously
-PLANNED = "planned"  # decided, not stored (never sent, or refused with an HTTP error)
-IN_DOUBT = "in_doubt"  # sent without an answer: may exist; resolved by reading back
 #: a 5xx answer to a dataset run item may come after it was stored (each call adds one)
 RUN_ITEM_DOUBTFUL = frozenset({500, 502, 503, 504})
-OTLP_HEADERS = {"content-type": "application/json", "x-langfuse-ingestion-version": "4"}
-
-
-class PublicationError(Exception):
-    """Delivery to Langfuse failed. The message says what failed and how many objects; the
-    publication record keeps what was confirmed, so a retry resends only what is missing."""
-
-
-@dataclass
-class PublicationResult:
-    status: Literal["published", "not_configured"]
-    dataset: str
-    experiment_id: str | None
-    items: int  # dataset items created/updated by this call (outbox: items written)
-    scores: int  # scores accepted by this call (outbox: scores written)
-    spans: int  # spans accepted by this call (outbox: spans written)
-    skipped_existing: int  # attempts whose experiment item already existed and was not re-sent
-    record_path: Path | None
-    outbox_path: Path | None
-    http_requests: int | None  # None when nothing was configured (no HTTP at all)
-    server: str | None = None  # "v4" | "v3": the generation the publication talked to (None: outbox)
-    server_version: str | None = None  # as GET /api/public/health reported it
-    run_items: int = 0  # v3 dataset run items accepted by this call
-
-
-def _now() -> str:
-    return m.iso_ms(dt.datetime.now(dt.UTC))
-
-
-def _target_fingerprint(settings: LangfuseSettings) -> str:
-    """Identifies the Langfuse target (URL + public key) without storing either."""
-    return hashlib.sha256(f"{settings.url}\n{settings.public_key}".encode()).hexdigest()[:16]
-
-
-def _dataset_body(suite: str) -> dict:
-    return {
-        "name": suite,
-        "description": f"Benchmark suite {suite}: one item per task attempt (bench_pipeline).",
-        "metadata": {"source": "bench_pipeline", "suite": suite},
-    }
 
 
 def _summary(failures: list[DeliveryFailure]) -> str:
@@ -154,117 +115,9 @@ def publish_run(
     if plan.duplicates:
         log.warning("%d duplicate task/attempt record(s) ignored (the later line wins)", len(plan.duplicates))
     if not settings.configured:
-        return _write_outbox(plan, out_dir, settings, options, progress)
+        return write_outbox(plan, out_dir, settings, options, progress)
     out_dir.mkdir(parents=True, exist_ok=True)
     return _Publication(plan, settings, options, out_dir, progress).run()
-
-
-# =============================================================================== outbox
-
-
-def _write_outbox(plan: m.RunPlan, out_dir: Path, settings: LangfuseSettings, options: PublishOptions,
-                  progress: Callable[[int, int], None] | None) -> PublicationResult:
-    """The requests a first publication to a fresh v4 server would send, one JSON line each.
-
-    Server-assigned values are placeholders (``{{dataset_id}}``, ``{{experiment_id}}``);
-    execution traces cannot be looked up offline, so a known episode is ``pending_or_missing``.
-    Item bodies are this run's (a configured publication merges them with what the items
-    hold first); the anchor time is the time the outbox was written. Streamed: each request
-    is made, encoded and written as it comes (nothing is held for the whole run but the plan).
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    now = _now()
-    ctx = m.ExperimentContext(DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER, None, None)
-    counts = {"spans": 0, "scores": 0}
-    secrets = [key.encode("utf-8") for key in (settings.secret_key, settings.public_key) if key]
-
-    def requests() -> Iterator[tuple[str, str, bytes, dict | None, tuple]]:
-        """(kind, path, encoded body, headers, placeholders) of each request, in order."""
-        yield "dataset", "/api/public/v2/datasets", orjson.dumps(_dataset_body(plan.suite)), None, ()
-        for a in plan.attempts:
-            yield "dataset_item", "/api/public/dataset-items", orjson.dumps(_item_wire(a.item, a.item)), None, ()
-        spans = ((span, len(span) + 1) for a in plan.attempts
-                 for span in m.encode_spans(m.attempt_spans(a, m.decide_binding(a, None), plan, ctx, now, now)))
-        for group in m.greedy_groups(spans, options.max_span_bytes, options.max_spans_per_request):
-            counts["spans"] += len(group)
-            yield ("spans", "/api/public/otel/v1/traces", m.otlp_bytes(group), OTLP_HEADERS,
-                   (DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER))
-        events = ((e, len(e) + 1) for e in itertools.chain(
-            (e for a in plan.attempts for e in m.attempt_score_events(a, m.decide_binding(a, None), plan, now)),
-            map(m.score_event_bytes, m.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, now))))
-        for batch in m.greedy_groups(events, options.max_ingestion_bytes - 16, options.max_scores_per_request):
-            counts["scores"] += len(batch)
-            body = b'{"batch":[' + b",".join(batch) + b"]}"
-            yield ("scores", "/api/public/ingestion", body, None,
-                   (EXPERIMENT_ID_PLACEHOLDER,) if EXPERIMENT_ID_PLACEHOLDER.encode() in body else ())
-
-    def encoded() -> Iterator[bytes]:
-        for seq, (kind, path, body, headers, placeholders) in enumerate(requests(), start=1):
-            head = {"seq": seq, "kind": kind, "method": "POST", "path": path}
-            if headers:
-                head["headers"] = headers
-            data = orjson.dumps(head)[:-1] + b',"body":' + body
-            if placeholders:
-                data += b',"placeholders":' + orjson.dumps(list(placeholders))
-            data += b"}\n"
-            if any(secret in data for secret in secrets):  # partial configuration: never write a key
-                raise PublicationError("refusing to write the outbox: a payload contains a Langfuse key")
-            yield data
-
-    path = out_dir / OUTBOX_NAME
-    write_atomic(path, encoded())
-    total = len(plan.attempts)
-    if progress is not None:
-        progress(total, total)
-    log.info("Langfuse not configured: requests for %d attempt(s) written to the outbox", total)
-    return PublicationResult(
-        status="not_configured", dataset=plan.suite, experiment_id=None, items=len(plan.attempts),
-        scores=counts["scores"], spans=counts["spans"], skipped_existing=0, record_path=None,
-        outbox_path=path, http_requests=None,
-    )
-
-
-def _item_wire(item: dict, body: dict) -> dict:
-    """The ``POST /api/public/dataset-items`` body: ``body``'s content under ``item``'s ids.
-    No status: a new item is ACTIVE, an existing one keeps its own."""
-    return {"datasetName": item["datasetName"], "id": item["id"], "input": body["input"],
-            "expectedOutput": body["expectedOutput"], "metadata": body["metadata"]}
-
-
-# =============================================================================== record
-
-
-def _fresh_record(plan: m.RunPlan, target: str) -> dict:
-    return {
-        "schema_version": RECORD_SCHEMA, "run_id": plan.run_id, "dataset": plan.suite, "target": target,
-        "server": None, "project_id": None, "dataset_id": None, "dataset_hash": None, "experiment_id": None,
-        "run_name": plan.run_id, "status": "incomplete", "first_published_at": None, "updated_at": None,
-        "anchor": None, "items": {}, "bindings": {}, "attempt_scores": {}, "run_scores": None, "sessions": [],
-    }
-
-
-def _load_record(path: Path, plan: m.RunPlan, target: str) -> dict:
-    fresh = _fresh_record(plan, target)
-    try:
-        data = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        return fresh
-    except (OSError, orjson.JSONDecodeError) as exc:
-        log.warning("publication record %s is unreadable (%s); starting a new one", path.name, exc)
-        return fresh
-    if (
-        not isinstance(data, dict) or data.get("schema_version") != RECORD_SCHEMA
-        or data.get("run_id") != plan.run_id or data.get("dataset") != plan.suite
-    ):
-        log.warning("publication record %s belongs to another run or record version; starting a new one",
-                    path.name)
-        return fresh
-    if data.get("target") != target:
-        log.info("publication record %s is for another Langfuse target; starting a new one", path.name)
-        return fresh
-    for key, value in fresh.items():
-        data.setdefault(key, value)
-    return data
 
 
 # =============================================================================== publication
@@ -278,13 +131,13 @@ class _Publication:
         self.options = options
         self.progress = progress
         self.record_path = out_dir / RECORD_NAME
-        self.record = _load_record(self.record_path, plan, _target_fingerprint(settings))
+        self.record = load_record(self.record_path, plan, target_fingerprint(settings))
         self.errors: list[tuple[str, int, str]] = []  # (what, how many attempts/objects, detail)
         self.blocked: set[str] = set()  # item ids that cannot progress in this call
         self.sent = {"items": 0, "spans": 0, "scores": 0, "run_items": 0}
         self.item_outcomes: dict[str, int] = {}
         self.skipped_existing = 0
-        self.session: dict[str, Any] = {"started_at": _now()}
+        self.session: dict[str, Any] = {"started_at": now_iso()}
         self.http: LangfuseHttp | None = None
         self.profile: g.ServerProfile | None = None
         self.ctx: m.ExperimentContext | None = None
@@ -319,7 +172,7 @@ class _Publication:
                 self.http = LangfuseHttp(self.settings, self.options)
                 self.http.on_rate_limit = lambda text: _announce(self.progress, text)
                 suite = self.plan.suite
-                with suite_lock(_target_fingerprint(self.settings), suite, timeout=self.options.lock_timeout,
+                with suite_lock(target_fingerprint(self.settings), suite, timeout=self.options.lock_timeout,
                                 on_wait=lambda: _announce(self.progress, f"langfuse: waiting for another publication "
                                                                          f"of suite {suite!r} to this server")):
                     self._publish()
@@ -354,7 +207,7 @@ class _Publication:
         rec = self.record
         if not (rec["project_id"] and rec["dataset_id"] and rec["experiment_id"] and rec["server"] and rec["anchor"]):
             return False
-        if rec["dataset_hash"] != m.content_hash(_dataset_body(self.plan.suite)):
+        if rec["dataset_hash"] != m.content_hash(m.dataset_body(self.plan.suite)):
             return False
         if rec["run_scores"] is None or rec["run_scores"].get("hash") != m.content_hash(self.plan.run_scores):
             return False
@@ -428,7 +281,7 @@ class _Publication:
                         profile.generation, old)
             keep = {k: rec[k] for k in ("project_id", "first_published_at", "sessions", "anchor")}
             rec.clear()
-            rec.update(_fresh_record(self.plan, _target_fingerprint(self.settings)))
+            rec.update(fresh_record(self.plan, target_fingerprint(self.settings)))
             rec.update(keep)
             self.done = set()
         rec["server"] = profile.to_json()
@@ -479,7 +332,7 @@ class _Publication:
         http = self.http
         assert http is not None
         rec = self.record
-        body = _dataset_body(self.plan.suite)
+        body = m.dataset_body(self.plan.suite)
         dataset_hash = m.content_hash(body)
         if rec["dataset_id"] and rec["dataset_hash"] == dataset_hash:
             return
@@ -516,7 +369,7 @@ class _Publication:
             return []
         existing = self._list_items()
         writes: list[tuple[m.AttemptPlan, m.ItemMerge]] = []
-        now = _now()
+        now = now_iso()
         for a in need:
             merge = m.merge_item(existing.get(a.item_id), a.item)
             if merge.conflicts:
@@ -567,7 +420,7 @@ class _Publication:
         for a, merge, item_failure, answer, run_failure in results:
             if merge is not None:
                 if item_failure is None:
-                    self._item_done(a, merge.outcome, _now())
+                    self._item_done(a, merge.outcome, now_iso())
                     self.sent["items"] += 1
                 else:
                     item_failures.append(item_failure)
@@ -585,7 +438,7 @@ class _Publication:
             elif run_failure is not None:
                 b["run_item"] = IN_DOUBT if run_failure.in_doubt else PLANNED
                 if run_failure.in_doubt:
-                    b["run_item_doubt_at"] = _now()  # read back no sooner than readback_delay after this
+                    b["run_item_doubt_at"] = now_iso()  # read back no sooner than readback_delay after this
                 (run_doubtful if run_failure.in_doubt else run_failed).append(run_failure)
                 self.done.discard(a.item_id)
             elif self.legacy and b is not None and b.get("run_item") != CONFIRMED:
@@ -610,7 +463,7 @@ class _Publication:
         item_failure = run_failure = None
         answer = None
         if merge is not None:
-            body = orjson.dumps(_item_wire(a.item, merge.body or {}), option=orjson.OPT_SERIALIZE_NUMPY)
+            body = orjson.dumps(m.item_request(a.item, merge.body or {}), option=orjson.OPT_SERIALIZE_NUMPY)
             try:
                 http.post_json(f"dataset item {a.item_id} upsert", "/api/public/dataset-items", body)
             except DeliveryFailure as exc:
@@ -675,12 +528,12 @@ class _Publication:
                 if b is not None and self.legacy and (b["trace_id"], b["observation_id"]) == (row[0], row[1]):
                     b["run_item"], b["run_item_id"] = CONFIRMED, row[2]
                     if b.get("state") == IN_DOUBT:
-                        b["state"], b["confirmed_at"], b["span_hash"] = CONFIRMED, _now(), self._span_hash(a, b)
+                        b["state"], b["confirmed_at"], b["span_hash"] = CONFIRMED, now_iso(), self._span_hash(a, b)
                     continue
                 server = m.binding_from_server(a, row[0], row[1])
                 bindings[a.item_id] = {**server.to_json(), "task_id": a.task_id, "attempt": a.attempt,
                                        "state": CONFIRMED, "span_hash": None, "source": "server",
-                                       "confirmed_at": _now()}
+                                       "confirmed_at": now_iso()}
                 if self.legacy:
                     bindings[a.item_id].update({"run_item": CONFIRMED, "run_item_id": row[2]})
             for a in run_items_in_doubt:
@@ -694,7 +547,7 @@ class _Publication:
 
         # new bindings: look the execution traces up
         roots = self._lookup_roots(sorted({a.execution_trace_id for a in unknown if a.execution_trace_id}))
-        now = _now()
+        now = now_iso()
         for a in unknown:
             if a.execution_trace_id is not None and a.execution_trace_id not in roots:
                 self.blocked.add(a.item_id)  # look-up failed: decide next time, never guess
@@ -912,7 +765,7 @@ class _Publication:
         if unreadable:
             self.errors.append(("span read-back", len(unreadable), detail))
             self.blocked.update(a.item_id for a in unreadable)
-        now = _now()
+        now = now_iso()
         for a in attempts:
             if a.item_id in self.blocked:
                 continue
@@ -974,7 +827,7 @@ class _Publication:
         ok: set[str] = set()
         failed: list[tuple[m.AttemptPlan, DeliveryFailure]] = []
         work: list[tuple[m.AttemptPlan, list[dict]]] = []
-        now = _now()
+        now = now_iso()
         for a in chunk:
             spans = self._span_work(a, now)
             if spans is None:
@@ -991,7 +844,7 @@ class _Publication:
             again = []
             for a in doubtful:
                 if bindings[a.item_id]["state"] == PLANNED and a.item_id not in self.blocked:
-                    spans = self._span_work(a, _now())
+                    spans = self._span_work(a, now_iso())
                     if spans is None:
                         ok.add(a.item_id)
                     else:
@@ -1031,7 +884,7 @@ class _Publication:
                         bindings[a.item_id]["state"] = PLANNED
                         failed.append((a, exc))
                 continue
-            now = _now()
+            now = now_iso()
             for a, es in batch:
                 b = bindings[a.item_id]
                 b["state"], b["confirmed_at"], b["span_hash"] = CONFIRMED, now, m.span_bytes_hash(es)
@@ -1100,7 +953,7 @@ class _Publication:
                 self._score_failures[0] += len(batch)
                 self._score_failures[1] = self._score_failures[1] or exc.detail
                 continue
-            now = _now()
+            now = now_iso()
             for a, count, h in batch:
                 rec["attempt_scores"][a.item_id] = {"count": count, "hash": h, "confirmed_at": now}
                 self.done.add(a.item_id)  # _write_all takes it out again if its item or run item failed
@@ -1129,27 +982,18 @@ class _Publication:
                 return
             self.sent["scores"] += len(batch)
         rec["run_scores"] = {"count": len(encoded), "hash": h, "experiment_id": rec["experiment_id"],
-                             "timestamp": self.anchor, "confirmed_at": _now()}
+                             "timestamp": self.anchor, "confirmed_at": now_iso()}
 
     # ------------------------------------------------------------------ record and errors
     def _save(self) -> None:
-        rec = self.record
-        on_disk = dict(rec)
-        # Anything not confirmed may be sent before the next save: pessimistically in doubt.
-        on_disk["bindings"] = {
-            k: {**v, "state": IN_DOUBT if v.get("state") == PLANNED else v.get("state"),
-                **({"run_item": IN_DOUBT} if v.get("run_item") == PLANNED else {})}
-            for k, v in rec["bindings"].items()
-        }
-        on_disk["updated_at"] = _now()
-        write_atomic(self.record_path, orjson.dumps(on_disk, option=orjson.OPT_INDENT_2) + b"\n")
+        save_record(self.record_path, self.record)
 
     def _finish_record(self) -> None:
         rec = self.record
         done = bool(rec["experiment_id"]) and len(self.done) == self.total \
             and rec["run_scores"] is not None and not self.errors
         rec["status"] = "complete" if done else "incomplete"
-        rec["updated_at"] = _now()
+        rec["updated_at"] = now_iso()
         self.session.update({
             "finished_at": rec["updated_at"],
             "outcome": "complete" if done else "incomplete",
@@ -1164,7 +1008,7 @@ class _Publication:
         if self.plan.duplicates:
             rec["duplicates_ignored"] = self.plan.duplicates
         rec["sessions"] = (rec.get("sessions") or [])[-19:] + [self.session]
-        write_atomic(self.record_path, orjson.dumps(rec, option=orjson.OPT_INDENT_2) + b"\n")
+        write_record(self.record_path, rec)
 
     def _error_message(self) -> str:
         parts = "; ".join(f"{what}: {n} failed ({detail})" for what, n, detail in self.errors)
