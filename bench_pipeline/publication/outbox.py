@@ -12,6 +12,7 @@ import orjson
 
 from ..jsonio import write_atomic
 from . import mapping as m
+from . import payloads as wire
 from .client import LangfuseSettings, PublishOptions
 from .record import now_iso
 from .result import PublicationError, PublicationResult
@@ -36,7 +37,7 @@ def write_outbox(plan: m.RunPlan, out_dir: Path, settings: LangfuseSettings, opt
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     now = now_iso()
-    ctx = m.ExperimentContext(DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER, None, None)
+    ctx = wire.ExperimentContext(DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER, None, None)
     counts = {"spans": 0, "scores": 0}
     secrets = [key.encode("utf-8") for key in (settings.secret_key, settings.public_key) if key]
 
@@ -46,15 +47,15 @@ def write_outbox(plan: m.RunPlan, out_dir: Path, settings: LangfuseSettings, opt
         for a in plan.attempts:
             yield "dataset_item", "/api/public/dataset-items", orjson.dumps(m.item_request(a.item, a.item)), None, ()
         spans = ((span, len(span) + 1) for a in plan.attempts
-                 for span in m.encode_spans(m.attempt_spans(a, m.decide_binding(a, None), plan, ctx, now, now)))
-        for group in m.greedy_groups(spans, options.max_span_bytes, options.max_spans_per_request):
+                 for span in wire.encode_spans(wire.attempt_spans(a, m.decide_binding(a, None), plan, ctx, now, now)))
+        for group in wire.greedy_groups(spans, options.max_span_bytes, options.max_spans_per_request):
             counts["spans"] += len(group)
-            yield ("spans", "/api/public/otel/v1/traces", m.otlp_bytes(group), OTLP_HEADERS,
+            yield ("spans", "/api/public/otel/v1/traces", wire.otlp_bytes(group), OTLP_HEADERS,
                    (DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER))
         events = ((e, len(e) + 1) for e in itertools.chain(
-            (e for a in plan.attempts for e in m.attempt_score_events(a, m.decide_binding(a, None), plan, now)),
-            map(m.score_event_bytes, m.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, now))))
-        for batch in m.greedy_groups(events, options.max_ingestion_bytes - 16, options.max_scores_per_request):
+            (e for a in plan.attempts for e in wire.attempt_score_events(a, m.decide_binding(a, None), plan, now)),
+            map(wire.score_event_bytes, wire.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, now))))
+        for batch in wire.greedy_groups(events, options.max_ingestion_bytes - 16, options.max_scores_per_request):
             counts["scores"] += len(batch)
             body = b'{"batch":[' + b",".join(batch) + b"]}"
             yield ("scores", "/api/public/ingestion", body, None,

@@ -44,6 +44,7 @@ import orjson
 
 from . import generation as g
 from . import mapping as m
+from . import payloads as wire
 from .client import DeliveryFailure, LangfuseHttp, LangfuseSettings, PublishOptions
 from .outbox import write_outbox
 from .record import (
@@ -140,7 +141,7 @@ class _Publication:
         self.session: dict[str, Any] = {"started_at": now_iso()}
         self.http: LangfuseHttp | None = None
         self.profile: g.ServerProfile | None = None
-        self.ctx: m.ExperimentContext | None = None
+        self.ctx: wire.ExperimentContext | None = None
         self.total = len(plan.attempts)
         self.done: set[str] = set()  # item ids whose item, experiment item (+ run item) and scores are confirmed
         self.write_record = True
@@ -250,7 +251,7 @@ class _Publication:
         # 3. experiment, anchor time, bindings
         if not self.legacy:
             rec["experiment_id"] = m.experiment_id(rec["project_id"], rec["dataset_id"], self.plan.run_id)
-        self.ctx = m.ExperimentContext(rec["dataset_id"], rec["experiment_id"], rec["project_id"], http.base_url,
+        self.ctx = wire.ExperimentContext(rec["dataset_id"], rec["experiment_id"], rec["project_id"], http.base_url,
                                        span_experiment=not self.legacy)
         self._timed("bindings", self._bindings)
         if not rec["anchor"]:
@@ -294,17 +295,17 @@ class _Publication:
             self.progress(done, self.total)
         log.info("Langfuse publication of %s: %d/%d attempts published", self.plan.run_id, done, self.total)
 
-    def _context(self) -> m.ExperimentContext:
+    def _context(self) -> wire.ExperimentContext:
         if self.ctx is not None:
             return self.ctx
         rec = self.record
-        return m.ExperimentContext(rec["dataset_id"], rec["experiment_id"], rec["project_id"], self.settings.url,
+        return wire.ExperimentContext(rec["dataset_id"], rec["experiment_id"], rec["project_id"], self.settings.url,
                                    span_experiment=not self.legacy)
 
     def _span_hash(self, a: m.AttemptPlan, binding: dict) -> str:
         b = m.Binding.from_json(binding)
         epoch = "1970-01-01T00:00:00Z"
-        return m.span_content_hash(m.attempt_spans(a, b, self.plan, self._context(), epoch, epoch))
+        return wire.span_content_hash(wire.attempt_spans(a, b, self.plan, self._context(), epoch, epoch))
 
     def _scores_hash(self, a: m.AttemptPlan, binding: dict) -> str:
         return self._score_units(a, binding)[1]
@@ -317,9 +318,9 @@ class _Publication:
         b = m.Binding.from_json(binding)
         anchor = self.record["anchor"] or ""
         if self._via_ingestion():
-            encoded = m.attempt_score_events(a, b, self.plan, anchor)
+            encoded = wire.attempt_score_events(a, b, self.plan, anchor)
         else:
-            encoded = [orjson.dumps(s) for s in m.attempt_score_payloads(a, b, self.plan, anchor)]
+            encoded = [orjson.dumps(s) for s in wire.attempt_score_payloads(a, b, self.plan, anchor)]
         return encoded, hashlib.sha256(b"\n".join(encoded)).hexdigest()[:24]
 
     def _pool(self) -> ThreadPoolExecutor:
@@ -470,7 +471,7 @@ class _Publication:
                 return a, merge, exc, None, None
             self._items_pending.discard(a.item_id)  # for the progress count only
         if binding is not None:
-            body = m.run_item_body(a, binding, self.plan, self.anchor)
+            body = wire.run_item_body(a, binding, self.plan, self.anchor)
             if self.profile is None or not self.profile.run_item_created_at:
                 body.pop("createdAt")  # strict body before 3.160.0: the key would be refused
             try:
@@ -813,7 +814,7 @@ class _Publication:
             return None
         end = b.get("end") or now
         b["end"] = end
-        return m.attempt_spans(a, binding, self.plan, self._context(), self.anchor, max(end, self.anchor))
+        return wire.attempt_spans(a, binding, self.plan, self._context(), self.anchor, max(end, self.anchor))
 
     def _send_spans(self, chunk: list[m.AttemptPlan]) -> set[str]:
         """Send the chunk's spans; return the item ids whose experiment item is in place.
@@ -865,16 +866,16 @@ class _Publication:
         bindings = self.record["bindings"]
         if not work:
             return []
-        encoded = [m.encode_spans(spans) for _, spans in work]  # once: for the sizes, the body and the hash
+        encoded = [wire.encode_spans(spans) for _, spans in work]  # once: for the sizes, the body and the hash
         sizes = [sum(len(e) + 1 for e in es) for es in encoded]
-        groups = m.chunk_by_size(work, sizes, self.options.max_span_bytes,  # an attempt has at most 2 spans
+        groups = wire.chunk_by_size(work, sizes, self.options.max_span_bytes,  # an attempt has at most 2 spans
                                  max(1, self.options.max_spans_per_request // 2))
         doubtful: list[m.AttemptPlan] = []
         for group in groups:
             batch = [(work[i][0], encoded[i]) for i in group]
             pieces = [e for _, es in batch for e in es]
             try:
-                http.send_spans(f"span batch ({len(pieces)} spans)", m.otlp_bytes(pieces))
+                http.send_spans(f"span batch ({len(pieces)} spans)", wire.otlp_bytes(pieces))
             except DeliveryFailure as exc:
                 for a, _ in batch:
                     if exc.in_doubt:
@@ -887,7 +888,7 @@ class _Publication:
             now = now_iso()
             for a, es in batch:
                 b = bindings[a.item_id]
-                b["state"], b["confirmed_at"], b["span_hash"] = CONFIRMED, now, m.span_bytes_hash(es)
+                b["state"], b["confirmed_at"], b["span_hash"] = CONFIRMED, now, wire.span_bytes_hash(es)
                 self.sent["spans"] += len(es)
                 ok.add(a.item_id)
         return doubtful
@@ -897,7 +898,7 @@ class _Publication:
         """Each score as the unit its endpoint takes: a ``score-create`` event, or an array element."""
         assert self.profile is not None
         if self.profile.scores_via == g.INGESTION:
-            return [m.score_event_bytes(s) for s in scores]
+            return [wire.score_event_bytes(s) for s in scores]
         return [orjson.dumps(s) for s in scores]
 
     def _send_encoded(self, what: str, encoded: list[bytes]) -> None:
@@ -928,7 +929,7 @@ class _Publication:
         if not work:
             return
         sizes = [sum(len(e) + 1 for e in encoded) for _, encoded, _ in work]
-        for group in m.chunk_by_size(work, sizes, self._score_limit(), self.options.max_scores_per_request):
+        for group in wire.chunk_by_size(work, sizes, self._score_limit(), self.options.max_scores_per_request):
             batch = [(a, len(es), h) for a, es, h in (work[i] for i in group)]
             encoded = [e for i in group for e in work[i][1]]
             what = f"score batch ({len(encoded)} scores)"
@@ -971,8 +972,8 @@ class _Publication:
             self.errors.append(("run-level scores", len(self.plan.run_scores),
                                 "the dataset run does not exist yet (no dataset run item was accepted)"))
             return
-        encoded = self._encode_scores(m.run_score_payloads(self.plan, rec["experiment_id"], self.anchor))
-        for group in m.chunk_by_size(encoded, [len(e) + 1 for e in encoded], self._score_limit(),
+        encoded = self._encode_scores(wire.run_score_payloads(self.plan, rec["experiment_id"], self.anchor))
+        for group in wire.chunk_by_size(encoded, [len(e) + 1 for e in encoded], self._score_limit(),
                                      self.options.max_scores_per_request):
             batch = [encoded[i] for i in group]
             try:
