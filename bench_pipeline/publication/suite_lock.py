@@ -9,8 +9,9 @@ file named after the target and the suite makes the second wait for the first; t
 releases it when a process ends, however it ends.
 
 The lock files live in ``BENCH_LOCK_DIR``, by default ``<temp dir>/bench_pipeline-locks``: every
-process of one machine (Dagster's workers, the command line) meets there. Publications from two
-machines to one server are not serialized (docs/langfuse.md says so).
+process of one machine (Dagster's workers, the command line) meets there; processes on several
+machines meet where it is a folder they share (the Kubernetes values put it on the reports
+volume; NFS serves ``flock`` as a byte-range lock).
 """
 
 from __future__ import annotations
