@@ -430,8 +430,8 @@ class LangfuseHttp:
     def _rate_limited(self, what: str, route: str, retry_after: float | None, tries: int) -> None:
         """A 429: close the window for every request of this client for Retry-After seconds
         (capped; exponential backoff without one)."""
-        delay = min(retry_after, self.options.max_retry_after) if retry_after is not None \
-            else self.options.backoff * (2 ** min(tries, 8))
+        delay = min(retry_after if retry_after is not None else self.options.backoff * (2 ** min(tries, 8)),
+                    self.options.max_retry_after)
         now = time.monotonic()
         with self._lock:
             self.rate_limited += 1
