@@ -1036,3 +1036,29 @@ def test_a_rate_limited_server_is_waited_out_not_given_up_on(mode, run, tmp_path
         if mode == "v3":
             assert len(server.run_items_of(run["run_id"])) == len(run["attempts"])
         assert_no_duplicates(server, len(run["attempts"]))
+
+
+def test_a_run_item_in_doubt_since_an_unknown_time_waits_from_the_new_call(run, tmp_path):
+    """A call killed after sending leaves run items ``in_doubt`` without the time they were
+    sent (the record was saved before sending): the next call counts the read-back delay from
+    its own start, then finds the item and sends it again not."""
+    with make_standin("v3") as server:
+        settings = settings_for(server)
+        publish(run, tmp_path / "out", settings, PublishOptions(**FAST))
+        path = tmp_path / "out" / "publication.json"
+        record = json.loads(path.read_text())
+        item_id, binding = next(iter(record["bindings"].items()))
+        binding["run_item"] = "in_doubt"  # as a save before sending leaves it
+        binding.pop("run_item_doubt_at", None)
+        record["status"] = "incomplete"
+        path.write_text(json.dumps(record))
+        said = []
+        progress = type("P", (), {"__call__": lambda self, d, t: None, "announce": lambda self, text: said.append(text)})()
+        started = time.monotonic()
+        result = publish(run, tmp_path / "out", settings, PublishOptions(**{**FAST, "readback_delay": 0.6}),
+                         progress=progress)
+        assert time.monotonic() - started >= 0.55
+        assert any("before reading back 1 dataset run item(s)" in text for text in said)
+        assert result.run_items == 0 and len(server.run_items_of(run["run_id"])) == len(run["attempts"])
+        after = json.loads(path.read_text())["bindings"][item_id]
+        assert after["run_item"] == "confirmed" and "run_item_doubt_at" not in after
