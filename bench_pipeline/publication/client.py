@@ -342,10 +342,11 @@ class LangfuseHttp:
         self._failing: dict[str, int] = {}
         self._last_failure: dict[str, str] = {}
         self._secrets = [s.encode("utf-8") for s in (settings.secret_key,) if s]
-        # rate limiting (429): no request of this client goes out before this (monotonic) time,
-        # so that the workers wait for the server's window together instead of each using up
-        # its tries; on_rate_limit(text) is told when a wait starts (at most every 30 s)
-        self._resume_at = 0.0
+        # rate limiting (429): per endpoint, no request goes out before this (monotonic) time, so
+        # that the workers wait for the server's window together instead of each using up its
+        # tries (the server limits per resource); on_rate_limit(text) is told when a wait starts
+        # (at most every 30 s)
+        self._resume_at: dict[str, float] = {}
         self._told_at = -math.inf
         self.on_rate_limit: Callable[[str], None] | None = None
         self.rate_limited = 0  # 429 answers received
@@ -418,24 +419,24 @@ class LangfuseHttp:
                 self._failing[route] = self._failing.get(route, 0) + 1
                 self._last_failure[route] = failure.detail
 
-    def _hold(self) -> None:
-        """Wait while the server's rate limit window is closed (``_rate_limited``)."""
+    def _hold(self, route: str) -> None:
+        """Wait while the server's rate limit window for this endpoint is closed (``_rate_limited``)."""
         while True:
             with self._lock:
-                delay = self._resume_at - time.monotonic()
+                delay = self._resume_at.get(route, 0.0) - time.monotonic()
             if delay <= 0:
                 return
             time.sleep(delay)
 
     def _rate_limited(self, what: str, route: str, retry_after: float | None, tries: int) -> None:
-        """A 429: close the window for every request of this client for Retry-After seconds
+        """A 429: close the window for every request to this endpoint for Retry-After seconds
         (capped; exponential backoff without one)."""
         delay = min(retry_after if retry_after is not None else self.options.backoff * (2 ** min(tries, 8)),
                     self.options.max_retry_after)
         now = time.monotonic()
         with self._lock:
             self.rate_limited += 1
-            self._resume_at = max(self._resume_at, now + delay)
+            self._resume_at[route] = max(self._resume_at.get(route, 0.0), now + delay)
             tell = delay >= 5 and now - self._told_at >= 30
             if tell:
                 self._told_at = now
@@ -468,7 +469,7 @@ class LangfuseHttp:
         last: DeliveryFailure | None = None
         attempt = limited = 0
         while True:
-            self._hold()
+            self._hold(route)
             try:
                 result = once()
             except _Retryable as retryable:
