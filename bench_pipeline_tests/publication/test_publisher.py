@@ -474,8 +474,7 @@ def test_two_publications_of_one_suite_at_once_end_as_if_one_after_the_other(mod
     with make_standin(mode) as server:
         settings = settings_for(server)
         server.faults.delay("/api/public/dataset-items", 0.4, method="POST")  # the first holds the lock a while
-        said: list[str] = []
-        progress = type("P", (), {"__call__": lambda self, d, t: None, "announce": lambda self, text: said.append(text)})()
+        progress = Progress()
         errors: list[BaseException] = []
 
         def run_one(r, **kw):
@@ -494,7 +493,7 @@ def test_two_publications_of_one_suite_at_once_end_as_if_one_after_the_other(mod
         first.join(30)
         second.join(30)
         assert errors == []
-        assert any("waiting for another publication" in text for text in said)
+        assert any("waiting for another publication" in text for text in progress.notes)
         order = [(r.method, r.path) for r in server.requests]
         item_lists = [i for i, (meth, path) in enumerate(order) if meth == "GET" and path == "/api/public/dataset-items"]
         assert len(item_lists) == 2 and item_lists[1] > item_lists[0]
@@ -755,11 +754,10 @@ def test_v3_run_item_in_doubt_is_read_back_only_once_the_server_could_have_store
             server.faults.drop("/api/public/dataset-run-items", method="POST", times=1, after_processing=True)
             with pytest.raises(PublicationError, match="dataset run items"):
                 publish(run, tmp_path / f"out-{delay}", settings, options)
-            said = []
-            progress = type("P", (), {"__call__": lambda self, d, t: None, "announce": lambda self, text: said.append(text)})()
+            progress = Progress()
             started = time.monotonic()
             result = publish(run, tmp_path / f"out-{delay}", settings, options, progress=progress)
-            outcomes[delay] = (time.monotonic() - started, result.run_items, len(server.run_items_of(run["run_id"])), said)
+            outcomes[delay] = (time.monotonic() - started, result.run_items, len(server.run_items_of(run["run_id"])), progress.notes)
     waited, resent, stored, said = outcomes[2.0]
     assert resent == 0 and stored == len(run["attempts"])  # found, not posted twice
     assert waited >= 1.0 and any("waiting" in text and "1 dataset run item(s)" in text for text in said)
@@ -1052,13 +1050,12 @@ def test_a_run_item_in_doubt_since_an_unknown_time_waits_from_the_new_call(run, 
         binding.pop("run_item_doubt_at", None)
         record["status"] = "incomplete"
         path.write_text(json.dumps(record))
-        said = []
-        progress = type("P", (), {"__call__": lambda self, d, t: None, "announce": lambda self, text: said.append(text)})()
+        progress = Progress()
         started = time.monotonic()
         result = publish(run, tmp_path / "out", settings, PublishOptions(**{**FAST, "readback_delay": 0.6}),
                          progress=progress)
         assert time.monotonic() - started >= 0.55
-        assert any("before reading back 1 dataset run item(s)" in text for text in said)
+        assert any("before reading back 1 dataset run item(s)" in text for text in progress.notes)
         assert result.run_items == 0 and len(server.run_items_of(run["run_id"])) == len(run["attempts"])
         after = json.loads(path.read_text())["bindings"][item_id]
         assert after["run_item"] == "confirmed" and "run_item_doubt_at" not in after
