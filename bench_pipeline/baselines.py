@@ -17,9 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
-from .run_reader import suite_name
+from .identity import read_identity, read_json_object
 
 
 @dataclass(frozen=True)
@@ -57,28 +55,55 @@ def choose_baseline(candidate: RunInfo, runs: list[RunInfo], pins: dict[str, str
             return Baseline(None, f"no baseline: the pinned baseline {pinned!r} of suite {candidate.suite!r} "
                                   "has not been processed")
         return Baseline(pinned, f"pinned for suite {candidate.suite!r}")
-    earlier = [r for r in runs if r.processed and r.suite == candidate.suite and r.run_id != candidate.run_id
-               and r.order < candidate.order]
+    others = [r for r in runs if r.suite == candidate.suite and r.run_id != candidate.run_id]
+    earlier = [r for r in others if r.processed and r.order < candidate.order]
     if not earlier:
-        return Baseline(None, f"no baseline: no earlier processed run of suite {candidate.suite!r}")
+        return Baseline(None, no_earlier_reason(candidate, others))
     return Baseline(max(earlier, key=lambda r: r.order).run_id, "the latest earlier run of the suite")
 
 
-def _json_object(path: Path) -> dict:
-    try:
-        value = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
+#: How many runs a "no baseline" reason names before it counts the rest.
+NAMED_RUNS = 5
+
+
+def _started(run: RunInfo) -> str:
+    return f"started_at {run.started_at}" if run.started_at else "no started_at"
+
+
+def no_earlier_reason(candidate: RunInfo, others: list[RunInfo]) -> str:
+    """Why none of the suite's other runs is the candidate's baseline: the runs seen, grouped
+    by why each does not count (not processed yet, started later, or started at the same
+    time with a run id that sorts after the candidate's: ties are broken by run id), and how
+    to pin one."""
+    suite = candidate.suite
+    if not others:
+        return f"no baseline: no other run of suite {suite!r} was found"
+    groups: dict[str, list[str]] = {}
+    for run in sorted(others, key=lambda r: r.order):
+        if not run.processed:
+            why = "not processed yet"
+        elif (run.started_at or "") == (candidate.started_at or ""):
+            why = (f"the same {_started(candidate)}, and a run id that sorts after this run's "
+                   "(ties are broken by run id)")
+        else:
+            why = "started later" if run.order > candidate.order else "not earlier"
+        groups.setdefault(why, []).append(run.run_id)
+    parts = []
+    for why, ids in groups.items():
+        named = ", ".join(repr(i) for i in ids[:NAMED_RUNS])
+        more = f" and {len(ids) - NAMED_RUNS} more" if len(ids) > NAMED_RUNS else ""
+        parts.append(f"{named}{more}: {why}")
+    return (f"no baseline: none of the {len(others)} other run(s) of suite {suite!r} is an earlier processed "
+            f"run than this one ({candidate.run_id!r}, {_started(candidate)}): {'; '.join(parts)}. "
+            f"To compare with one of them, pin it in the baselines file ({{\"{suite}\": \"<run id>\"}}, "
+            "docs/operations.md)")
 
 
 def run_info(run_dir: Path, out_dir: Path) -> RunInfo:
     """One run folder's RunInfo (suite by R2, as the stages name it)."""
-    manifest = _json_object(run_dir / "manifest.json")
-    started = manifest.get("started_at")
+    identity = read_identity(run_dir)
     processed = (out_dir / "metrics.json").is_file() and (out_dir / "attempts.jsonl").is_file()
-    return RunInfo(run_dir.name, suite_name(_json_object(run_dir / "suite.json"), manifest),
-                   started if isinstance(started, str) else None, processed)
+    return RunInfo(run_dir.name, identity.suite, identity.started_at, processed)
 
 
 def run_index(runs_root: Path, output_root: Path) -> list[RunInfo]:
@@ -97,4 +122,4 @@ def pins_file() -> Path:
 
 def load_pins(path: Path) -> dict[str, str]:
     """``{suite: run id}`` from the pins file; no file (or no valid entry) means no pins."""
-    return {k: v for k, v in _json_object(path).items() if isinstance(k, str) and isinstance(v, str)}
+    return {k: v for k, v in read_json_object(path).items() if isinstance(k, str) and isinstance(v, str)}

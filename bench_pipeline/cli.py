@@ -89,6 +89,7 @@ def _compare(args: argparse.Namespace) -> int:
     from .comparison import Comparison, ComparisonInputError, check_max_drop, side_from_output, side_from_processed
     from .outputs import write_comparison_files
     from .pipeline import run_stages
+    from .reports.compared import gate_statement
 
     started = time.monotonic()
     out = Path(args.output_dir)
@@ -121,10 +122,10 @@ def _compare(args: argparse.Namespace) -> int:
     gate = result["gate"]
     _say(
         f"gate {gate['result']}: {candidate.processed.raw.run_id} against {baseline.processed.raw.run_id}, "
-        f"{result['tasks']['paired']} paired task(s)"
-        + (f"; {', '.join(gate['reasons'])}" if gate["reasons"] else "")
+        f"{result['tasks']['paired']} paired task(s): {gate_statement(result, short=True).split(': ', 1)[1]}"
+        + (f" (reasons: {', '.join(gate['reasons'])}" if gate["reasons"] else " (")
         + (f"; warnings: {', '.join(result['warnings'])}" if result["warnings"] else "")
-        + f" ({time.monotonic() - started:.2f}s)"
+        + ("; " if gate["reasons"] or result["warnings"] else "") + f"{time.monotonic() - started:.2f}s)"
     )
     for prefix, files in (("baseline/", baseline.written), ("candidate/", candidate.written), ("", written)):
         for name, path in files.items():

@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import orjson
 
+from .identity import RunIdentity, read_identity, run_identity
 from .stats import WILSON_Z, is_number
 from .task_groups import deduplicate
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
@@ -70,7 +71,8 @@ class Side:
     ``tasks``: {task_id: {attempt: row}} after de-duplication (R29), each row holding
     SIDE_FIELDS and ``evidence_dir`` (the attempt's evidence folder relative to the run
     folder, null when refused). ``run_dir``: the run folder, for the reports' evidence links
-    only (None when unknown).
+    only (None when unknown). ``identity``: what the run measured (model, code and suite
+    versions), which the reports name; every value unknown when the run folder is.
     """
 
     run_id: str | None
@@ -78,6 +80,7 @@ class Side:
     metrics_k: int | None
     tasks: Mapping[str, Mapping[int, Mapping[str, Any]]]
     run_dir: Path | None = field(default=None, compare=False)
+    identity: RunIdentity = field(default_factory=RunIdentity, compare=False)
 
 
 def _slim(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -93,12 +96,20 @@ def _slim(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def make_side(rows: Iterable[Mapping[str, Any]], *, run_id: str | None, suite: str | None,
-              metrics_k: int | None, run_dir: Path | None = None) -> Side:
+              metrics_k: int | None, run_dir: Path | None = None,
+              identity: RunIdentity | None = None) -> Side:
     """A side from a run's attempt rows, every row (duplicates included): grouped by task and
     attempt with ``task_groups.deduplicate``, the later line winning (3.7, R29)."""
     grouped = deduplicate(_slim(r) for r in rows)
     return Side(run_id=run_id, suite=suite, metrics_k=metrics_k, tasks=grouped,
-                run_dir=Path(run_dir) if run_dir is not None else None)
+                run_dir=Path(run_dir) if run_dir is not None else None,
+                identity=identity if identity is not None else RunIdentity(suite=suite))
+
+
+def with_run_dir(side: Side, run_dir: Path | str) -> Side:
+    """The side with its run folder and the identity that folder's manifest.json and
+    suite.json record."""
+    return replace(side, run_dir=Path(run_dir), identity=read_identity(run_dir))
 
 
 def side_from_processed(processed: ProcessedRun, run_dir: Path | None = None) -> Side:
@@ -111,6 +122,7 @@ def side_from_processed(processed: ProcessedRun, run_dir: Path | None = None) ->
         suite=metrics.get("suite", processed.raw.suite),
         metrics_k=(metrics.get("coverage") or {}).get("metrics_k", processed.raw.metrics_k),
         run_dir=run_dir if run_dir is not None else processed.raw.run_dir,
+        identity=run_identity(processed.raw.manifest, processed.raw.suite_def),
     )
 
 
@@ -125,7 +137,8 @@ def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
     """A side from a processed run's output folder: metrics.json (run id, suite,
     coverage.metrics_k) and attempts.jsonl (every attempt row), both as run_stages writes
     them. Raises ComparisonInputError, with a one-line reason, for a folder that does not
-    hold them. ``run_dir``: the run folder, for evidence links (optional)."""
+    hold them. ``run_dir``: the run folder, for evidence links and the run's identity
+    (optional)."""
     out_dir = Path(out_dir)
     metrics_path, attempts_path = out_dir / "metrics.json", out_dir / "attempts.jsonl"
     try:
@@ -157,7 +170,8 @@ def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
                 and type(record.get("attempt")) is int and type(record.get("line")) is int):
             raise ComparisonInputError(f"{attempts_path}: line {number} is not an attempt record")
         rows.append(record)
-    return make_side(rows, run_id=run_id, suite=suite, metrics_k=k, run_dir=run_dir)
+    side = make_side(rows, run_id=run_id, suite=suite, metrics_k=k)
+    return with_run_dir(side, run_dir) if run_dir is not None else side
 
 
 # --- per-task values (comparison.md "Paired statistics", the population table) --------------
@@ -225,6 +239,66 @@ def field_mean_value(name: str) -> Callable[[Mapping[int, Mapping[str, Any]], in
         return _mean_of([r[name] for r in by_attempt.values() if _eligible(r) and is_number(r[name])])
     value.__name__ = f"{name}_value"
     return value
+
+
+# --- why a paired task is outside a section (for the reports; comparison.json has no such key)
+
+def _why_first(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> str | None:
+    first = by_attempt.get(1)
+    if first is None:
+        return "attempt_1_missing"
+    return None if _eligible(first) else "attempt_1_ineligible"
+
+
+def _why_window(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None) -> str | None:
+    if not k:
+        return "k_unknown"
+    if len(by_attempt) < k or any(a not in by_attempt for a in range(1, k + 1)):
+        return "attempts_missing_within_k"
+    return None if all(_eligible(by_attempt[a]) for a in range(1, k + 1)) else "ineligible_within_k"
+
+
+def _why_no_eligible(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> str | None:
+    return None if any(_eligible(r) for r in by_attempt.values()) else "no_eligible_attempt"
+
+
+def _why_field(name: str) -> Callable[[Mapping[int, Mapping[str, Any]], int | None], str | None]:
+    def why(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> str | None:
+        eligible = [r for r in by_attempt.values() if _eligible(r)]
+        if not eligible:
+            return "no_eligible_attempt"
+        return None if any(is_number(r[name]) for r in eligible) else "no_value"
+    return why
+
+
+def _exclusion_rules() -> dict[str, Callable]:
+    """Per section (resources as ``resources.<field>``), why a task's value is unknown in one
+    run: the population column of comparison.md read as reasons."""
+    return {"first_attempt": _why_first, "pass_at_k": _why_window, "pass_pow_k": _why_window,
+            "task_success": _why_no_eligible, "quality": _why_field("quality_score"),
+            **{f"resources.{f}": _why_field(f) for f in COMPARISON_RESOURCE_FIELDS}}
+
+
+def left_out(baseline: Side, candidate: Side, paired: Iterable[str] | None = None,
+             k: int | None = None) -> dict[str, list[tuple[str, str, int]]]:
+    """Per section, the paired tasks outside its population and why: ``(reason, where,
+    tasks)`` with ``where`` ``both`` (the same reason in both runs), ``baseline`` or
+    ``candidate`` (a task outside in both runs for different reasons counts under the
+    baseline's), most tasks first. Each left-out task is counted once, so the counts add up
+    to the paired tasks minus the section's n."""
+    if paired is None:
+        paired = sorted(set(baseline.tasks) & set(candidate.tasks))
+    out = {}
+    for section, why in _exclusion_rules().items():
+        counts: dict[tuple[str, str], int] = {}
+        for task_id in paired:
+            b, c = why(baseline.tasks[task_id], k), why(candidate.tasks[task_id], k)
+            if b is None and c is None:
+                continue
+            key = (b, "both") if b == c else (b, "baseline") if b is not None else (c, "candidate")
+            counts[key] = counts.get(key, 0) + 1
+        out[section] = sorted(((r, w, n) for (r, w), n in counts.items()), key=lambda t: (-t[2], t[0], t[1]))
+    return out
 
 
 # --- paired statistics ---------------------------------------------------------------------

@@ -18,13 +18,13 @@ process, with the same result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .bulk import fork_map, gc_paused
 from .capability import attempt_sections, combine_sections, task_sections
-from .comparison import Side, check_max_drop, comparison_of, side_from_output, side_from_processed
+from .comparison import Side, check_max_drop, comparison_of, side_from_output, side_from_processed, with_run_dir
 from .jsonio import encode_records, write_atomic
 from .outputs import BULKY_EVIDENCE, Rendered, ReportParts, write_run_outputs
 from .process import (
@@ -119,12 +119,13 @@ def run_stages(
 def _with_run_dir(side: Side, run_dir: Path | None, candidate_run_dir: Path) -> Side:
     """The baseline side with its run folder: the one given, else the folder named by its
     run id beside the candidate's run folder when that is a run folder, else none (the
-    reports then name the baseline's evidence folders without linking them)."""
+    reports then name the baseline's evidence folders without linking them, and its model
+    and code versions as unknown)."""
     if run_dir is None and side.run_id:
         sibling = Path(candidate_run_dir).parent / side.run_id
         if "/" not in side.run_id and side.run_id not in (".", "..") and (sibling / "results.jsonl").is_file():
             run_dir = sibling
-    return replace(side, run_dir=Path(run_dir)) if run_dir is not None else side
+    return with_run_dir(side, run_dir) if run_dir is not None else side
 
 
 def publish(

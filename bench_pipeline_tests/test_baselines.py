@@ -29,8 +29,27 @@ def test_default_is_the_latest_earlier_processed_run_of_the_suite():
     assert choose_baseline(RUNS[1], RUNS, {}).run_id == "r1"
     assert choose_baseline(RUNS[0], RUNS, {}).run_id == "undated"  # undated sorts first
     first = choose_baseline(RUNS[5], RUNS, {})
-    assert first == Baseline(None, "no baseline: no earlier processed run of suite 's'")
-    assert choose_baseline(RUNS[4], RUNS, {}).run_id is None  # the only run of suite t
+    assert first.run_id is None
+    assert first.reason.startswith(
+        "no baseline: none of the 4 other run(s) of suite 's' is an earlier processed run than this one "
+        "('undated', no started_at): 'r1', 'r2', 'r2b': started later; 'r3': not processed yet. "
+        "To compare with one of them, pin it in the baselines file")
+    only = choose_baseline(RUNS[4], RUNS, {})  # the only run of suite t
+    assert only == Baseline(None, "no baseline: no other run of suite 't' was found")
+
+
+def test_a_tie_on_started_at_is_named_with_the_rule_that_breaks_it():
+    """A new run started at the same time as the suite's processed runs, whose id sorts first,
+    has no baseline; the reason names those runs and why none counts, and how to pin."""
+    runs = [info("run-b"), info("run-c"), info("run-d"), info("run-a")]
+    reason = choose_baseline(runs[3], runs, {}).reason
+    assert reason == (
+        "no baseline: none of the 3 other run(s) of suite 's' is an earlier processed run than this one "
+        "('run-a', started_at 2026-11-02T00:00:00Z): 'run-b', 'run-c', 'run-d': the same started_at "
+        "2026-11-02T00:00:00Z, and a run id that sorts after this run's (ties are broken by run id). "
+        "To compare with one of them, pin it in the baselines file ({\"s\": \"<run id>\"}, docs/operations.md)")
+    many = [info(f"run-{i}") for i in range(1, 9)] + [info("run-0")]
+    assert "'run-5' and 3 more: the same started_at" in choose_baseline(many[-1], many, {}).reason
 
 
 def test_a_pinned_baseline_wins_but_never_for_itself_or_unprocessed():

@@ -36,8 +36,11 @@ def test_exit_0_when_the_gate_passes_and_every_file_is_written(tmp_path):
     out = tmp_path / "out"
     done = _command(base, cand, "--output-dir", out)
     assert done.returncode == 0, done.stderr
-    assert done.stderr.startswith("gate pass: cand against base, 10 paired task(s)")
+    assert done.stderr.startswith("gate pass: cand against base, 10 paired task(s): no significant regression "
+                                  "found, which is not evidence of none: a true drop in first attempt smaller than ")
     assert len(done.stderr.strip().splitlines()) == 1
+    # the gate passes without a margin: the line states the drops that could have gone unseen
+    assert done.stderr.count("could have gone unseen") == 2 and "--max-drop X" in done.stderr
     for run in ("baseline", "candidate"):
         assert {"metrics.json", "attempts.jsonl", "summary.md", "report.html"} <= {p.name for p in (out / run).iterdir()}
     assert (out / "comparison.json").read_bytes() == (out / "candidate" / "comparison.json").read_bytes()
@@ -56,7 +59,10 @@ def test_exit_1_when_the_gate_fails(tmp_path):
     base, cand = _runs(tmp_path, lost=10)
     done = _command(base, cand, "--output-dir", tmp_path / "out")
     assert done.returncode == 1, done.stderr
-    assert "gate fail" in done.stderr and "first_attempt_regression, task_success_regression" in done.stderr
+    assert done.stderr.startswith("gate fail: cand against base, 10 paired task(s): the first attempt is a "
+                                  "significant regression; task success is a significant regression. (reasons: "
+                                  "first_attempt_regression, task_success_regression; ")
+    assert "could have gone unseen" not in done.stderr
 
 
 def test_exit_1_when_a_margin_is_not_met(tmp_path):

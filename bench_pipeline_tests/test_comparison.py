@@ -387,9 +387,9 @@ def test_run_stages_with_a_baseline_writes_the_comparison_and_both_reports_show_
     assert md.index("**Release gate: pass**") < md.index("## Verdicts") < md.index("## Paired sections")
     assert "- First attempt (pass@1): **no significant change**" in md
     assert "- Task wall time: **regression**" in md and "- Total tokens: **improvement**" in md
-    assert ("| First attempt (pass@1) | 4 | 75.0% | 50.0% | -25.0 pp | [-118.8 pp, +68.8 pp] | 134.1 pp | 1.000 | "
+    assert ("| First attempt (pass@1) | 4 of 4 | 75.0% | 50.0% | -25.0 pp | [-118.8 pp, +68.8 pp] | 134.1 pp | 1.000 | "
             "no significant change |") in md
-    assert "| Task success (task-weighted) | 4 | 75.0% | 62.5% | -12.5 pp |" in md
+    assert "| Task success (task-weighted) | 4 of 4 | 75.0% | 62.5% | -12.5 pp |" in md
     assert "not the attempt-weighted attempt success rate" in md
     # regressed and improved tasks link to attempt 1's evidence folder in both runs (the
     # baseline's run folder found beside the candidate's, named by its run id)
@@ -440,3 +440,24 @@ def test_run_stages_reads_the_baseline_before_any_work(processed):
     with pytest.raises(ValueError, match="max_drop"):
         run_stages(root / "runs" / "cand", root / "never", baseline_dir=root / "out" / "base", max_drop=2)
     assert not (root / "never").exists()
+
+
+def test_run_stages_names_both_runs_models_from_their_run_folders(tmp_path):
+    """The baseline's identity comes from its run folder (found beside the candidate's), the
+    candidate's from its own manifest; comparison.md names both and says they differ."""
+    runs = tmp_path / "runs"
+    for run_id, model, sha in (("base", "large", "aaa1111"), ("cand", "small", "bbb2222")):
+        make_run(runs, BASELINE_ROWS, run_id=run_id, suite={"name": "suite-a", "version": "3", "tasks": []},
+                 manifest={**K2, "model": {"name": model, "provider": "acme"}, "code": {"git_sha": sha, "dirty": False}})
+    run_stages(runs / "base", tmp_path / "out" / "base")
+    result = run_stages(runs / "cand", tmp_path / "out" / "cand", baseline_dir=tmp_path / "out" / "base")
+    md = (tmp_path / "out" / "cand" / "comparison.md").read_text()
+    assert "| Model (differs) | `large (acme)` | `small (acme)` |" in md
+    assert "| Code version (differs) | `aaa1111 (clean)` | `bbb2222 (clean)` |" in md
+    assert "| Suite | `suite-a version 3` | `suite-a version 3` |" in md
+    assert "this compares two models, not two builds of one agent" in md
+    assert result.comparison["baseline"] == {"run_id": "base", "suite": "suite-a", "metrics_k": 2}  # json unchanged
+    elsewhere = run_stages(runs / "cand", tmp_path / "u", baseline_dir=tmp_path / "out" / "base",
+                           baseline_run_dir=tmp_path / "nowhere")
+    assert elsewhere.comparison == result.comparison
+    assert "Unknown: the baseline's model, the baseline's code version" in (tmp_path / "u" / "comparison.md").read_text()

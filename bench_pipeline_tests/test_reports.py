@@ -669,16 +669,17 @@ def test_summary_compared_with_the_baseline(run: tuple) -> None:
     assert part.startswith("## Compared with `base-<script>window.__xss = 6</script>`")
     # verdicts first: the gate and the verdict list come before the table
     assert part.index("**Release gate: FAIL**") < part.index("### Verdicts") < part.index("### Paired sections")
-    assert ("the first attempt is a regression; the first attempt's interval reaches below -5.0 pp, the allowed drop; "
-            "task success is a regression") in part
+    assert ("**Release gate: FAIL**: the first attempt is a significant regression; the first attempt's 95% interval "
+            "reaches below -5.0 pp, the allowed drop; task success is a significant regression") in part
+    assert "could have gone unseen" not in part  # a fail is not a pass without a margin
     assert "- First attempt (pass@1): **regression**" in part and "- pass@k (k=2): **no significant change**" in part
     rows = {r[0]: r for r in table_rows(part)}
     # 12 paired: attempt 1 passes in every baseline task, fails in 8 candidate tasks;
     # McNemar p = 2 / 2^8 = 0.0078
-    assert rows["First attempt (pass@1)"][1:] == ["12", "100.0%", "33.3%", "-66.7 pp", "[-94.5 pp, -38.8 pp]",
+    assert rows["First attempt (pass@1)"][1:] == ["12 of 12", "100.0%", "33.3%", "-66.7 pp", "[-94.5 pp, -38.8 pp]",
                                                   "39.8 pp", "0.008", "regression"]
     assert rows["Task wall time"][-1] == "regression" and rows["Task wall time"][4] == "+600 ms"
-    assert rows["Cost (USD)"][1:] == ["0", "n/a", "n/a", "n/a", "n/a", "n/a", "—", "n/a"]
+    assert rows["Cost (USD)"][1:] == ["0 of 12", "n/a", "n/a", "n/a", "n/a", "n/a", "—", "n/a"]
     assert "task-weighted" in part and "not the attempt-weighted attempt success rate" in part
     assert "p = 0.008, below 0.05: the candidate is worse (a regression)" in part
     # run text stays inert: code spans for ids, escaped text in the warning

@@ -13,12 +13,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..comparison import BINARY_SECTIONS, Comparison, evidence_dir
+from ..comparison import BINARY_SECTIONS, Comparison, evidence_dir, left_out
+from ..identity import RunIdentity, differences
 from ..stats import is_number
 from ..vocabulary import COMPARISON_RESOURCE_FIELDS
 from .charts import svg_delta_intervals
 from .format import FIELD_LABELS, NA, fmt_int, fmt_ms, fmt_pct, fmt_text, fmt_usd
 from .view import LIST_CAP, evidence_href
+
+#: A table cell for the interval and MDE of a section without variation (``no_variation``).
+NO_VARIATION = "n/a (no variation)"
 
 #: What each verdict is called in the reports, and its colour class.
 VERDICT_WORDS = {"regression": "regression", "improvement": "improvement",
@@ -97,14 +101,71 @@ def fmt_p(p: Any) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _reading(name: str, s: Mapping[str, Any], k: Any) -> str:
-    """The section in plain words: population, direction, the test or the interval, the MDE."""
+#: Why a paired task is outside a section (``comparison.left_out`` codes), in words.
+LEFT_OUT_WORDS = {
+    "attempt_1_missing": "attempt 1 is missing",
+    "attempt_1_ineligible": "attempt 1 is not eligible",
+    "k_unknown": "k is unknown",
+    "attempts_missing_within_k": "it has fewer than k attempts (an attempt of 1..k is missing)",
+    "ineligible_within_k": "an attempt of 1..k is not eligible",
+    "no_eligible_attempt": "it has no eligible attempt",
+    "no_value": "no eligible attempt has a value",
+}
+VALUE_WORDS = {"quality": "a quality score", "task_wall_ms": "a wall time", "total_tokens": "a token total",
+               "cost_usd": "a cost"}
+WHERE_WORDS = {"both": "in both runs", "baseline": "in the baseline", "candidate": "in the candidate"}
+
+
+def no_variation(s: Mapping[str, Any]) -> bool:
+    """A section of at least two paired tasks whose per-task changes are all equal: its
+    standard error, interval width and MDE are 0 because there is no spread to estimate them
+    from, not because the comparison is precise (comparison.json keeps the numbers as
+    comparison.md defines them)."""
+    return s["n"] >= 2 and s["se"] == 0
+
+
+def agreement_bound(n: int) -> float:
+    """With 0 of n paired tasks changing outcome, the exact one-sided 95% upper bound on the
+    share of tasks that change: 1 - 0.05^(1/n) (about 3/n, the rule of three)."""
+    return 1 - 0.05 ** (1 / n)
+
+
+def _left_out_text(name: str, n: int, paired: int, reasons: list[tuple[str, str, int]]) -> str:
+    """``Left out: 5 of the 12 paired tasks (3 because ..., 2 because ...).`` or ''."""
+    missing = paired - n
+    if missing <= 0:
+        return ""
+    parts = []
+    for reason, where, count in reasons:
+        words = LEFT_OUT_WORDS[reason]
+        if reason == "no_value":
+            words = f"no eligible attempt has {VALUE_WORDS.get(name, 'a value')}"
+        parts.append(f"{fmt_int(count)} because {words} {WHERE_WORDS[where]}")
+    return (f"Left out: {fmt_int(missing)} of the {fmt_int(paired)} paired tasks"
+            + (f" ({'; '.join(parts)})" if parts else "") + ".")
+
+
+def _mde_text(kind: str, s: Mapping[str, Any]) -> str:
+    """After a result that is not significant: how large a true change could go unseen."""
+    if s["mde80"] is None or no_variation(s):
+        return ""
+    size = fmt_change(kind, s["mde80"], signed=False)
+    return (f" The smallest true change this comparison detects with 80% power is {size}: a true change "
+            f"smaller than that could easily go unseen, so this result says little about changes below {size}.")
+
+
+def _reading(name: str, s: Mapping[str, Any], k: Any, paired: int = 0,
+             reasons: list[tuple[str, str, int]] | None = None) -> str:
+    """The section in plain words: population (and who is left out, why), direction, the test
+    or the interval, and, only after a result that is not significant, the MDE. A section
+    without variation says so instead of showing a zero-width interval as precision."""
     kind = _kind(name)
     n = s["n"]
+    left = _left_out_text(name, n, paired, reasons or [])
     if n == 0:
         if name in ("pass_at_k", "pass_pow_k") and k is None:
             return "No comparison: k is unknown for at least one run."
-        return "No paired task is in this section's population: nothing to compare."
+        return ("No paired task is in this section's population: nothing to compare." + (" " + left if left else ""))
     binary = name in BINARY_SECTIONS
     b = s["baseline_rate"] if binary else s["baseline_mean"]
     c = s["candidate_rate"] if binary else s["candidate_mean"]
@@ -115,7 +176,10 @@ def _reading(name: str, s: Mapping[str, Any], k: Any) -> str:
     words.append(f"{fmt_level(kind, b)} in the baseline, {fmt_level(kind, c)} in the candidate, "
                  f"a change of {fmt_change(kind, s['delta'])}.")
     text = "; ".join(words[:-1]) + ": " + words[-1]
+    if left:
+        text += " " + left
     verdict = s["verdict"]
+    flat = no_variation(s)
     if binary:
         m = s["baseline_only"] + s["candidate_only"]
         test = f"The exact McNemar test on the {fmt_int(m)} task{'s' if m != 1 else ''} whose outcome differs gives p = {fmt_p(s['mcnemar_p'])}"
@@ -125,8 +189,26 @@ def _reading(name: str, s: Mapping[str, Any], k: Any) -> str:
             text += f" {test}, below 0.05: the candidate is better (an improvement)."
         else:
             text += f" {test}: no significant change, which is not evidence that the runs are equally good."
+        if flat and m == 0:
+            text += (f" Every one of the {fmt_int(n)} tasks has the same outcome in both runs, so there is no "
+                     "variation to estimate an interval or a detectable change from (both are shown as n/a). "
+                     f"{fmt_int(n)} identical outcomes are not certainty: the share of tasks whose outcome "
+                     f"changes between these two systems could still be as high as {fmt_pct(agreement_bound(n))} "
+                     f"(exact one-sided 95% bound with 0 of {fmt_int(n)} changed).")
+        elif flat:
+            text += (f" Every one of the {fmt_int(n)} tasks changed the same way, so there is no variation between "
+                     "tasks to put an interval around the change (shown as n/a); the verdict rests on the test alone.")
+        elif verdict == "no_significant_change":
+            text += _mde_text(kind, s)
     elif s["ci95"]["lower"] is None:
         text += " With fewer than two paired tasks there is no standard error, interval or verdict."
+    elif flat:
+        text += (f" Every one of the {fmt_int(n)} paired tasks changed by exactly {fmt_change(kind, s['delta'])}, "
+                 "so there is no variation between tasks to estimate an interval or a detectable change from "
+                 "(both are shown as n/a); a handful of identical changes is not certainty.")
+        if verdict in ("regression", "improvement"):
+            text += (f" comparison.md's rule reads the zero-width interval as excluding zero, hence the verdict "
+                     f"({VERDICT_WORDS[verdict]}); it rests on {fmt_int(n)} tasks without spread.")
     else:
         interval = fmt_interval(kind, s["ci95"]["lower"], s["ci95"]["upper"])
         worse = "more per task is worse" if name in COMPARISON_RESOURCE_FIELDS else "higher is better"
@@ -135,11 +217,7 @@ def _reading(name: str, s: Mapping[str, Any], k: Any) -> str:
         elif verdict == "improvement":
             text += f" The 95% interval {interval} excludes zero on the better side ({worse}): an improvement."
         else:
-            text += f" The 95% interval {interval} includes zero: no significant change."
-    if s["mde80"] is not None:
-        text += f" The smallest true change this comparison detects with 80% power is {fmt_change(kind, s['mde80'], signed=False)}"
-        text += ("; the observed change is smaller, so this comparison says little either way."
-                 if is_number(s["delta"]) and abs(s["delta"]) < s["mde80"] else ".")
+            text += f" The 95% interval {interval} includes zero: no significant change." + _mde_text(kind, s)
     if name == "task_success":
         text += (" Each task weighs the same (its share of successful eligible attempts, every attempt number); "
                  "this is not the attempt-weighted attempt success rate.")
@@ -175,18 +253,117 @@ def _links(comparison: Comparison, task_ids: list[str], out_dir: Path | None) ->
     return rows
 
 
-def _gate(gate: Mapping[str, Any]) -> dict[str, Any]:
+GATE_SECTIONS = (("first_attempt", "first attempt"), ("task_success", "task success"))
+
+
+def _unseen(name: str, label: str, s: Mapping[str, Any]) -> str:
+    """How large a drop of a gate section could have gone unseen, for a gate without margin."""
+    n = s["n"]
+    if n == 0:
+        return f"{label} has no paired task, so any drop could have gone unseen"
+    if s["se"] is None:
+        return f"{label} has {fmt_int(n)} paired task, too few to estimate any drop, so any drop could have gone unseen"
+    if no_variation(s):
+        return (f"{label} shows no variation among its {fmt_int(n)} paired tasks, so the size of a drop that "
+                "could go unseen cannot be estimated")
+    return (f"a true drop in {label} smaller than {fmt_change('rate', s['mde80'], signed=False)} "
+            f"({fmt_int(n)} paired tasks) could have gone unseen")
+
+
+def gate_statement(result: Mapping[str, Any], short: bool = False) -> str:
+    """What the release gate's result means, in words (comparison.md "the release gate").
+
+    A fail names its reasons. A pass with a margin says both intervals stay above it (or
+    which section has none to check). A pass without a margin is "no significant regression
+    was found", never "safe": it states how large a regression of first attempt and task
+    success could have gone unseen (their MDEs) and points to ``--max-drop``. ``short``: the
+    one line the command prints."""
+    gate = result["gate"]
     margin = gate["max_drop"]
     margin_text = fmt_change("rate", margin, signed=False) if margin is not None else None
-    words = {
-        "first_attempt_regression": "the first attempt is a regression",
-        "first_attempt_below_margin": f"the first attempt's interval reaches below -{margin_text}, the allowed drop",
-        "task_success_regression": "task success is a regression",
-        "task_success_below_margin": f"task success's interval reaches below -{margin_text}, the allowed drop",
-    }
+    if gate["result"] != "pass":
+        words = {
+            "first_attempt_regression": "the first attempt is a significant regression",
+            "first_attempt_below_margin": f"the first attempt's 95% interval reaches below -{margin_text}, the allowed drop",
+            "task_success_regression": "task success is a significant regression",
+            "task_success_below_margin": f"task success's 95% interval reaches below -{margin_text}, the allowed drop",
+        }
+        return "FAIL: " + "; ".join(words[r] for r in gate["reasons"]) + "."
+    sections = [(label, result[name]) for name, label in GATE_SECTIONS]
+    if margin is not None:
+        unchecked = [f"{label} has no interval ({fmt_int(s['n'])} paired task{'s' if s['n'] != 1 else ''})"
+                     for label, s in sections if s["ci95"]["lower"] is None]
+        flat = [label for label, s in sections if s["ci95"]["lower"] is not None and no_variation(s)]
+        if unchecked:
+            text = (f"pass: neither first attempt nor task success is a significant regression and no 95% interval "
+                    f"reaches below -{margin_text}, the allowed drop; but {' and '.join(unchecked)}, so the "
+                    "margin could not be checked there: no evidence either way")
+        else:
+            text = (f"pass: neither first attempt nor task success is a significant regression, and both 95% "
+                    f"intervals stay above -{margin_text}, the allowed drop: the candidate is shown to be at most "
+                    f"{margin_text} worse on both")
+        if flat:
+            text += f"; {' and '.join(flat)} rest{'s' if len(flat) == 1 else ''} on paired tasks without variation"
+        return text + "."
+    unseen = [_unseen(name, label, result[name]) for name, label in GATE_SECTIONS]
+    if short:
+        return ("pass: no significant regression found, which is not evidence of none: " + "; ".join(unseen)
+                + "; --max-drop X requires evidence that the drop is at most X")
+    return ("pass: no significant regression of first attempt or task success was found, which is not evidence "
+            "that there is none: " + "; and ".join(unseen) + " (the smallest changes detected with 80% power). "
+            "For a gate that requires evidence that the candidate is at most a margin worse, compare with "
+            "--max-drop X (for example --max-drop 0.05: at most 5 pp).")
+
+
+def _gate(result: Mapping[str, Any]) -> dict[str, Any]:
+    gate = result["gate"]
+    margin = gate["max_drop"]
     return {"result": gate["result"], "passed": gate["result"] == "pass",
-            "reasons": [words[r] for r in gate["reasons"]],
-            "margin_text": margin_text}
+            "statement": gate_statement(result),
+            "explanation": gate_statement(result).split(": ", 1)[1],
+            "margin_text": fmt_change("rate", margin, signed=False) if margin is not None else None}
+
+
+def _identity_rows(b: RunIdentity, c: RunIdentity, b_id: Any, c_id: Any) -> list[dict[str, Any]]:
+    """What is compared, side by side: run, model, code version, suite."""
+    differ = set(differences(b, c))
+    return [
+        {"label": "Run", "baseline": fmt_text(b_id), "candidate": fmt_text(c_id), "differs": False},
+        {"label": "Model", "baseline": b.model_text, "candidate": c.model_text, "differs": "model" in differ},
+        {"label": "Code version", "baseline": b.code_text, "candidate": c.code_text, "differs": "code" in differ},
+        {"label": "Suite", "baseline": b.suite_text, "candidate": c.suite_text,
+         "differs": "suite version" in differ or (b.suite is not None and c.suite is not None and b.suite != c.suite)},
+        {"label": "Started", "baseline": fmt_text(b.started_at), "candidate": fmt_text(c.started_at), "differs": False},
+    ]
+
+
+def identity_notes(b: RunIdentity, c: RunIdentity) -> list[str]:
+    """What kind of comparison this is, from what differs between the runs, and what is unknown."""
+    differ = differences(b, c)
+    notes = []
+    if "model" in differ:
+        notes.append(f"The runs use different models ({b.model_text} and {c.model_text}): this compares two "
+                     "models, not two builds of one agent.")
+    if "code" in differ:
+        notes.append(f"The code versions differ ({b.code_text} and {c.code_text})"
+                     + (": this compares two builds of the agent on one model." if "model" not in differ
+                        and b.model_name is not None else "."))
+    if "suite version" in differ:
+        notes.append(f"The suite versions differ ({b.suite_version} and {c.suite_version}): a task with the same id "
+                     "may not be the same task.")
+    for which, ident in (("baseline", b), ("candidate", c)):
+        if ident.dirty is True:
+            notes.append(f"The {which}'s code had uncommitted changes: its git sha does not say exactly what ran.")
+    unknown = [f"the {which}'s {words}" for which, ident in (("baseline", b), ("candidate", c))
+               for attr, words in (("model_name", "model"), ("git_sha", "code version"))
+               if getattr(ident, attr) is None]
+    if unknown:
+        notes.append(f"Unknown: {', '.join(unknown)} (not recorded in manifest.json, or the run folder was not "
+                     "found), so what differs between the runs is not fully known.")
+    elif not differ:
+        notes.append("Same model, code version and suite version: two runs of one system, so the differences "
+                     "below are run-to-run variation plus whatever the manifests do not record.")
+    return notes
 
 
 def comparison_view(comparison: Comparison | None, out_dir: Path | None = None) -> dict[str, Any] | None:
@@ -196,24 +373,30 @@ def comparison_view(comparison: Comparison | None, out_dir: Path | None = None) 
         return None
     r = comparison.result
     k = r["k"]
+    paired = r["tasks"]["paired"]
+    reasons = left_out(comparison.baseline, comparison.candidate, k=k)
     rows, chart_rows = [], []
     for name, s in _sections(r):
         kind = _kind(name)
         binary = name in BINARY_SECTIONS
         label = _section_label(name, k)
+        flat = no_variation(s)
         rows.append({
             "name": name, "label": label, "n": fmt_int(s["n"]),
+            "n_text": f"{fmt_int(s['n'])} of {fmt_int(paired)}",
             "baseline": fmt_level(kind, s["baseline_rate"] if binary else s["baseline_mean"]),
             "candidate": fmt_level(kind, s["candidate_rate"] if binary else s["candidate_mean"]),
             "change": fmt_change(kind, s["delta"]),
-            "interval": fmt_interval(kind, s["ci95"]["lower"], s["ci95"]["upper"]),
-            "mde": fmt_change(kind, s["mde80"], signed=False),
+            "interval": NO_VARIATION if flat else fmt_interval(kind, s["ci95"]["lower"], s["ci95"]["upper"]),
+            "mde": NO_VARIATION if flat else fmt_change(kind, s["mde80"], signed=False),
+            "no_variation": flat,
             "p": fmt_p(s["mcnemar_p"]) if binary else "—",
             "verdict": s["verdict"], "verdict_text": VERDICT_WORDS[s["verdict"]], "css": VERDICT_CSS[s["verdict"]],
-            "reading": _reading(name, s, k),
+            "reading": _reading(name, s, k, paired,
+                                reasons[f"resources.{name}" if name in COMPARISON_RESOURCE_FIELDS else name]),
         })
         chart_rows.append({"label": label, "delta": s["delta"], "lower": s["ci95"]["lower"],
-                           "upper": s["ci95"]["upper"], "scale": kind,
+                           "upper": s["ci95"]["upper"], "scale": kind, "no_variation": flat,
                            "fmt": (lambda v, kind=kind: fmt_change(kind, v)),
                            "css": VERDICT_CSS[s["verdict"]], "verdict_text": VERDICT_WORDS[s["verdict"]]})
     b, c = r["baseline"], r["candidate"]
@@ -225,7 +408,10 @@ def comparison_view(comparison: Comparison | None, out_dir: Path | None = None) 
         "baseline_suite": b["suite"], "candidate_suite": c["suite"],
         "k_text": fmt_text(k),
         "paired": fmt_int(r["tasks"]["paired"]),
-        "gate": _gate(r["gate"]),
+        "gate": _gate(r),
+        "identity": _identity_rows(comparison.baseline.identity, comparison.candidate.identity,
+                                   b["run_id"], c["run_id"]),
+        "identity_notes": identity_notes(comparison.baseline.identity, comparison.candidate.identity),
         "rows": rows,
         "chart": svg_delta_intervals(chart_rows),
         "warnings": [{"code": w, "text": WARNING_TEXT[w].format(**facts)} for w in r["warnings"]],

@@ -1,0 +1,221 @@
+"""The release decision in words (reports.compared): every sentence true of the numbers beside
+it. Sides are built in memory; comparison.md is rendered from them as run_stages does."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bench_pipeline.comparison import Comparison, compare, left_out, make_side
+from bench_pipeline.identity import RunIdentity
+from bench_pipeline.reports import render_comparison_md
+from bench_pipeline.reports.compared import (
+    NO_VARIATION,
+    agreement_bound,
+    comparison_view,
+    gate_statement,
+    identity_notes,
+    no_variation,
+)
+
+
+def side(outcomes: dict[str, list], *, quality: dict[str, list] | None = None, run_id="r", k=2,
+         identity: RunIdentity | None = None):
+    """{task: [True / False / None (ineligible) / "missing", ...]} by attempt number; quality
+    scores per task and attempt when given."""
+    rows, line = [], 0
+    for task, results in outcomes.items():
+        for attempt, outcome in enumerate(results, start=1):
+            if outcome == "missing":
+                continue
+            line += 1
+            q = (quality or {}).get(task, [None] * len(results))[attempt - 1]
+            rows.append({"task_id": task, "attempt": attempt, "line": line,
+                         "success": outcome is True, "agent_eligible": outcome is not None,
+                         "quality_score": q, "task_wall_ms": None, "total_tokens": None, "cost_usd": None})
+    return make_side(rows, run_id=run_id, suite="s", metrics_k=k, identity=identity)
+
+
+def view(baseline, candidate, max_drop=None):
+    return comparison_view(Comparison(compare(baseline, candidate, max_drop), baseline, candidate))
+
+
+def rows_by_name(v):
+    return {r["name"]: r for r in v["rows"]}
+
+
+# --- a significant verdict is never followed by "says little" --------------------------------
+
+def test_a_significant_quality_regression_is_not_called_inconclusive():
+    """Twelve tasks whose quality drops by about a quarter, with spread: the interval excludes
+    zero, the verdict is a regression, and the reading says so without the MDE sentence."""
+    drops = [0.5, 0.1, 0.4, 0.0, 0.3, 0.2, 0.6, 0.1, 0.3, 0.2, 0.4, 0.1]
+    tasks = [f"t{i:02d}" for i in range(12)]
+    b = side({t: [True] for t in tasks}, quality={t: [1.0] for t in tasks}, k=1)
+    c = side({t: [True] for t in tasks}, quality={t: [1.0 - d] for t, d in zip(tasks, drops)}, k=1)
+    v = view(b, c)
+    q = rows_by_name(v)["quality"]
+    assert q["verdict"] == "regression"
+    assert "excludes zero on the worse side" in q["reading"] and "a regression" in q["reading"]
+    assert "says little" not in q["reading"] and "smallest true change" not in q["reading"]
+
+
+def test_only_a_result_that_is_not_significant_gets_the_mde_sentence():
+    tasks = [f"t{i:02d}" for i in range(10)]
+    lost = side({t: [True, True] for t in tasks}), side({t: [t != "t00", True] for t in tasks})
+    r = rows_by_name(view(*lost))["first_attempt"]
+    assert r["verdict"] == "no_significant_change"
+    assert re.search(r"The smallest true change this comparison detects with 80% power is \d+\.\d pp: a true change "
+                     r"smaller than that could easily go unseen", r["reading"])
+    significant = side({t: [True, True] for t in tasks}), side({t: [False, True] for t in tasks})
+    for r in view(*significant)["rows"]:
+        if r["verdict"] in ("regression", "improvement"):
+            assert "says little" not in r["reading"] and "could easily go unseen" not in r["reading"], r["name"]
+
+
+# --- a section without variation never shows a bare zero interval or MDE -----------------------
+
+def test_identical_outcomes_show_no_variation_instead_of_a_zero_interval():
+    """pass@k over three tasks that succeed in both runs: comparison.json keeps se 0 and the
+    interval [0, 0] (comparison.md), the words and table say there is no variation."""
+    b = side({"a": [True, True], "b": [False, True], "c": [True, False]})
+    c = side({"a": [True, True], "b": [True, True], "c": [True, True]})
+    result = compare(b, c)
+    assert result["pass_at_k"]["se"] == 0.0 and result["pass_at_k"]["ci95"] == {"lower": 0.0, "upper": 0.0}
+    r = rows_by_name(view(b, c))["pass_at_k"]
+    assert r["no_variation"] and r["interval"] == NO_VARIATION and r["mde"] == NO_VARIATION
+    assert "no variation to estimate an interval or a detectable change from" in r["reading"]
+    assert "3 identical outcomes are not certainty" in r["reading"]
+    assert "could still be as high as 63.2%" in r["reading"]  # 1 - 0.05^(1/3)
+    assert agreement_bound(3) == pytest.approx(1 - 0.05 ** (1 / 3))
+    md = render_comparison_md(Comparison(result, b, c))
+    assert "[0.0 pp, 0.0 pp]" not in md and "| 0.0 pp | 1.000 |" not in md
+    assert "| pass@k (k=2) | 3 of 3 | 100.0% | 100.0% | 0.0 pp | n/a (no variation) | n/a (no variation) | 1.000 |" in md
+
+
+def test_every_task_changing_the_same_way_is_no_variation_too():
+    """Ten tasks each lose half their task success: se 0, the interval [-0.5, -0.5] makes the
+    verdict a regression by comparison.md's rule, and the words say what it rests on."""
+    tasks = [f"t{i}" for i in range(10)]
+    b, c = side({t: [True, True] for t in tasks}), side({t: [False, True] for t in tasks})
+    r = rows_by_name(view(b, c))["task_success"]
+    assert r["verdict"] == "regression" and r["interval"] == NO_VARIATION
+    assert "Every one of the 10 paired tasks changed by exactly -50.0 pp" in r["reading"]
+    assert "it rests on 10 tasks without spread" in r["reading"]
+    fa = rows_by_name(view(b, c))["first_attempt"]
+    assert fa["verdict"] == "regression" and fa["interval"] == NO_VARIATION
+    assert "the verdict rests on the test alone" in fa["reading"]
+    assert no_variation({"n": 1, "se": None}) is False and no_variation({"n": 2, "se": 0.0}) is True
+
+
+# --- the gate without a margin always states the undetectable regression size -----------------
+
+def test_a_pass_without_a_margin_says_how_large_a_regression_could_go_unseen():
+    tasks = [f"t{i}" for i in range(9)]
+    b = side({t: [True, True] for t in tasks})
+    c = side({t: [t not in ("t0", "t1"), True] if t != "t2" else [False, False] for t in tasks})
+    result = compare(b, c)
+    assert result["gate"]["result"] == "pass"
+    fa_mde, ts_mde = result["first_attempt"]["mde80"], result["task_success"]["mde80"]
+    text = gate_statement(result)
+    assert text.startswith("pass: no significant regression of first attempt or task success was found, "
+                           "which is not evidence that there is none")
+    assert f"a true drop in first attempt smaller than {fa_mde * 100:.1f} pp (9 paired tasks) could have gone unseen" in text
+    assert f"a true drop in task success smaller than {ts_mde * 100:.1f} pp (9 paired tasks) could have gone unseen" in text
+    assert "--max-drop X" in text
+    short = gate_statement(result, short=True)
+    assert "\n" not in short and f"{fa_mde * 100:.1f} pp" in short and "--max-drop" in short
+    md = render_comparison_md(Comparison(result, b, c))
+    assert md.count("could have gone unseen") == 2 and "**Release gate: pass**: no significant regression" in md
+
+
+def test_a_pass_without_a_margin_on_too_few_or_identical_tasks_says_so():
+    one = compare(side({"a": [True]}, k=1), side({"a": [True]}, k=1))
+    assert "first attempt has 1 paired task, too few to estimate any drop, so any drop could have gone unseen" in \
+        gate_statement(one)
+    same = compare(side({"a": [True], "b": [False]}, k=1), side({"a": [True], "b": [False]}, k=1))
+    assert ("first attempt shows no variation among its 2 paired tasks, so the size of a drop that could go unseen "
+            "cannot be estimated") in gate_statement(same)
+    none = compare(side({"a": [True]}, k=1), side({"b": [True]}, k=1))
+    assert "first attempt has no paired task, so any drop could have gone unseen" in gate_statement(none)
+
+
+def test_a_pass_with_a_margin_and_a_fail_are_stated_as_such():
+    tasks = [f"t{i:02d}" for i in range(20)]
+    b = side({t: [True] for t in tasks}, k=1)
+    c = side({t: [t != "t00"] for t in tasks}, k=1)
+    assert gate_statement(compare(b, c, 0.2)) == (
+        "pass: neither first attempt nor task success is a significant regression, and both 95% intervals stay "
+        "above -20.0 pp, the allowed drop: the candidate is shown to be at most 20.0 pp worse on both.")
+    assert gate_statement(compare(b, c, 0.1)) == (
+        "FAIL: the first attempt's 95% interval reaches below -10.0 pp, the allowed drop; task success's 95% "
+        "interval reaches below -10.0 pp, the allowed drop.")
+    one = compare(side({"a": [True]}, k=1), side({"a": [True]}, k=1), 0.05)
+    assert "first attempt has no interval (1 paired task) and task success has no interval (1 paired task), so the " \
+           "margin could not be checked there: no evidence either way" in gate_statement(one)
+
+
+# --- what is compared --------------------------------------------------------------------------
+
+LARGE = RunIdentity(suite="s", suite_version="7", model_name="large", model_provider="acme", git_sha="abc1234",
+                    dirty=False, started_at="2026-11-01T00:00:00Z")
+
+
+def test_the_comparison_names_models_code_and_suite_versions_and_what_differs():
+    small = RunIdentity(suite="s", suite_version="8", model_name="small", model_provider="acme", git_sha="def5678",
+                        dirty=True)
+    v = view(side({"a": [True]}, identity=LARGE), side({"a": [True]}, identity=small))
+    rows = {r["label"]: r for r in v["identity"]}
+    assert (rows["Model"]["baseline"], rows["Model"]["candidate"], rows["Model"]["differs"]) == (
+        "large (acme)", "small (acme)", True)
+    assert rows["Code version"]["candidate"] == "def5678 (dirty: uncommitted changes)" and rows["Code version"]["differs"]
+    assert rows["Suite"]["baseline"] == "s version 7" and rows["Suite"]["differs"]
+    notes = v["identity_notes"]
+    assert notes[0] == ("The runs use different models (large (acme) and small (acme)): this compares two models, "
+                        "not two builds of one agent.")
+    assert "The suite versions differ (7 and 8): a task with the same id may not be the same task." in notes
+    assert "The candidate's code had uncommitted changes: its git sha does not say exactly what ran." in notes
+    md = render_comparison_md(Comparison(compare(side({"a": [True]}), side({"a": [True]})),
+                                         side({"a": [True]}, identity=LARGE), side({"a": [True]}, identity=small)))
+    assert "| Model (differs) | `large (acme)` | `small (acme)` |" in md
+    assert md.index("## What is compared") < md.index("## Verdicts")
+
+
+def test_one_model_two_builds_and_one_system_and_unknowns():
+    build = RunIdentity(suite="s", model_name="large", model_provider="acme", git_sha="fff0000", dirty=False)
+    assert identity_notes(LARGE, build)[0] == ("The code versions differ (abc1234 (clean) and fff0000 (clean)): this "
+                                               "compares two builds of the agent on one model.")
+    assert identity_notes(LARGE, LARGE) == [
+        "Same model, code version and suite version: two runs of one system, so the differences below are run-to-run "
+        "variation plus whatever the manifests do not record."]
+    unknown = identity_notes(LARGE, RunIdentity(suite="s"))
+    assert unknown == ["Unknown: the candidate's model, the candidate's code version (not recorded in manifest.json, "
+                       "or the run folder was not found), so what differs between the runs is not fully known."]
+
+
+# --- each section says which paired tasks it leaves out and why --------------------------------
+
+def test_each_section_counts_the_paired_tasks_it_leaves_out_and_why():
+    b = side({"a": [True, True], "b": [None, True], "c": [True, "missing"], "d": [None, None], "e": [True, True]},
+             quality={"a": [0.5, 0.5], "b": [None, 1.0], "c": [None, None], "d": [None, None], "e": [1.0, 1.0]})
+    c = side({"a": [True, True], "b": [True, True], "c": [True, True], "d": [None, None], "e": [None, True]},
+             quality={"a": [1.0, 1.0], "b": [1.0, 1.0], "c": [1.0, 1.0], "d": [None, None], "e": [None, 1.0]})
+    reasons = left_out(b, c, k=2)
+    assert reasons["first_attempt"] == [("attempt_1_ineligible", "baseline", 1), ("attempt_1_ineligible", "both", 1),
+                                        ("attempt_1_ineligible", "candidate", 1)]
+    assert reasons["pass_at_k"] == [("attempts_missing_within_k", "baseline", 1), ("ineligible_within_k", "baseline", 1),
+                                    ("ineligible_within_k", "both", 1), ("ineligible_within_k", "candidate", 1)]
+    assert reasons["task_success"] == [("no_eligible_attempt", "both", 1)]
+    assert reasons["quality"] == [("no_eligible_attempt", "both", 1), ("no_value", "baseline", 1)]
+    result = compare(b, c)
+    for name in ("first_attempt", "pass_at_k", "task_success", "quality"):
+        assert result[name]["n"] + sum(n for *_, n in reasons[name]) == result["tasks"]["paired"] == 5
+    r = rows_by_name(view(b, c))
+    assert r["first_attempt"]["n_text"] == "2 of 5"
+    assert ("Left out: 3 of the 5 paired tasks (1 because attempt 1 is not eligible in the baseline; 1 because "
+            "attempt 1 is not eligible in both runs; 1 because attempt 1 is not eligible in the candidate).") \
+        in r["first_attempt"]["reading"]
+    assert ("Left out: 2 of the 5 paired tasks (1 because it has no eligible attempt in both runs; 1 because no "
+            "eligible attempt has a quality score in the baseline).") in r["quality"]["reading"]
+    assert "Left out" not in rows_by_name(view(side({"a": [True]}), side({"a": [True]})))["first_attempt"]["reading"]
