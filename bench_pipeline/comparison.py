@@ -241,6 +241,18 @@ def field_mean_value(name: str) -> Callable[[Mapping[int, Mapping[str, Any]], in
     return value
 
 
+#: Every section's per-task value, by name (resources as ``resources.<field>``): the one
+#: definition the paired comparison and the pooled repeated-runs values read.
+SECTION_VALUES: dict[str, Callable[[Mapping[int, Mapping[str, Any]], int | None], Any]] = {
+    "first_attempt": first_attempt_value,
+    "pass_at_k": pass_at_k_value,
+    "pass_pow_k": pass_pow_k_value,
+    "task_success": task_success_value,
+    "quality": field_mean_value("quality_score"),
+    **{f"resources.{name}": field_mean_value(name) for name in COMPARISON_RESOURCE_FIELDS},
+}
+
+
 # --- why a paired task is outside a section (for the reports; comparison.json has no such key)
 
 def _why_first(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> str | None:
@@ -453,17 +465,14 @@ def compare(baseline: Side, candidate: Side, max_drop: float | None = None) -> d
     paired = sorted(set(baseline.tasks) & set(candidate.tasks))
     k = comparison_k(baseline, candidate)
 
-    first = _pairs(baseline, candidate, paired, first_attempt_value, k)
+    def pairs(name: str) -> list[tuple]:
+        return _pairs(baseline, candidate, paired, SECTION_VALUES[name], k)
+
     sections: dict[str, Any] = {
-        "first_attempt": binary_section(first),
-        "pass_at_k": binary_section(_pairs(baseline, candidate, paired, pass_at_k_value, k)),
-        "pass_pow_k": binary_section(_pairs(baseline, candidate, paired, pass_pow_k_value, k)),
-        "task_success": mean_section(_pairs(baseline, candidate, paired, task_success_value, k)),
-        "quality": mean_section(_pairs(baseline, candidate, paired, field_mean_value("quality_score"), k)),
-        "resources": {
-            name: mean_section(_pairs(baseline, candidate, paired, field_mean_value(name), k), more_is_better=False)
-            for name in COMPARISON_RESOURCE_FIELDS
-        },
+        **{name: binary_section(pairs(name)) for name in BINARY_SECTIONS},
+        **{name: mean_section(pairs(name)) for name in MEAN_SECTIONS},
+        "resources": {name: mean_section(pairs(f"resources.{name}"), more_is_better=False)
+                      for name in COMPARISON_RESOURCE_FIELDS},
     }
     regressions, improvements = first_attempt_changes(baseline, candidate, paired)
     return {

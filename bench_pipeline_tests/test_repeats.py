@@ -1,0 +1,216 @@
+"""Repeated runs (repeats.py, repeated-runs.md): hand cases with every number worked out,
+systems, and the repeated comparison against the positional one."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from bench_pipeline.comparison import Z95, compare, make_side
+from bench_pipeline.identity import RunIdentity
+from bench_pipeline.repeats import (
+    REPEATS_WARNINGS,
+    SET_WARNINGS,
+    RepeatRun,
+    between_runs,
+    compare_sets,
+    flip,
+    group_systems,
+    pooled_section,
+    repeats,
+    system_of,
+)
+
+
+def approx(value):
+    return pytest.approx(value, rel=1e-12, abs=1e-15)
+
+
+def run(run_id, outcomes, *, k=1, model="m", sha="s1", suite="suite", started=None, pass_at_1=None,
+        quality=None, cost=None):
+    """A RepeatRun from {task: [True / False / None (ineligible), ...]} by attempt number;
+    quality and cost per task (every attempt) when given."""
+    rows, line = [], 0
+    for task, results in outcomes.items():
+        for attempt, outcome in enumerate(results, start=1):
+            line += 1
+            rows.append({"task_id": task, "attempt": attempt, "line": line, "success": outcome is True,
+                         "agent_eligible": outcome is not None,
+                         "quality_score": (quality or {}).get(task), "task_wall_ms": None, "total_tokens": None,
+                         "cost_usd": (cost or {}).get(task)})
+    identity = RunIdentity(suite=suite, model_name=model, git_sha=sha, started_at=started)
+    side = make_side(rows, run_id=run_id, suite=suite, metrics_k=k, identity=identity)
+    return RepeatRun(side, pass_at_1)
+
+
+# One system, three runs, k = 1. Task b flips once (pass, fail, pass); d is only in run 1.
+THREE = [
+    run("r1", {"a": [True], "b": [True], "c": [False], "d": [True]}, started="2026-11-01T00:00:00Z",
+        pass_at_1=3 / 4, quality={"a": 0.5}, cost={"a": 0.2}),
+    run("r2", {"a": [True], "b": [False], "c": [False]}, started="2026-11-02T00:00:00Z", pass_at_1=1 / 3,
+        quality={"a": 1.0}),
+    run("r3", {"a": [True], "b": [True], "c": [False]}, started=None, pass_at_1=2 / 3),
+]
+
+
+def test_three_runs_of_one_system_by_hand():
+    doc = repeats(THREE)
+    assert list(doc) == ["schema_version", "system", "warnings", "k", "runs", "tasks", "pooled", "between_runs",
+                         "stability"]
+    assert doc["system"] == {"suite": "suite", "model": "m", "git_sha": "s1"} and doc["warnings"] == [] and doc["k"] == 1
+    # started_at ascending, null last
+    assert doc["runs"] == [{"run_id": "r1", "started_at": "2026-11-01T00:00:00Z", "pass_at_1": 0.75},
+                           {"run_id": "r2", "started_at": "2026-11-02T00:00:00Z", "pass_at_1": 1 / 3},
+                           {"run_id": "r3", "started_at": None, "pass_at_1": 2 / 3}]
+    assert doc["tasks"] == {"observed": 4, "in_every_run": 3}
+
+    # first_attempt pooled per task: a 1, b 2/3, c 0, d 1 (its one run). mean = (1 + 2/3 + 0 + 1) / 4 = 2/3;
+    # sum (x - 2/3)^2 = 1/9 + 0 + 4/9 + 1/9 = 6/9; se = sqrt(6/9 / 3 / 4) = sqrt(1/18).
+    fa = doc["pooled"]["first_attempt"]
+    se = math.sqrt(1 / 18)
+    assert fa["n"] == 4 and fa["mean"] == approx(2 / 3) and fa["se"] == approx(se)
+    assert fa["ci95"] == {"lower": approx(2 / 3 - Z95 * se), "upper": 1.0}  # 2/3 + 0.46 clamped to 1
+    # task_success is the same here (one attempt per task); pass@k with k = 1 too
+    assert doc["pooled"]["task_success"]["mean"] == approx(2 / 3)
+    assert doc["pooled"]["pass_at_k"]["mean"] == approx(2 / 3) and doc["pooled"]["pass_pow_k"]["n"] == 4
+    # quality: only task a has scores (0.5, 1.0): pooled 0.75, n = 1: no se, no interval
+    assert doc["pooled"]["quality"] == {"n": 1, "mean": 0.75, "se": None, "ci95": {"lower": None, "upper": None}}
+    # cost: only a in r1; tokens: none at all: n = 0, every number null
+    assert doc["pooled"]["resources"]["cost_usd"]["mean"] == 0.2
+    assert doc["pooled"]["resources"]["total_tokens"] == {"n": 0, "mean": None, "se": None,
+                                                          "ci95": {"lower": None, "upper": None}}
+
+    # between runs: pass_at_1 = 3/4, 1/3, 2/3: mean 7/12; deviations 1/6, -1/4, 1/12;
+    # squares 1/36 + 1/16 + 1/144 = 14/144; sd = sqrt(14/144 / 2) = sqrt(7)/12
+    br = doc["between_runs"]
+    sd = math.sqrt(7) / 12
+    assert br["runs"] == 3 and br["pass_at_1_mean"] == approx(7 / 12) and br["pass_at_1_sd"] == approx(sd)
+    assert br["noise_floor95"] == approx(Z95 * math.sqrt(2) * sd)
+
+    # stability over every eligible attempt: a 3/3 stable pass, b 2/3 flaky (flip 2*2*1/(3*2) = 2/3),
+    # c 0/3 stable fail, d one attempt: not classified. flip_rate = (0 + 2/3 + 0) / 3 = 2/9.
+    st = doc["stability"]
+    assert (st["tasks_classified"], st["stable_pass"], st["stable_fail"], st["flaky"]) == (3, 1, 1, 1)
+    assert st["flip_rate"] == approx(2 / 9)
+    assert st["flaky_tasks"] == [{"task_id": "b", "attempts": 3, "successes": 2, "flip": approx(2 / 3)}]
+
+
+def test_pass_at_k_with_metrics_k_differing_between_runs():
+    """k = min metrics_k = 2. Task t: run 1 (k 2) attempts pass, fail -> pass@2 1, pass^2 0;
+    run 2 (k 3) fail, fail, pass -> attempts 1..2: pass@2 0, pass^2 0. Pooled 1/2 and 0."""
+    runs = [run("r1", {"t": [True, False]}, k=2), run("r2", {"t": [False, False, True]}, k=3)]
+    doc = repeats(runs)
+    assert doc["k"] == 2 and doc["warnings"] == ["metrics_k_differs"]
+    assert doc["pooled"]["pass_at_k"]["mean"] == 0.5 and doc["pooled"]["pass_pow_k"]["mean"] == 0.0
+    # task success: run 1 1/2, run 2 1/3 -> pooled 5/12
+    assert doc["pooled"]["task_success"]["mean"] == approx(5 / 12)
+    # stability over all 5 eligible attempts, 2 successes: flip = 2*2*3/(5*4) = 0.6
+    assert doc["stability"]["flaky_tasks"] == [{"task_id": "t", "attempts": 5, "successes": 2, "flip": approx(0.6)}]
+    unknown_k = repeats([run("r1", {"t": [True]}, k=None), run("r2", {"t": [True]}, k=2)])
+    assert unknown_k["k"] is None and unknown_k["pooled"]["pass_at_k"]["n"] == 0
+
+
+def test_noise_floor_needs_two_runs_and_one_run_with_repeats_has_stability():
+    assert between_runs([0.5]) == {"runs": 1, "pass_at_1_mean": 0.5, "pass_at_1_sd": None, "noise_floor95": None}
+    two = between_runs([0.5, 0.7, None])  # the null run is not counted
+    assert two["runs"] == 2 and two["pass_at_1_sd"] == approx(math.sqrt(0.02))
+    assert two["noise_floor95"] == approx(Z95 * math.sqrt(2) * math.sqrt(0.02))
+    assert between_runs([])["pass_at_1_mean"] is None
+    one = repeats([run("r1", {"a": [True, False, True], "b": [True, True, True]}, k=3, pass_at_1=1.0)])
+    assert one["stability"]["flip_rate"] == approx((2 / 3 + 0) / 2)
+    assert one["between_runs"]["noise_floor95"] is None
+    assert flip(2, 1) == 1.0 and flip(4, 0) == 0.0
+
+
+def test_warnings_in_their_order():
+    doc = repeats([run("r1", {"a": [True]}, suite="x", model="m1", sha="s1", k=1),
+                   run("r2", {"a": [True]}, suite="y", model="m2", sha="s2", k=2)])
+    assert doc["warnings"] == list(REPEATS_WARNINGS)
+    # unknown values are not differences
+    assert repeats([run("r1", {"a": [True]}, model=None), run("r2", {"a": [True]})])["warnings"] == []
+
+
+def test_pooled_section_edges():
+    assert pooled_section([], clamp=True) == {"n": 0, "mean": None, "se": None, "ci95": {"lower": None, "upper": None}}
+    assert pooled_section([0.4], clamp=True)["se"] is None
+    unclamped = pooled_section([-5.0, 5.0], clamp=False)
+    assert unclamped["mean"] == 0.0 and unclamped["ci95"]["lower"] == approx(-Z95 * 5.0)
+
+
+# --- systems -----------------------------------------------------------------------------------
+
+def test_runs_group_into_systems_and_an_unknown_part_makes_a_system_of_its_own():
+    runs = [run("r1", {"a": [True]}, model="large"), run("r2", {"a": [True]}, model="large"),
+            run("r3", {"a": [True]}, model="small"), run("r4", {"a": [True]}, model=None),
+            run("r5", {"a": [True]}, model=None), run("r6", {"a": [True]}, model="large", sha=None)]
+    groups = group_systems(runs)
+    assert [[r.run_id for r in g] for g in groups.values()] == [["r1", "r2"], ["r3"], ["r4"], ["r5"], ["r6"]]
+    lone = system_of(runs[3])
+    assert (lone.suite, lone.model, lone.git_sha, lone.alone) == ("suite", None, "s1", "r4")
+    assert system_of(runs[0]).alone is None
+
+
+# --- comparing sets of runs --------------------------------------------------------------------
+
+def _random_run(run_id, rng, tasks=15, k=3):
+    outcomes = {f"t{i:02d}": [rng.choice([True, True, False, None]) for _ in range(rng.randint(1, 4))]
+                for i in range(tasks) if rng.random() > 0.1}
+    quality = {t: rng.random() for t in outcomes if rng.random() > 0.3}
+    return run(run_id, outcomes, k=k, quality=quality, cost={t: rng.random() for t in outcomes})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_run_per_side_equals_the_positional_comparison(seed):
+    rng = random.Random(seed)
+    b, c = _random_run("b", rng), _random_run("c", rng)
+    repeated, positional = compare_sets([b], [c]), compare(b.side, c.side)
+    assert repeated["schema_version"] == 2 and repeated["mode"] == "repeated"
+    assert repeated["baseline"] == {"runs": ["b"], "suite": "suite", "metrics_k": 3}
+    assert repeated["tasks"] == positional["tasks"] and repeated["k"] == positional["k"]
+    for name in ("first_attempt", "pass_at_k", "pass_pow_k", "task_success", "quality"):
+        r, p = repeated[name], positional[name]
+        mean_keys = ("baseline_mean", "candidate_mean") if name in ("task_success", "quality") else (
+            "baseline_rate", "candidate_rate")
+        assert (r["n"], r["baseline_mean"], r["candidate_mean"]) == (p["n"], p[mean_keys[0]], p[mean_keys[1]]), name
+        assert (r["delta"], r["se"], r["ci95"], r["mde80"]) == (p["delta"], p["se"], p["ci95"], p["mde80"]), name
+        assert list(r) == ["n", "baseline_mean", "candidate_mean", "delta", "se", "ci95", "mde80", "verdict"]
+    for field in ("task_wall_ms", "total_tokens", "cost_usd"):
+        assert repeated["resources"][field] == positional["resources"][field]
+    assert repeated["regressions"] == positional["regressions"] and repeated["improvements"] == positional["improvements"]
+
+
+def test_two_sets_pooled_by_hand_with_the_gate():
+    """Baseline: two runs, tasks a, b, c. Candidate: two runs, tasks a, b, d.
+    first_attempt pooled: baseline a 1, b 1/2, c 1; candidate a 0 (0, 0), b 1 (1, 1), d 1.
+    Paired a, b: d_i = -1, +1/2: delta -1/4; se = sqrt(((-3/4)^2 + (3/4)^2) / 1 / 2) = 3/4."""
+    base = [run("b1", {"a": [True], "b": [True], "c": [True]}), run("b2", {"a": [True], "b": [False], "c": [True]})]
+    cand = [run("c1", {"a": [False], "b": [True], "d": [True]}, model="m2"),
+            run("c2", {"a": [False], "b": [True], "d": [True]}, model="m2")]
+    result = compare_sets(base, cand)
+    assert result["tasks"] == {"paired": 2, "only_baseline": ["c"], "only_candidate": ["d"]}
+    fa = result["first_attempt"]
+    assert (fa["n"], fa["baseline_mean"], fa["candidate_mean"], fa["delta"]) == (2, 0.75, 0.5, -0.25)
+    assert fa["se"] == approx(0.75) and fa["ci95"]["lower"] == approx(-0.25 - Z95 * 0.75)
+    assert fa["verdict"] == "no_significant_change"
+    assert result["regressions"] == ["a"] and result["improvements"] == []  # b's baseline pooled value is 1/2
+    assert result["warnings"] == [] and result["gate"] == {"result": "pass", "max_drop": None, "reasons": []}
+    with_margin = compare_sets(base, cand, max_drop=0.1)
+    assert with_margin["gate"]["reasons"] == ["first_attempt_below_margin", "task_success_below_margin"]
+
+
+def test_set_warnings_in_their_order_and_a_regression_fails_the_gate():
+    tasks = [f"t{i}" for i in range(10)]
+    base = [run("b1", {t: [True] for t in tasks}, suite="x", k=1), run("b2", {t: [True] for t in tasks}, sha="s2", k=1)]
+    cand = [run("c1", {t: [False] for t in tasks}, k=2, model="m2"), run("c2", {t: [False] for t in tasks}, k=2)]
+    result = compare_sets(base, cand)
+    assert result["warnings"] == ["suite_differs", "metrics_k_differs", "baseline_systems_differ",
+                                  "candidate_systems_differ"]
+    assert result["first_attempt"]["verdict"] == "regression"  # every task 1 -> 0: se 0, interval [-1, -1]
+    assert result["gate"]["reasons"] == ["first_attempt_regression", "task_success_regression"]
+    none = compare_sets([run("b", {"a": [True]})], [run("c", {"z": [True]})])
+    assert none["warnings"] == ["no_paired_tasks"] and none["first_attempt"]["n"] == 0
+    assert list(SET_WARNINGS)[-1] == "no_paired_tasks"
+    with pytest.raises(ValueError):
+        compare_sets([], cand)
