@@ -1,4 +1,5 @@
-"""The `bench-pipeline` command line: process one run folder, compare two, or generate sample runs."""
+"""The `bench-pipeline` command line: process one run folder, compare two (or two sets of runs),
+pool repeated runs, or generate sample runs."""
 
 from __future__ import annotations
 
@@ -75,13 +76,31 @@ def _process(args: argparse.Namespace) -> int:
     return 0
 
 
+def _extras(gate: dict, result: dict, started: float) -> str:
+    """`` (reasons: ...; warnings: ...; 0.12s)`` for the gate's one line."""
+    parts = [f"reasons: {', '.join(gate['reasons'])}"] if gate["reasons"] else []
+    parts += [f"warnings: {', '.join(result['warnings'])}"] if result["warnings"] else []
+    return f" ({'; '.join([*parts, f'{time.monotonic() - started:.2f}s'])})"
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Process BASELINE_RUN_DIR and CANDIDATE_RUN_DIR and compare them (comparison.md of the
     specification): exit 0 when the release gate passes, 1 when it fails, 2 for bad input."""
     from .bulk import gc_paused
 
+    repeated = bool(args.baseline or args.candidate)
+    positional = args.baseline_run_dir is not None or args.candidate_run_dir is not None
+    if repeated and positional:
+        _say("error: give either BASELINE_RUN_DIR CANDIDATE_RUN_DIR or --baseline/--candidate, not both")
+        return 2
+    if repeated and not (args.baseline and args.candidate):
+        _say("error: the repeated form needs at least one --baseline and one --candidate")
+        return 2
+    if not repeated and (args.baseline_run_dir is None or args.candidate_run_dir is None):
+        _say("error: compare needs BASELINE_RUN_DIR and CANDIDATE_RUN_DIR (or --baseline/--candidate)")
+        return 2
     with gc_paused():  # one pause for the whole command: see bulk.py
-        return _compare(args)
+        return _compare_sets(args) if repeated else _compare(args)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -123,14 +142,148 @@ def _compare(args: argparse.Namespace) -> int:
     _say(
         f"gate {gate['result']}: {candidate.processed.raw.run_id} against {baseline.processed.raw.run_id}, "
         f"{result['tasks']['paired']} paired task(s): {gate_statement(result, short=True).split(': ', 1)[1]}"
-        + (f" (reasons: {', '.join(gate['reasons'])}" if gate["reasons"] else " (")
-        + (f"; warnings: {', '.join(result['warnings'])}" if result["warnings"] else "")
-        + ("; " if gate["reasons"] or result["warnings"] else "") + f"{time.monotonic() - started:.2f}s)"
+        + _extras(gate, result, started)
     )
     for prefix, files in (("baseline/", baseline.written), ("candidate/", candidate.written), ("", written)):
         for name, path in files.items():
             print(f"{prefix}{name}: {path}")
     _LEFT_FOR_EXIT.extend([baseline, candidate])  # freed by the process's end, not object by object
+    return 0 if gate["result"] == "pass" else 1
+
+
+class BadInputError(ValueError):
+    """Input the command refuses with exit 2 (the same run twice, a mix of forms)."""
+
+
+def _process_set(run_dirs: list[str], out_root: Path, what: str, workers: int) -> list:
+    """Each run folder through the stages into ``out_root/<folder name>`` (a name given twice
+    gets ``-2``, ``-3``); every folder checked before any is processed. Raises
+    NotARunFolderError for a folder that is not a run, BadInputError for the same folder or
+    the same run id twice."""
+    from .pipeline import run_stages
+
+    folders, seen = [Path(d) for d in run_dirs], {}
+    for folder in folders:
+        if not (folder / "results.jsonl").is_file():
+            raise NotARunFolderError(f"{folder}: no results.jsonl, so not a benchmark run folder")
+        real = folder.resolve()
+        if real in seen:
+            raise BadInputError(f"{folder}: the same run folder twice (also given as {seen[real]})")
+        seen[real] = folder
+    names: dict[str, int] = {}
+    results = []
+    for i, folder in enumerate(folders, start=1):
+        names[folder.name] = names.get(folder.name, 0) + 1
+        name = folder.name if names[folder.name] == 1 else f"{folder.name}-{names[folder.name]}"
+        _say(f"{what} {i}/{len(folders)}: {folder}")
+        results.append(run_stages(folder, out_root / name, workers=workers, progress=_Progress(f"{name} attempts derived")))
+    ids: dict[str, Path] = {}
+    for folder, result in zip(folders, results):
+        run_id = result.processed.raw.run_id
+        if run_id in ids:
+            raise BadInputError(f"{folder}: the same run twice (run id {run_id!r}, also in {ids[run_id]})")
+        ids[run_id] = folder
+    return results
+
+
+def _set_errors(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return f"error: {exc.filename or ''}: {exc.strerror or exc}".replace("error: : ", "error: ")
+    return f"error: {exc}"
+
+
+def cmd_repeats(args: argparse.Namespace) -> int:
+    """Process RUN_DIR... and pool them by task (repeated-runs.md): OUT/repeats.json and
+    OUT/repeats.md, each run's files under OUT/runs/. Exit 0, or 2 for bad input."""
+    from .bulk import gc_paused
+
+    with gc_paused():
+        return _repeats(args)
+
+
+def _repeats(args: argparse.Namespace) -> int:
+    from .bulk import default_workers
+    from .comparison import ComparisonInputError
+    from .outputs import write_repeats_files
+    from .repeats import repeat_run_of, repeats
+    from .reports.compared import fmt_pct
+    from .reports.repeated import level_interval, system_text
+
+    started = time.monotonic()
+    out = Path(args.output_dir)
+    try:
+        results = _process_set(args.run_dirs, out / "runs", "run", args.workers or default_workers())
+        runs = [repeat_run_of(r.processed) for r in results]
+        doc = repeats(runs)
+        reports = {r.processed.raw.run_id: r.written["report.html"] for r in results}
+        written = write_repeats_files(out, doc, runs, reports)
+    except (NotARunFolderError, ComparisonInputError, BadInputError, OSError) as exc:
+        _say(_set_errors(exc))
+        return 2
+    fa, br, st = doc["pooled"]["first_attempt"], doc["between_runs"], doc["stability"]
+    noise = f"{br['noise_floor95'] * 100:.1f} points" if br["noise_floor95"] is not None else "n/a (one run)"
+    flips = f"{st['flip_rate']:.3f}" if st["flip_rate"] is not None else "n/a"
+    _say(f"repeats: {len(runs)} run(s) of {system_text(doc['system'])}: pooled first attempt {fmt_pct(fa['mean'])} "
+         f"{level_interval('rate', fa['ci95']['lower'], fa['ci95']['upper'])}, noise floor {noise}, flip rate {flips} "
+         f"({st['flaky']} flaky of {st['tasks_classified']} tasks)"
+         + (f"; warnings: {', '.join(doc['warnings'])}" if doc["warnings"] else "")
+         + f" ({time.monotonic() - started:.2f}s)")
+    for result in results:
+        for name, path in result.written.items():
+            print(f"runs/{path.parent.name}/{name}: {path}")
+    for name, path in written.items():
+        print(f"{name}: {path}")
+    _LEFT_FOR_EXIT.extend(results)
+    return 0
+
+
+def _compare_sets(args: argparse.Namespace) -> int:
+    """compare --baseline DIR... --candidate DIR...: the repeated form (repeated-runs.md)."""
+    from .bulk import default_workers
+    from .comparison import ComparisonInputError, check_max_drop
+    from .outputs import write_set_comparison_files
+    from .repeats import compare_sets, repeat_run_of
+    from .reports.compared import gate_statement
+
+    started = time.monotonic()
+    out = Path(args.output_dir)
+    try:
+        max_drop = check_max_drop(args.max_drop)
+    except ValueError as exc:
+        _say(f"error: --max-drop: {exc}")
+        return 2
+    workers = args.workers or default_workers()
+    try:
+        every = [*args.baseline, *args.candidate]
+        for run_dir in every:  # every folder checked before any is processed
+            if not (Path(run_dir) / "results.jsonl").is_file():
+                raise NotARunFolderError(f"{run_dir}: no results.jsonl, so not a benchmark run folder")
+        if len({Path(d).resolve() for d in every}) < len(every):
+            raise BadInputError("a run folder is given twice (on one side or on both)")
+        b_results = _process_set(args.baseline, out / "baseline", "baseline run", workers)
+        c_results = _process_set(args.candidate, out / "candidate", "candidate run", workers)
+        baseline = [repeat_run_of(r.processed) for r in b_results]
+        candidate = [repeat_run_of(r.processed) for r in c_results]
+        both = {r.run_id for r in baseline} & {r.run_id for r in candidate}
+        if both:
+            raise BadInputError(f"run {sorted(both)[0]!r} is on both sides")
+        result = compare_sets(baseline, candidate, max_drop)
+        single = compare_sets(baseline[:1], candidate[:1], max_drop)
+        written = write_set_comparison_files(out, result, single, baseline, candidate)
+    except (NotARunFolderError, ComparisonInputError, BadInputError, OSError) as exc:
+        _say(_set_errors(exc))
+        return 2
+    gate = result["gate"]
+    _say(f"gate {gate['result']}: {len(candidate)} candidate run(s) against {len(baseline)} baseline run(s), "
+         f"{result['tasks']['paired']} paired task(s): {gate_statement(result, short=True).split(': ', 1)[1]}"
+         + _extras(gate, result, started))
+    for prefix, results in (("baseline", b_results), ("candidate", c_results)):
+        for r in results:
+            for name, path in r.written.items():
+                print(f"{prefix}/{path.parent.name}/{name}: {path}")
+    for name, path in written.items():
+        print(f"{name}: {path}")
+    _LEFT_FOR_EXIT.extend([*b_results, *c_results])
     return 0 if gate["result"] == "pass" else 1
 
 
@@ -180,9 +333,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=0, help="processes deriving attempts and report rows of large runs (default: one per core)")
     p.set_defaults(func=cmd_process)
 
-    c = sub.add_parser("compare", help="process two run folders and compare them by task: a release gate (exit 0 pass, 1 fail, 2 bad input)")
-    c.add_argument("baseline_run_dir", help="the baseline run folder")
-    c.add_argument("candidate_run_dir", help="the candidate run folder")
+    c = sub.add_parser("compare", help="process two run folders (or two sets of runs) and compare them by task: "
+                                       "a release gate (exit 0 pass, 1 fail, 2 bad input)")
+    c.add_argument("baseline_run_dir", nargs="?", help="the baseline run folder")
+    c.add_argument("candidate_run_dir", nargs="?", help="the candidate run folder")
+    c.add_argument("--baseline", action="append", default=[], metavar="DIR",
+                   help="a baseline run folder (repeat for several: their tasks are pooled, repeated-runs.md)")
+    c.add_argument("--candidate", action="append", default=[], metavar="DIR",
+                   help="a candidate run folder (repeat for several)")
     c.add_argument("--output-dir", required=True,
                    help="OUT: baseline/ and candidate/ (each run's files), comparison.json and comparison.md")
     c.add_argument("--max-drop", type=float, default=None,
@@ -190,6 +348,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "attempt or task success reaches below -X (a rate: 0.05 is 5 percentage points)")
     c.add_argument("--workers", type=int, default=0, help="processes for large runs (default: one per core)")
     c.set_defaults(func=cmd_compare)
+
+    r = sub.add_parser("repeats", help="process several runs of one system and pool them by task: noise floor, "
+                                       "flaky tasks (exit 0, 2 bad input)")
+    r.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="the run folders")
+    r.add_argument("--output-dir", required=True, help="OUT: repeats.json, repeats.md, and each run's files under runs/")
+    r.add_argument("--workers", type=int, default=0, help="processes for large runs (default: one per core)")
+    r.set_defaults(func=cmd_repeats)
 
     g = sub.add_parser("generate", help="write realistic synthetic run folders")
     g.add_argument("out_root")

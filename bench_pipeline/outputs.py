@@ -101,3 +101,30 @@ def write_comparison_files(out_dir: Path, comparison: Comparison) -> dict[str, P
     path = out_dir / "comparison.json"
     write_atomic(path, dumps(comparison.result) + b"\n")
     return {"comparison.json": path, **write_comparison_md(out_dir, comparison)}
+
+
+def write_repeats_files(out_dir: Path, doc: dict, runs: list, reports: dict[str, Path] | None = None) -> dict[str, Path]:
+    """repeats.json (``jsonio.dumps``) and repeats.md (links relative to ``out_dir``) of a set
+    of runs (``repeats.repeats`` and its ``RepeatRun``s); returns {file name: path}."""
+    from .reports.repeated import render_repeats_md
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / "repeats.json", out_dir / "repeats.md"
+    write_atomic(json_path, dumps(doc) + b"\n")
+    write_atomic(md_path, render_repeats_md(doc, runs, out_dir, reports).encode())
+    return {"repeats.json": json_path, "repeats.md": md_path}
+
+
+def write_set_comparison_files(out_dir: Path, result: dict, single: dict | None, baseline: list,
+                               candidate: list) -> dict[str, Path]:
+    """comparison.json and comparison.md in the repeated form (``repeats.compare_sets``);
+    ``single``: the comparison of the first run of each side, shown beside."""
+    from .reports.repeated import render_set_comparison_md
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / "comparison.json", out_dir / "comparison.md"
+    write_atomic(json_path, dumps(result) + b"\n")
+    write_atomic(md_path, render_set_comparison_md(result, single, baseline, candidate).encode())
+    return {"comparison.json": json_path, "comparison.md": md_path}

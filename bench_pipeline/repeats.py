@@ -27,6 +27,7 @@ from .comparison import (
     Z95,
     Side,
     check_max_drop,
+    make_side,
     mean_section,
     release_gate,
 )
@@ -224,6 +225,16 @@ def stability(runs: Iterable[RepeatRun]) -> dict[str, Any]:
             "flaky": len(flaky), "flip_rate": _mean(flips), "flaky_tasks": flaky}
 
 
+def within_run_stability(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """repeated-runs.md "stability" over one run alone ("This works for one run with repeats
+    (metrics_k >= 2) as well"): ``rows`` are the run's attempt records (task_id, attempt,
+    line, success, agent_eligible, ...), de-duplicated here as ``make_side`` does. The
+    attempts of one run share its day, device and build, so this is a lower bound on
+    run-to-run flakiness, not a measure of it."""
+    side = make_side(rows, run_id=None, suite=None, metrics_k=None)
+    return stability([RepeatRun(side, None)])
+
+
 # --- repeats.json ----------------------------------------------------------------------------
 
 def run_order(runs: Iterable[RepeatRun]) -> list[RepeatRun]:
@@ -342,3 +353,10 @@ def pass_at_1_of(metrics: Mapping[str, Any]) -> float | None:
     """capability.pass_at_1.value of a metrics.json, None when null or absent."""
     value = ((metrics.get("capability") or {}).get("pass_at_1") or {}).get("value")
     return float(value) if is_number(value) else None
+
+
+def repeat_run_of(processed: Any, run_dir: Any = None) -> RepeatRun:
+    """A processed run (``pipeline.run_stages(...).processed``) as a RepeatRun."""
+    from .comparison import side_from_processed
+
+    return RepeatRun(side_from_processed(processed, run_dir), pass_at_1_of(processed.metrics))

@@ -230,7 +230,7 @@ def _sections(result: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return named + [(f, result["resources"][f]) for f in COMPARISON_RESOURCE_FIELDS]
 
 
-def _base(run_dir: Path | None, out_dir: Path | None) -> str | None:
+def run_folder_base(run_dir: Path | None, out_dir: Path | None) -> str | None:
     """A run folder relative to the report's folder (as report_view makes it), or None."""
     if run_dir is None or out_dir is None:
         return None
@@ -240,8 +240,8 @@ def _base(run_dir: Path | None, out_dir: Path | None) -> str | None:
 
 def _links(comparison: Comparison, task_ids: list[str], out_dir: Path | None) -> list[dict[str, Any]]:
     """Per task, attempt 1's evidence folder in each run, with its link from out_dir."""
-    bases = {"baseline": _base(comparison.baseline.run_dir, out_dir),
-             "candidate": _base(comparison.candidate.run_dir, out_dir)}
+    bases = {"baseline": run_folder_base(comparison.baseline.run_dir, out_dir),
+             "candidate": run_folder_base(comparison.candidate.run_dir, out_dir)}
     rows = []
     for task_id in task_ids:
         row: dict[str, Any] = {"task_id": task_id}
@@ -293,18 +293,15 @@ def gate_statement(result: Mapping[str, Any], short: bool = False) -> str:
     if margin is not None:
         unchecked = [f"{label} has no interval ({fmt_int(s['n'])} paired task{'s' if s['n'] != 1 else ''})"
                      for label, s in sections if s["ci95"]["lower"] is None]
-        flat = [label for label, s in sections if s["ci95"]["lower"] is not None and no_variation(s)]
-        if unchecked:
-            text = (f"pass: neither first attempt nor task success is a significant regression and no 95% interval "
-                    f"reaches below -{margin_text}, the allowed drop; but {' and '.join(unchecked)}, so the "
-                    "margin could not be checked there: no evidence either way")
-        else:
-            text = (f"pass: neither first attempt nor task success is a significant regression, and both 95% "
+        unchecked += [f"{label} shows no variation among its {fmt_int(s['n'])} paired tasks"
+                      for label, s in sections if s["ci95"]["lower"] is not None and no_variation(s)]
+        if not unchecked:
+            return (f"pass: neither first attempt nor task success is a significant regression, and both 95% "
                     f"intervals stay above -{margin_text}, the allowed drop: the candidate is shown to be at most "
-                    f"{margin_text} worse on both")
-        if flat:
-            text += f"; {' and '.join(flat)} rest{'s' if len(flat) == 1 else ''} on paired tasks without variation"
-        return text + "."
+                    f"{margin_text} worse on both.")
+        return (f"pass: neither first attempt nor task success is a significant regression and no 95% interval "
+                f"reaches below -{margin_text}, the allowed drop; but {' and '.join(unchecked)}, so the margin is "
+                "not shown to hold there: no evidence either way.")
     unseen = [_unseen(name, label, result[name]) for name, label in GATE_SECTIONS]
     if short:
         return ("pass: no significant regression found, which is not evidence of none: " + "; ".join(unseen)

@@ -153,7 +153,11 @@ def test_a_pass_with_a_margin_and_a_fail_are_stated_as_such():
         "interval reaches below -10.0 pp, the allowed drop.")
     one = compare(side({"a": [True]}, k=1), side({"a": [True]}, k=1), 0.05)
     assert "first attempt has no interval (1 paired task) and task success has no interval (1 paired task), so the " \
-           "margin could not be checked there: no evidence either way" in gate_statement(one)
+           "margin is not shown to hold there: no evidence either way." in gate_statement(one)
+    flat = compare(side({"a": [True], "b": [False]}, k=1), side({"a": [True], "b": [False]}, k=1), 0.05)
+    assert flat["first_attempt"]["ci95"] == {"lower": 0.0, "upper": 0.0}  # above -0.05, but without variation
+    assert "is shown to be" not in gate_statement(flat)
+    assert "first attempt shows no variation among its 2 paired tasks" in gate_statement(flat)
 
 
 # --- what is compared --------------------------------------------------------------------------

@@ -1,0 +1,113 @@
+"""`bench-pipeline repeats` and `compare --baseline ... --candidate ...` (repeated-runs.md):
+each run processed, the files written, and the exit codes (0, 1 gate fail, 2 bad input)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bench_pipeline import cli
+from bench_pipeline.comparison import compare, side_from_output
+
+from .run_builder import make_run, row
+
+SYSTEM = {"status": "completed", "metrics_k": 1, "model": {"name": "m", "provider": "p"},
+          "code": {"git_sha": "abc1234", "dirty": False}}
+
+
+def _system_runs(root, outcomes_per_run, *, prefix="r", model="m", sha="abc1234"):
+    """One run folder per {task: status} mapping, all of one system unless told otherwise."""
+    manifest = {**SYSTEM, "model": {"name": model, "provider": "p"}, "code": {"git_sha": sha, "dirty": False}}
+    return [make_run(root, [row(t, 1, s) for t, s in outcomes.items()], run_id=f"{prefix}{i}",
+                     manifest={**manifest, "started_at": f"2026-11-0{i}T00:00:00Z"})
+            for i, outcomes in enumerate(outcomes_per_run, start=1)]
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "bench_pipeline.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_repeats_pools_three_runs_and_names_the_flaky_task(tmp_path):
+    folders = _system_runs(tmp_path / "runs", [{"a": "passed", "b": "passed", "c": "failed"},
+                                                {"a": "passed", "b": "failed", "c": "failed"},
+                                                {"a": "passed", "b": "passed", "c": "failed"}])
+    out = tmp_path / "out"
+    done = _run("repeats", *folders, "--output-dir", out)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((out / "repeats.json").read_text())
+    assert doc["system"] == {"suite": "suite-x", "model": "m", "git_sha": "abc1234"} and doc["warnings"] == []
+    assert [r["run_id"] for r in doc["runs"]] == ["r1", "r2", "r3"]
+    assert [r["pass_at_1"] for r in doc["runs"]] == [2 / 3, 1 / 3, 2 / 3]
+    assert doc["stability"]["flaky_tasks"] == [{"task_id": "b", "attempts": 3, "successes": 2, "flip": 2 / 3}]
+    assert doc["pooled"]["first_attempt"]["mean"] == pytest.approx(5 / 9, rel=1e-12)  # (1 + 2/3 + 0) / 3
+    md = (out / "repeats.md").read_text()
+    assert md.startswith("# Repeated runs of `suite-x / m / abc1234`")
+    assert "Two single runs of this system differ in pass@1 by up to " in md
+    assert "| `b` | 3 | 2 | 0.667 |" in md and "[`r1`](<../runs/r1/tasks/b/>)" in md
+    assert "[`r2`](<runs/r2/report.html>)" in md
+    for run_id in ("r1", "r2", "r3"):
+        assert (out / "runs" / run_id / "report.html").is_file()
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("repeats: 3 run(s) of suite-x / m / abc1234: pooled first attempt 55.6% [")
+    assert "flip rate 0.222 (1 flaky of 3 tasks)" in last
+
+
+def test_repeats_refuses_a_folder_that_is_not_a_run_and_the_same_run_twice(tmp_path):
+    folders = _system_runs(tmp_path / "runs", [{"a": "passed"}, {"a": "failed"}])
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["repeats", str(folders[0]), str(tmp_path / "empty"), "--output-dir", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists()  # checked before anything is processed
+    twice = _run("repeats", folders[0], folders[1], folders[0], "--output-dir", tmp_path / "o2")
+    assert twice.returncode == 2 and "the same run folder twice" in twice.stderr
+    assert len(twice.stderr.strip().splitlines()) == 1
+    copy = make_run(tmp_path / "elsewhere", [row("a")], run_id="r1", manifest=SYSTEM)  # same run id, other folder
+    same_id = _run("repeats", folders[0], copy, "--output-dir", tmp_path / "o3")
+    assert same_id.returncode == 2 and "the same run twice (run id 'r1'" in same_id.stderr
+
+
+def test_repeated_compare_with_one_run_per_side_equals_the_positional_one(tmp_path):
+    base = _system_runs(tmp_path / "runs", [{f"t{i}": "passed" for i in range(10)}], prefix="b")
+    cand = _system_runs(tmp_path / "runs", [{f"t{i}": "failed" if i < 2 else "passed" for i in range(10)}], prefix="c",
+                        sha="def5678")
+    done = _run("compare", "--baseline", base[0], "--candidate", cand[0], "--output-dir", tmp_path / "rep")
+    assert done.returncode == 0, done.stderr
+    repeated = json.loads((tmp_path / "rep" / "comparison.json").read_text())
+    assert repeated["schema_version"] == 2 and repeated["mode"] == "repeated"
+    assert repeated["baseline"] == {"runs": ["b1"], "suite": "suite-x", "metrics_k": 1}
+    positional = compare(side_from_output(tmp_path / "rep" / "baseline" / "b1"),
+                         side_from_output(tmp_path / "rep" / "candidate" / "c1"))
+    for name in ("first_attempt", "task_success"):
+        for key in ("n", "delta", "se", "ci95", "mde80"):
+            assert repeated[name][key] == positional[name][key], (name, key)
+    md = (tmp_path / "rep" / "comparison.md").read_text()
+    assert md.startswith("# Compared: 1 candidate run(s) against 1 baseline run(s)")
+    assert "| First attempt (pass@1) | 10 | 100.0% | 80.0% | -20.0 pp |" in md
+    assert done.stderr.strip().splitlines()[-1].startswith("gate pass: 1 candidate run(s) against 1 baseline run(s)")
+
+
+def test_repeated_compare_exit_codes_and_bad_input(tmp_path):
+    base = _system_runs(tmp_path / "runs", [{f"t{i}": "passed" for i in range(10)}] * 2, prefix="b")
+    cand = _system_runs(tmp_path / "runs", [{f"t{i}": "failed" for i in range(10)}] * 2, prefix="c")
+    args = ["compare", "--baseline", base[0], "--baseline", base[1], "--candidate", cand[0], "--candidate", cand[1]]
+    failed = _run(*args, "--output-dir", tmp_path / "f")
+    assert failed.returncode == 1
+    assert "gate fail: 2 candidate run(s) against 2 baseline run(s), 10 paired task(s): the first attempt is a " \
+           "significant regression" in failed.stderr
+    result = json.loads((tmp_path / "f" / "comparison.json").read_text())
+    assert result["baseline"]["runs"] == ["b1", "b2"] and result["regressions"] == [f"t{i}" for i in range(10)]
+    assert "2 run(s) pooled (`b1`, `b2`)" in (tmp_path / "f" / "comparison.md").read_text()
+    margin = _run("compare", "--baseline", base[0], "--candidate", base[1], "--output-dir", tmp_path / "m",
+                  "--max-drop", "0.05")
+    assert margin.returncode == 0 and "both 95% intervals stay above" not in margin.stderr  # no variation: no interval
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["compare", "--baseline", str(base[0]), "--candidate", str(tmp_path / "empty"),
+                     "--output-dir", str(tmp_path / "x")]) == 2
+    assert cli.main(["compare", "--baseline", str(base[0]), "--candidate", str(base[0]),
+                     "--output-dir", str(tmp_path / "x")]) == 2
+    assert cli.main(["compare", str(base[0]), "--candidate", str(cand[0]), "--output-dir", str(tmp_path / "x")]) == 2
+    assert cli.main(["compare", "--baseline", str(base[0]), "--output-dir", str(tmp_path / "x")]) == 2
+    assert not (tmp_path / "x").exists()
