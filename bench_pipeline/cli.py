@@ -299,6 +299,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         tasks=args.tasks,
         repeats=args.repeats,
         history_messages=args.history_messages,
+        systems=args.systems,
         edge_cases=not args.no_edge_cases,
         progress=_say,
     )
@@ -364,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--repeats", type=int, default=3)
     g.add_argument("--history-messages", type=int, default=30)
     g.add_argument("--no-edge-cases", action="store_true", help="clean runs only (for benchmarks)")
+    g.add_argument("--systems", type=int, default=None,
+                   help="run i repeats system i %% N (one model and git sha each): repeated runs to pool")
     g.set_defaults(func=cmd_generate)
 
     b = sub.add_parser("backfill", help="re-process every run through Dagster (after a formula change); needs the daemon")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import itertools
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -255,6 +255,7 @@ class RunPlan:
     judge_model: str
     with_cost: bool
     edges: frozenset[str]
+    git_sha: str | None = None  # None: drawn from the run's seed (every run its own build)
 
 
 @dataclass
@@ -340,14 +341,20 @@ class AttemptOutput:
 
 def generate_runs(out_root: Path, runs: int, seed: int, tasks: int = 12, repeats: int = 3,
                   history_messages: int = 30, edge_cases: bool = True,
-                  progress: Callable[[str], None] | None = None, id_prefix: str = "") -> list[Path]:
+                  progress: Callable[[str], None] | None = None, id_prefix: str = "",
+                  systems: int | None = None) -> list[Path]:
     """Write `runs` synthetic run folders under `out_root`; return them in order.
 
-    The same arguments always produce byte-identical folders. A run folder that already
-    exists is an error (FileExistsError), never overwritten.
+    With ``systems`` = N, run i is a repeat of system i % N: one model and one clean git
+    sha per system (repeated-runs.md "Systems"), drawn from a generator of their own, so the
+    rest of every run is what it would be without. The same arguments always produce
+    byte-identical folders. A run folder that already exists is an error
+    (FileExistsError), never overwritten.
     """
-    if runs < 0 or tasks < 1 or repeats < 1 or history_messages < 4:
-        raise ValueError("need runs >= 0, tasks >= 1, repeats >= 1, history_messages >= 4")
+    if runs < 0 or tasks < 1 or repeats < 1 or history_messages < 4 or (systems is not None and systems < 1):
+        raise ValueError("need runs >= 0, tasks >= 1, repeats >= 1, history_messages >= 4, systems >= 1")
+    drawn = random.Random(f"systems-{seed}")
+    builds = [(MODELS[i % len(MODELS)], f"{drawn.getrandbits(28):07x}") for i in range(systems or 0)]
     out_root = Path(out_root)
     master = random.Random(seed)
     offsets = {name: master.randrange(period) for name, period in RUN_EDGE_PERIODS.items()}
@@ -356,6 +363,9 @@ def generate_runs(out_root: Path, runs: int, seed: int, tasks: int = 12, repeats
     created = []
     for index in range(runs):
         plan = plan_run(master, index, runs, started, offsets, edge_cases, id_prefix)
+        if builds:
+            model, sha = builds[index % len(builds)]
+            plan = replace(plan, model=model, git_sha=sha)
         run_dir = out_root / plan.run_id
         write_run(run_dir, plan, suite, repeats, history_messages, edge_cases, progress)
         created.append(run_dir)
@@ -449,7 +459,8 @@ def build_manifest(plan: RunPlan, suite: list[Task], repeats: int, finished: dat
         "status": plan.status,
         "started_at": iso(plan.started),
         "finished_at": None if plan.status == "running" else iso(finished),
-        "code": {"git_sha": f"{plan.seed % (16 ** 7):07x}", "dirty": plan.index % 11 == 3},
+        "code": ({"git_sha": f"{plan.seed % (16 ** 7):07x}", "dirty": plan.index % 11 == 3} if plan.git_sha is None
+                 else {"git_sha": plan.git_sha, "dirty": False}),
         "suite": {"name": SUITE_NAME, "version": SUITE_VERSION},
         "model": {"provider": "example", "name": plan.model},
         "judge": {"enabled": plan.judge_enabled, "model": plan.judge_model if plan.judge_enabled else None},

@@ -483,3 +483,17 @@ def test_legacy_rows_carry_top_level_metrics(edge_runs: list[Path]) -> None:
         assert "metrics" not in row and "agent_eligible" not in row and "artifact_dir" not in row
         assert row["success"] is None and row["status"] in ("passed", "failed")
         assert "wall_ms" in row and "setup_ms" in row
+
+
+def test_systems_make_runs_that_repeat_one_model_and_git_sha(tmp_path):
+    import json as _json
+
+    from bench_pipeline.generate import generate_runs as _generate
+
+    folders = _generate(tmp_path / "s", runs=5, seed=3, tasks=3, repeats=2, history_messages=6, systems=2)
+    builds = [(m["model"]["name"], m["code"]["git_sha"], m["code"]["dirty"])
+              for m in (_json.loads((f / "manifest.json").read_text()) for f in folders)]
+    assert builds[0] == builds[2] == builds[4] and builds[1] == builds[3] and builds[0] != builds[1]
+    assert all(dirty is False for _, _, dirty in builds)
+    again = _generate(tmp_path / "t", runs=5, seed=3, tasks=3, repeats=2, history_messages=6, systems=2)
+    assert [(f / "manifest.json").read_bytes() for f in again] == [(f / "manifest.json").read_bytes() for f in folders]
