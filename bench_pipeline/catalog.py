@@ -1,4 +1,5 @@
-"""Cross-run views: one catalog row per run and per-suite trends.
+"""Cross-run views: one catalog row per run, the runs behind the current formula version,
+and per-suite trends.
 
 The catalog is pure; the trends read each run's output folder for the paired comparison
 with its predecessor (``comparison.side_from_output``).
@@ -71,6 +72,37 @@ def catalog_frame(rows: list[dict]) -> pd.DataFrame:
         frame[column] = pd.array(
             [v if isinstance(v, int) and abs(v) <= COUNT_LIMIT else None for v in frame[column]], dtype="Int64")
     return frame.sort_values(["suite", "started_at", "run_id"], na_position="last").reset_index(drop=True)
+
+
+#: How many runs behind the formula the catalog's metadata lists by name.
+BEHIND_LISTED = 20
+
+
+def runs_behind_formula(catalog: pd.DataFrame, current: str) -> pd.DataFrame:
+    """The catalog's runs whose metrics.json was computed with another formula version than
+    ``current`` (or carries none), in catalog order: the runs a backfill re-processes."""
+    mask = pd.Series([not (isinstance(v, str) and v == current) for v in catalog["formula_version"]],
+                     index=catalog.index, dtype=bool)
+    return catalog.loc[mask, ["run_id", "suite", "formula_version"]].reset_index(drop=True)
+
+
+def _cell(value: Any) -> str:
+    """A markdown table cell: null as "unknown", pipes escaped."""
+    return "unknown" if value is None or pd.isna(value) else str(value).replace("|", "\\|")
+
+
+def behind_formula_markdown(behind: pd.DataFrame, current: str, limit: int = BEHIND_LISTED) -> str:
+    """The runs behind the formula as a markdown table (run id, suite, formula version): the
+    first ``limit``, then how many more there are."""
+    if behind.empty:
+        return f"Every run in the catalog was computed with the current formula version `{current}`."
+    lines = [f"{len(behind)} run(s) computed with another formula version than the current `{current}`:", "",
+             "| run_id | suite | formula_version |", "| --- | --- | --- |"]
+    lines += [f"| {_cell(r.run_id)} | {_cell(r.suite)} | {_cell(r.formula_version)} |"
+              for r in behind.head(limit).itertuples(index=False)]
+    if len(behind) > limit:
+        lines += ["", f"... and {len(behind) - limit} more (the catalog's `formula_version` column has every run)."]
+    return "\n".join(lines)
 
 
 #: The paired sections whose verdict a trend row shows, in comparison.json's order

@@ -2,9 +2,11 @@
 
 A copy of the package is materialized for several runs through `bench-pipeline backfill`
 (one asset backfill, run by a Dagster daemon in one Dagster run), then its FORMULA_VERSION
-is changed: every run's formula-dependent assets become stale, and one more backfill
-rewrites every metrics.json with the new version. After each backfill the catalog sensor
-refreshes the run catalog, which then shows every run with the new version.
+is changed: every run's formula-dependent assets become stale, the catalog sensor
+refreshes the run catalog at once to list every run as behind the new version, and one
+more backfill rewrites every metrics.json with the new version. After each backfill the
+catalog sensor refreshes the run catalog, which then shows every run with the new version
+and none behind.
 """
 
 from __future__ import annotations
@@ -119,6 +121,24 @@ def _catalog_after(tmp: Path, env: dict, since: float, version: str) -> dict:
     raise AssertionError("the catalog sensor did not refresh the catalog in time")
 
 
+def _catalog_metadata(tmp: Path) -> dict:
+    instance = dg.DagsterInstance.from_config(str(tmp / "home"))
+    record = instance.fetch_materializations(dg.AssetKey("run_catalog"), limit=1).records[0]
+    return {k: v.value for k, v in record.asset_materialization.metadata.items()}
+
+
+def _catalog_refreshed_after(tmp: Path, since: float) -> dict:
+    """run_catalog's metadata once the catalog sensor has refreshed it after ``since``."""
+    instance = dg.DagsterInstance.from_config(str(tmp / "home"))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        if any(r.end_time and r.end_time > since and r.dagster_run.is_success
+               for r in instance.get_run_records(dg.RunsFilter(job_name="refresh_catalog"))):
+            return _catalog_metadata(tmp)
+        time.sleep(2)
+    raise AssertionError("the catalog sensor did not refresh the catalog after the formula change in time")
+
+
 @pytest.fixture()
 def daemon(tmp_path):
     """A Dagster daemon on the test's instance, with the run-folder sensor stopped (the test
@@ -172,13 +192,21 @@ def test_formula_change_makes_runs_stale_and_backfill_reprocesses_all(tmp_path, 
     assert _versions(tmp_path) == {FORMULA_VERSION}
     assert all(s == "FRESH" for run in _stale(tmp_path, env).values() for s in run.values())
     assert _catalog_after(tmp_path, env, started, FORMULA_VERSION)  # the catalog followed the runs
+    meta = _catalog_metadata(tmp_path)
+    assert (meta["formula_version"], meta["runs_behind_formula"]) == (FORMULA_VERSION, 0)
 
     formula = src / "bench_pipeline" / "formula.py"
     formula.write_text(formula.read_text().replace(FORMULA_VERSION, "test-bump"))
     stale = _stale(tmp_path, env)
     assert all(s == "STALE" for run in stale.values() for s in run.values()), stale
 
+    restarted = time.time()
     daemon()  # the running daemon has the old definitions: restart it, as a deployment does
+    # before anything is re-processed, the catalog is refreshed and names every run as behind
+    meta = _catalog_refreshed_after(tmp_path, restarted)
+    assert (meta["formula_version"], meta["runs_behind_formula"]) == ("test-bump", 3)
+    assert [line for line in meta["runs_behind_formula_list"].splitlines() if line.startswith("| run-")] == [
+        f"| {run_id} | suite-x | {FORMULA_VERSION} |" for run_id in RUNS]
     started = time.time()
     second = _backfill(tmp_path, env)
     assert len(_backfill_runs(tmp_path, second)) == 1
@@ -188,3 +216,5 @@ def test_formula_change_makes_runs_stale_and_backfill_reprocesses_all(tmp_path, 
         event = instance.get_latest_materialization_event(dg.AssetKey("capability_aggregates"))
         assert event.asset_materialization.tags["dagster/code_version"] == "test-bump"
     assert _catalog_after(tmp_path, env, started, "test-bump")
+    meta = _catalog_metadata(tmp_path)
+    assert (meta["formula_version"], meta["runs_behind_formula"]) == ("test-bump", 0)

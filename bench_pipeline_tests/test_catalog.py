@@ -112,3 +112,44 @@ def test_catalog_counts_are_nullable_64_bit_and_a_huge_plan_fits(tmp_path):
     buffer = io.BytesIO()
     catalog.to_parquet(buffer)
     assert pd.read_parquet(io.BytesIO(buffer.getvalue()))["attempts"].tolist() == catalog["attempts"].tolist()
+
+
+def test_runs_behind_formula_are_exactly_those_with_another_version(tmp_path):
+    """A run whose metrics.json carries an older formula version, or none, is behind; runs on
+    the current version are not. The markdown lists them with their versions, in catalog
+    order, up to the limit and then how many more."""
+    from bench_pipeline.catalog import behind_formula_markdown, runs_behind_formula
+
+    metrics = _metrics(tmp_path, "r0", ["passed", "failed"])
+    versions = {"a-old": "2026-01-01.1", "b-current": "v-now", "c-none": None, "d-older": "2025-12-31.9",
+                "e-current": "v-now"}
+    catalog = catalog_frame([catalog_row(run_id, {**metrics, "formula_version": version}, {})
+                             for run_id, version in versions.items()])
+    assert dict(zip(catalog["run_id"], catalog["formula_version"])) == versions  # the version is a column
+    behind = runs_behind_formula(catalog, "v-now")
+    assert list(behind["run_id"]) == ["a-old", "c-none", "d-older"]
+    assert list(behind.columns) == ["run_id", "suite", "formula_version"]
+    text = behind_formula_markdown(behind, "v-now")
+    assert text.splitlines() == [
+        "3 run(s) computed with another formula version than the current `v-now`:", "",
+        "| run_id | suite | formula_version |", "| --- | --- | --- |",
+        "| a-old | suite-a | 2026-01-01.1 |", "| c-none | suite-a | unknown |", "| d-older | suite-a | 2025-12-31.9 |",
+    ]
+    capped = behind_formula_markdown(behind, "v-now", limit=2).splitlines()
+    assert capped[-4:] == ["| a-old | suite-a | 2026-01-01.1 |", "| c-none | suite-a | unknown |", "",
+                           "... and 1 more (the catalog's `formula_version` column has every run)."]
+
+    current = runs_behind_formula(catalog, "2026-01-01.1")  # from that version's point of view
+    assert list(current["run_id"]) == ["b-current", "c-none", "d-older", "e-current"]
+    none = runs_behind_formula(catalog[catalog["formula_version"] == "v-now"], "v-now")
+    assert none.empty and behind_formula_markdown(none, "v-now") == (
+        "Every run in the catalog was computed with the current formula version `v-now`.")
+    assert runs_behind_formula(catalog_frame([]), "v-now").empty
+
+
+def test_a_pipe_in_a_run_id_does_not_break_the_table(tmp_path):
+    from bench_pipeline.catalog import behind_formula_markdown, runs_behind_formula
+
+    metrics = {**_metrics(tmp_path, "r0", ["passed"]), "formula_version": "old"}
+    behind = runs_behind_formula(catalog_frame([catalog_row("a|b", metrics, {})]), "new")
+    assert behind_formula_markdown(behind, "new").splitlines()[-1] == "| a\\|b | suite-a | old |"

@@ -5,6 +5,11 @@ asset with 100 or more upstream partitions, so they follow the runs by ``catalog
 the catalog sensor (and the main command) refresh them once new per-run materializations
 exist and no per-run work is still under way, so a backfill of many runs ends in one
 refresh, not one per partition. The daily schedule refreshes them as well.
+
+The catalog also says which runs are behind the current formula version (Dagster's UI shows
+that only on each partition's own page): after a formula change, before any run is
+re-processed, ``catalog_behind`` reports the catalog itself as behind, so that it is
+refreshed once with the runs listed.
 """
 
 
@@ -13,26 +18,39 @@ import json
 import dagster as dg
 import pandas as pd
 
-from ..catalog import catalog_frame, catalog_row, suite_trends as build_trends
+from ..catalog import behind_formula_markdown, catalog_frame, catalog_row, runs_behind_formula
+from ..catalog import suite_trends as build_trends
+from ..formula import FORMULA_VERSION
 from ..resources import PipelineSettings
 from .partition_work import STAGES
 
 GROUP = "cross_run"
 
 
-def _latest_storage_id(instance: dg.DagsterInstance, asset: str) -> int | None:
+def _latest(instance: dg.DagsterInstance, asset: str) -> dg.EventLogRecord | None:
     records = instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
-    return records[0].storage_id if records else None
+    return records[0] if records else None
 
 
-def catalog_behind(instance: dg.DagsterInstance) -> int | None:
-    """The storage id of the newest per-run materialization when the catalog was made before
-    it (or never), else None."""
-    runs = _latest_storage_id(instance, STAGES[-1])  # the last stage: a run is done
+def catalog_behind(instance: dg.DagsterInstance) -> str | None:
+    """What the catalog is behind, as a key for the refresh (``<newest per-run storage id>-
+    <catalog storage id>@<formula version>``), or None when it is up to date.
+
+    Behind: some run was materialized after the catalog (or the catalog never was), or the
+    catalog was made under another formula version than the current one, so that after a
+    formula change it is refreshed once to list every run as behind, even before a backfill
+    has materialized anything. The key differs for every catalog materialization, so a
+    sensor's run key never repeats one already used.
+    """
+    runs = _latest(instance, STAGES[-1])  # the last stage: a run is done
     if runs is None:
         return None
-    catalog = _latest_storage_id(instance, "run_catalog")
-    return runs if catalog is None or catalog < runs else None
+    catalog = _latest(instance, "run_catalog")
+    if catalog is not None and catalog.storage_id > runs.storage_id:
+        made = catalog.asset_materialization
+        if made is not None and getattr(made.metadata.get("formula_version"), "value", None) == FORMULA_VERSION:
+            return None
+    return f"{runs.storage_id}-{catalog.storage_id if catalog else 0}@{FORMULA_VERSION}"
 
 
 @dg.asset(
@@ -43,7 +61,9 @@ def catalog_behind(instance: dg.DagsterInstance) -> int | None:
 )
 def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings, capability_aggregates: dict[str, dict]) -> pd.DataFrame:
     """One row per processed run: suite, model, formula version, headline capability with
-    intervals, coverage and cost."""
+    intervals, coverage and cost. Its metadata names the current formula version and the
+    runs computed with another one (``runs_behind_formula``, a number the Plots tab charts,
+    and the first of them by name)."""
     rows = []
     for run_id, metrics in sorted((capability_aggregates or {}).items()):
         try:
@@ -52,10 +72,15 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings, c
             manifest = {}
         rows.append(catalog_row(run_id, metrics, manifest if isinstance(manifest, dict) else {}))
     frame = catalog_frame(rows)
+    behind = runs_behind_formula(frame, FORMULA_VERSION)
+    shown = ["run_id", "suite", "model", "formula_version", "pass_at_1", "pass_at_k", "attempts"]
     context.add_output_metadata({
         "dagster/row_count": len(frame),
         "suites": frame["suite"].nunique(),
-        "preview": dg.MetadataValue.md(frame[["run_id", "suite", "model", "pass_at_1", "pass_at_k", "attempts"]].head(20).to_markdown(index=False)),
+        "formula_version": FORMULA_VERSION,
+        "runs_behind_formula": len(behind),
+        "runs_behind_formula_list": dg.MetadataValue.md(behind_formula_markdown(behind, FORMULA_VERSION)),
+        "preview": dg.MetadataValue.md(frame[shown].head(20).to_markdown(index=False)),
     })
     return frame
 

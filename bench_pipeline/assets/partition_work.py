@@ -52,6 +52,13 @@ FRAME_SCHEMAS = {"raw_results": RawResultsSchema, "attempt_metrics": AttemptMetr
 #: The headline rates of metrics.json capability, charted per run in the Dagster UI.
 HEADLINE_RATES = ("pass_at_1", "pass_at_k", "pass_pow_k", "attempt_success_rate")
 
+#: capability_aggregates' groups of metadata entries, in the order a person reads them; the
+#: rank of each (1 to 6) starts its labels (``headline_label``).
+HEADLINE_GROUPS = (*HEADLINE_RATES, "coverage", "data_quality_findings")
+
+#: Decimals of the rates and bounds in metadata (metrics.json keeps full precision).
+METADATA_DIGITS = 4
+
 
 @dataclass(frozen=True)
 class PartitionJob:
@@ -223,35 +230,53 @@ def _failure(job: PartitionJob, stage: str, exc: Exception) -> str:
             f"{''.join(traceback.format_exception(exc))}")
 
 
+def headline_label(group: str, suffix: str = "") -> str:
+    """A metadata label of capability_aggregates: its group's rank, the group, the suffix
+    (``headline_label("pass_at_1", "ci95_lower") == "1_pass_at_1_ci95_lower"``).
+
+    Dagster's Plots tab (1.13) charts the numeric entries in the order of their labels
+    (JavaScript's default sort, by character code), not in the order they are given, so the
+    rank puts pass_at_1 first there as the given order does in the metadata table; within
+    a rate the suffixes sort as value, ``ci95_lower``, ``ci95_upper``, ``denominator``,
+    ``successes``. Ranks are one digit: a tenth group (``10_...``) would sort first of all.
+    """
+    label = f"{HEADLINE_GROUPS.index(group) + 1}_{group}"
+    return f"{label}_{suffix}" if suffix else label
+
+
 def headline_metadata(metrics: dict) -> dict[str, Any]:
     """The numbers a user compares across runs, as numbers (the Plots tab charts them per
-    partition) with the formatted text beside them. A null rate has no number, only its
-    text: unknown is not zero."""
+    partition) with the formatted text beside them, in the order a person reads them,
+    pass_at_1 first (labels: ``headline_label``). Rates and bounds are rounded to
+    ``METADATA_DIGITS`` decimals, as their text is; metrics.json keeps full precision. A null
+    rate has no number, only its text: unknown is not zero."""
     cap, coverage = metrics["capability"], metrics["coverage"]
+    digits = METADATA_DIGITS
     out: dict[str, Any] = {}
     for name in HEADLINE_RATES:
         m = cap[name]
         denominator = m.get("eligible_tasks", m.get("eligible_attempts"))
         if m["value"] is None:
-            out[f"{name}_text"] = "n/a (no eligible denominator)"
+            out[headline_label(name, "text")] = "n/a (no eligible denominator)"
         else:
-            out[name] = float(m["value"])
-            out[f"{name}_lower"] = float(m["ci95"]["lower"])
-            out[f"{name}_upper"] = float(m["ci95"]["upper"])
-            out[f"{name}_text"] = (f"{m['value']:.3f} [{m['ci95']['lower']:.3f}, {m['ci95']['upper']:.3f}] "
-                                   f"({m['successes']}/{denominator})")
-        out[f"{name}_successes"] = int(m["successes"])
-        out[f"{name}_denominator"] = int(denominator)
+            value, lower, upper = (round(float(x), digits) for x in (m["value"], m["ci95"]["lower"], m["ci95"]["upper"]))
+            out[headline_label(name)] = value
+            out[headline_label(name, "ci95_lower")] = lower
+            out[headline_label(name, "ci95_upper")] = upper
+            out[headline_label(name, "text")] = (f"{value:.{digits}f} [{lower:.{digits}f}, {upper:.{digits}f}] "
+                                                 f"({m['successes']}/{denominator})")
+        out[headline_label(name, "successes")] = int(m["successes"])
+        out[headline_label(name, "denominator")] = int(denominator)
     for name in ("metrics_k", "unique_tasks", "attempts", "agent_eligible_attempts", "invalid_attempts",
                  "planned_attempts", "missing_attempts"):
         value = coverage.get(name)
         if type(value) is int:
-            out[f"coverage_{name}"] = value
+            out[headline_label("coverage", name)] = value
     for name in ("pass_at_1", "pass_at_k", "pass_pow_k"):
         value = coverage.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[f"coverage_{name}"] = float(value)
-    out["data_quality_findings"] = data_quality_findings(metrics)
+            out[headline_label("coverage", name)] = round(float(value), digits)
+    out[headline_label("data_quality_findings")] = data_quality_findings(metrics)
     return out
 
 

@@ -71,12 +71,15 @@ def test_every_stage_materializes_and_matches_the_engine(run_env, monkeypatch):
     mat = {e.asset_key.path[-1]: e for e in result.get_asset_materialization_events()}
     meta = mat["capability_aggregates"].materialization.metadata
     assert meta["formula_version"].value == FORMULA_VERSION
-    assert meta["pass_at_1"].value == pytest.approx(2 / 3)  # a number the Plots tab charts
-    assert meta["pass_at_1_text"].value.startswith("0.667")
-    assert meta["pass_at_1_lower"].value < 2 / 3 < meta["pass_at_1_upper"].value
-    assert meta["pass_at_1_successes"].value == 2 and meta["pass_at_1_denominator"].value == 3
-    assert meta["coverage_missing_attempts"].value == 1
-    assert meta["data_quality_findings"].value == written_findings(written)
+    p1 = written["capability"]["pass_at_1"]  # numbers the Plots tab charts, rounded as their text
+    assert meta["1_pass_at_1"].value == round(p1["value"], 4) == round(2 / 3, 4)
+    assert meta["1_pass_at_1_text"].value == (f"{round(2 / 3, 4):.4f} [{round(p1['ci95']['lower'], 4):.4f}, "
+                                              f"{round(p1['ci95']['upper'], 4):.4f}] (2/3)")
+    assert meta["1_pass_at_1_ci95_lower"].value == round(p1["ci95"]["lower"], 4) < 2 / 3
+    assert meta["1_pass_at_1_ci95_upper"].value == round(p1["ci95"]["upper"], 4) > 2 / 3
+    assert meta["1_pass_at_1_successes"].value == 2 and meta["1_pass_at_1_denominator"].value == 3
+    assert meta["5_coverage_missing_attempts"].value == 1
+    assert meta["6_data_quality_findings"].value == written_findings(written)
     assert {e.materialization.partition for e in result.get_asset_materialization_events()} == {"run-x"}
     assert {e.partition for e in result.get_asset_check_evaluations()} == {"run-x"}
     tags = mat["reports"].materialization.tags
