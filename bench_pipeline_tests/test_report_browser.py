@@ -256,6 +256,33 @@ def test_comparison_section_renders_escaped(browser: Any, tmp_path: Path) -> Non
     w.page.close()
 
 
+def test_stability_section_renders(browser: Any, tmp_path: Path) -> None:
+    """main_run (k = 3): the within-run stability section, reached from its nav link, counts
+    6 classified tasks and lists its 3 flaky ones, each attempt linked to its evidence folder."""
+    paths = write_reports(tmp_path / "out", *main_run(), run_dir=tmp_path / "runs" / "r")
+    w = open_report(browser, paths["report.html"])
+    page = w.page
+    page.locator("nav.toc a[href='#stability']").click()
+    section = page.locator("#stability")
+    assert section.is_visible()
+    assert "lower bound" in section.locator("#stability-note").inner_text()
+    counts = section.locator("#stability-counts tbody tr")
+    assert counts.count() == 5
+    assert counts.nth(0).locator("td").inner_text() == "6 of 8 observed"
+    assert counts.nth(4).locator("td").inner_text() == "33.3%"
+    rows = section.locator("#stability-table tbody tr")
+    assert rows.count() == 3
+    assert [rows.nth(i).locator("td code").first.inner_text() for i in range(3)] == ["create_event", "set_alarm", "web_search"]
+    assert rows.nth(0).locator("td").nth(3).inner_text() == "66.7%"
+    assert rows.nth(0).locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))") == [
+        "../runs/r/tasks/create_event/", "../runs/r/tasks/create_event/attempt-2/",
+        "../runs/r/tasks/create_event/attempt-3/"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    section.screenshot(path=str(ARTIFACTS / "report-stability.png"))
+    assert_clean(w)
+    w.page.close()
+
+
 FRAME_TIMED = """(action) => new Promise((resolve) => {
   const t = performance.now();
   if (action === 'sort') { document.querySelector('#attempts button[data-sort="9"]').click(); }
