@@ -360,3 +360,36 @@ def repeat_run_of(processed: Any, run_dir: Any = None) -> RepeatRun:
     from .comparison import side_from_processed
 
     return RepeatRun(side_from_processed(processed, run_dir), pass_at_1_of(processed.metrics))
+
+
+# --- folder names of the cross-run outputs ----------------------------------------------------
+
+def _slug_part(value: str | None, unknown: str = "unknown") -> str:
+    """A readable, filesystem-safe piece: letters, digits, ``.``, ``_`` and ``-`` kept, every
+    other run of characters one ``-``, at most 40 characters."""
+    text = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in (value or unknown))
+    text = "-".join(p for p in text.split("-") if p).strip(".-") or unknown
+    return text[:40]
+
+
+def _digest(*values: str | None) -> str:
+    import hashlib
+
+    return hashlib.sha256("\x00".join(v if v is not None else "\x01" for v in values).encode()).hexdigest()[:8]
+
+
+def suite_slug(suite: str | None) -> str:
+    """The folder of a suite's page under ``<output root>/_suites/``: the suite name made
+    filesystem-safe, then ``-`` and 8 hex digits of a hash of the exact name (two names that
+    read alike never share a folder)."""
+    return f"{_slug_part(suite)}-{_digest(suite)}"
+
+
+def system_slug(system: System) -> str:
+    """The folder of a system under ``<output root>/_systems/``: ``<suite>--<model>--<git sha>``
+    made filesystem-safe (``unknown`` for an unknown part, the run id beside it for a run that
+    is a system of its own), then ``-`` and 8 hex digits of a hash of the exact values."""
+    parts = [_slug_part(system.suite), _slug_part(system.model), _slug_part(system.git_sha)]
+    if system.alone is not None:
+        parts.append(_slug_part(system.alone))
+    return "--".join(parts) + "-" + _digest(system.suite, system.model, system.git_sha, system.alone)

@@ -214,3 +214,17 @@ def test_set_warnings_in_their_order_and_a_regression_fails_the_gate():
     assert list(SET_WARNINGS)[-1] == "no_paired_tasks"
     with pytest.raises(ValueError):
         compare_sets([], cand)
+
+
+def test_slugs_are_readable_safe_and_distinct():
+    from bench_pipeline.repeats import System, suite_slug, system_slug
+
+    slug = system_slug(System("android-core", "agent/model large", "4f2c9e1"))
+    assert slug.startswith("android-core--agent-model-large--4f2c9e1-") and len(slug.rsplit("-", 1)[1]) == 8
+    assert system_slug(System("a b", "m", "s")) != system_slug(System("a/b", "m", "s"))  # alike, not the same
+    lone = system_slug(System("s", None, "x", alone="run-7"))
+    assert lone.startswith("s--unknown--x--run-7-")
+    assert suite_slug("../etc") .startswith("etc-") and "/" not in suite_slug("a/../b")
+    assert suite_slug(None).startswith("unknown-")
+    for s in (suite_slug("..."), system_slug(System("..", "..", ".."))):
+        assert s not in (".", "..") and "/" not in s and not s.startswith(".")
