@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 
 from bench_pipeline.reports import write_reports
-from bench_pipeline_tests.fixtures_reports import XSS_FINAL_RESPONSE, XSS_RUN, XSS_TASK, compared_run, large_run, main_run
+from bench_pipeline_tests.fixtures_reports import (
+    XSS_FINAL_RESPONSE,
+    XSS_RUN,
+    XSS_TASK,
+    compared_run,
+    fill_metrics,
+    large_run,
+    main_run,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -236,7 +244,14 @@ def test_comparison_section_renders_escaped(browser: Any, tmp_path: Path) -> Non
     box = chart.bounding_box()
     assert box is not None and box["width"] > 300 and box["height"] > 100
     assert chart.locator("line.zero").count() == 1 and chart.locator("g.row").count() == 8
-    assert chart.locator("g.row.bad rect.ci").count() == 5  # the cost row has no interval
+    # every paired task's wall time rose by the same 600 ms: a hollow dot and a note, not a
+    # zero-width interval (so do pass@k and the tokens, unchanged); the cost row has no interval
+    assert chart.locator("g.row.bad rect.ci").count() == 4 and chart.locator("g.row rect.ci").count() == 4
+    hollow = chart.locator("g.row circle.pt.nv")
+    assert hollow.count() == 3 and chart.locator("g.row.bad circle.pt.nv").count() == 1
+    assert chart.locator("text.nv").all_text_contents() == ["no variation to estimate an interval from"] * 3
+    assert "every paired task changed by the same amount" in hollow.nth(1).locator("title").text_content()
+    assert hollow.nth(1).evaluate("c => getComputedStyle(c).fill") == "rgb(255, 255, 255)"
     zero = chart.locator("line.zero").bounding_box()
     first_ci = chart.locator("g.row").nth(0).locator("rect.ci").bounding_box()
     assert first_ci["x"] + first_ci["width"] < zero["x"]  # the first attempt's interval lies below zero
@@ -279,6 +294,62 @@ def test_stability_section_renders(browser: Any, tmp_path: Path) -> None:
         "../runs/r/tasks/create_event/attempt-3/"]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     section.screenshot(path=str(ARTIFACTS / "report-stability.png"))
+    assert_clean(w)
+    w.page.close()
+
+
+HISTOGRAM_TEXT_BOXES = """() => Array.from(document.querySelectorAll('#efficiency figure.chart')).map(f => {
+  const svg = f.querySelector('svg.hist');
+  return {field: f.dataset.field, scale: svg.dataset.scale, width: svg.viewBox.baseVal.width,
+    texts: Array.from(svg.querySelectorAll('text')).map(t => {
+      const b = t.getBBox();
+      return {cls: t.getAttribute('class'), text: t.textContent, x: b.x, y: b.y, w: b.width, h: b.height};
+    })};
+})"""
+
+
+def long_tailed_run() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], str]:
+    """A generated run whose wall times have a long tail (20-30 s and a few 600 s timeouts)
+    and whose token counts put p50 and p90 close together at the axis's left end."""
+    metrics, attempts, manifest, run_id = large_run(150, seed=11)
+    eligible = [a for a in attempts if a["agent_eligible"] is True]
+    for i, a in enumerate(eligible):
+        a["task_wall_ms"] = 600_000 if i % 40 == 39 else 20_000 + (i * 7_919) % 10_000
+        a["total_tokens"] = 1_000 if i % 10 < 8 else (1_800 if i % 10 == 8 else 20_000 + (i * 997) % 30_000)
+    return fill_metrics(metrics, attempts), attempts, manifest, run_id
+
+
+def test_histogram_labels_do_not_overlap(browser: Any, tmp_path: Path) -> None:
+    """The histograms' marker labels (and all their other texts) as Chromium lays them out:
+    no two getBBox() rectangles intersect, none leaves the chart; the long tail is cut."""
+    from bench_pipeline.reports.charts import text_width
+
+    paths = write_reports(tmp_path, *long_tailed_run())
+    w = open_report(browser, paths["report.html"])
+    charts = {c["field"]: c for c in w.page.evaluate(HISTOGRAM_TEXT_BOXES)}
+    assert set(charts) == {"task_wall_ms", "total_tokens", "tool_calls", "device_actions"}
+
+    def meets(a: dict, b: dict) -> bool:
+        return a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]
+
+    for field, chart in charts.items():
+        boxes = chart["texts"]
+        labels = [b for b in boxes if b["cls"].startswith("mlabel")]
+        assert [b["text"].split()[0] for b in labels] == ["p50", "p90"], field
+        overlapping = [(a["text"], b["text"]) for i, a in enumerate(boxes) for b in boxes[i + 1:] if meets(a, b)]
+        assert overlapping == [], (field, overlapping)
+        for b in boxes:
+            assert 0 <= b["x"] and b["x"] + b["w"] <= chart["width"] and b["w"] > 0, (field, b)
+        for b in labels:  # the layout's width estimate is an upper bound of the rendered width
+            assert b["w"] <= text_width(b["text"]), (field, b)
+    wall = charts["task_wall_ms"]
+    captions = " ".join(b["text"] for b in wall["texts"] if "caption" in b["cls"])
+    assert wall["scale"] == "linear" and "linear scale cut at 30.0 s" in captions
+    assert "+3 attempts above 30.0 s, max 10.0 min" in captions
+    p50, p90 = (b for b in charts["total_tokens"]["texts"] if b["cls"].startswith("mlabel"))
+    assert p50["y"] + p50["h"] <= p90["y"]  # close together: stacked, p50 above
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    w.page.locator("#efficiency").screenshot(path=str(ARTIFACTS / "report-histograms.png"))
     assert_clean(w)
     w.page.close()
 

@@ -5,15 +5,21 @@ from __future__ import annotations
 import copy
 import html
 import json
+import math
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench_pipeline import reports
 from bench_pipeline.capability import per_task
 from bench_pipeline.jsonio import EncodedJSON, jsonable
 from bench_pipeline.reports import render_report_html, render_summary_md, write_reports
+from bench_pipeline.reports.charts import place_labels
+from bench_pipeline.stats import percentile
 from bench_pipeline.task_groups import group_tasks
 from bench_pipeline.vocabulary import COST_FIELDS, EFFICIENCY_FIELDS, RELIABILITY_FIELDS
 from bench_pipeline_tests.fixtures_reports import (
@@ -510,14 +516,16 @@ def test_jsonable_handles_nan_and_odd_types() -> None:
 
 
 def test_histogram_bins() -> None:
-    bins, overflow, threshold = reports.histogram_bins([1, 2, 2, 3, 7])
-    assert [(lo, c) for lo, _, c in bins] == [(1, 1), (2, 2), (3, 1), (4, 0), (5, 0), (6, 0), (7, 1)]
-    assert overflow == 0 and threshold is None
+    h = reports.histogram_bins([1, 2, 2, 3, 7])
+    assert [(lo, c) for lo, _, c in h.bins] == [(1, 1), (2, 2), (3, 1), (4, 0), (5, 0), (6, 0), (7, 1)]
+    assert h.per_value and h.scale == "linear" and h.above == 0 and h.above_threshold is None
+    # only the far-out 10,000 is left out (198 and 199 are no outliers), in whole steps of 10
     values = [float(v) for v in range(1, 200)] + [10_000.0]
-    bins, overflow, threshold = reports.histogram_bins(values)
-    assert sum(c for *_, c in bins) + overflow == len(values) and overflow == 2
-    assert reports.histogram_bins([]) == ([], 0, None)
-    assert sum(c for *_, c in reports.histogram_bins([5.5] * 3)[0]) == 3
+    h = reports.histogram_bins(values)
+    assert h.scale == "linear" and h.count == len(values) and (h.above, h.above_threshold, h.high) == (1, 200, 10_000)
+    assert [b[:2] for b in h.bins[:2]] == [(0, 10), (10, 20)] and h.bins[-1][2] == 10
+    assert reports.histogram_bins([]).bins == [] and reports.histogram_bins([]).count == 0
+    assert reports.histogram_bins([5.5] * 3).count == 3
 
 
 def test_svg_builders_escape_labels() -> None:
@@ -704,3 +712,241 @@ def test_report_html_compared_with_the_baseline_is_escaped(run: tuple, tmp_path:
     assert 'href="../runs/b/tasks/%3Cimg%20src%3Dx%20onerror%3D%22window.__xss%20%3D%205%22%3E%7Ctask/attempt-1/"' in part
     assert 'href="../runs/c/tasks/task_00/attempt-1/"' in part
     assert html.unescape(re.sub(r"<[^>]+>", "", part)).count('<img src=x onerror="window.__xss = 5">|task') >= 2
+
+
+# ------------------------------------------------------------------------------ histograms
+
+SVG = "{http://www.w3.org/2000/svg}"
+#: 32 attempts between 20 and 30 s and one 600 s timeout (the real run's wall times)
+LONG_TAIL_MS = [20_000.0 + (i * 7_919) % 10_000 for i in range(32)] + [600_000.0]
+
+
+def svg_tree(markup: object) -> ET.Element:
+    """The chart parsed as XML (default namespace added so that ElementTree reads it)."""
+    return ET.fromstring(str(markup).replace("<svg ", f'<svg xmlns="{SVG[1:-1]}" ', 1))
+
+
+def texts(root: ET.Element, css: str) -> list[ET.Element]:
+    return [t for t in root.iter(f"{SVG}text") if css in t.get("class", "").split()]
+
+
+def text_box(t: ET.Element, font_px: float = 10.0) -> tuple[float, float, float, float]:
+    """(x0, x1, y0, y1) of a text at ~0.6 em per character, 1 em above and 0.3 em below its baseline."""
+    w = 0.6 * font_px * len(t.text or "")
+    x, y = float(t.get("x")), float(t.get("y"))
+    x0 = {"start": x, "middle": x - w / 2, "end": x - w}[t.get("text-anchor", "start")]
+    return x0, x0 + w, y - font_px, y + 0.3 * font_px
+
+
+def intersect(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
+
+
+def bar_counts(root: ET.Element, css: str = "bar") -> list[int]:
+    """Attempts per bar, read from each bar's title ('... : 3 attempts')."""
+    rects = [r for r in root.iter(f"{SVG}rect") if r.get("class") == css]
+    return [int(re.search(r"([\d,]+) attempts?\b", r.find(f"{SVG}title").text).group(1).replace(",", ""))
+            for r in rects]
+
+
+def assert_marker_labels_apart(root: ET.Element) -> list[tuple[float, ...]]:
+    boxes = [text_box(t) for t in texts(root, "mlabel")]
+    for i, a in enumerate(boxes):
+        assert 0 <= a[0] and a[1] <= float(root.get("viewBox").split()[2]), a
+        for b in boxes[i + 1:]:
+            assert not intersect(a, b), (a, b)
+    return boxes
+
+
+def test_a_long_tail_is_cut_from_the_axis_and_counted_beside_it() -> None:
+    data = sorted(LONG_TAIL_MS)
+    # why the former rule (values above the p99 folded away when max > 1.5 x p99, 50 values
+    # or more) never fired: with 33 values the interpolated p99 lies in the gap to the timeout
+    assert percentile(data, 99) > 400_000 and not 600_000 > 1.5 * percentile(data, 99)
+    h = reports.histogram_bins(LONG_TAIL_MS)
+    assert h.scale == "linear" and (h.below, h.above, h.high) == (0, 1, 600_000)
+    assert h.above_threshold == 30_000 and h.bins[0][0] == 20_000 and h.count == 33
+    assert max(c for *_, c in h.bins) / 33 < 0.2  # was 32 of 33 in one bar
+
+    p50, p90 = percentile(data, 50), percentile(data, 90)
+    root = svg_tree(reports.svg_histogram(LONG_TAIL_MS, "task_wall_ms", markers={"p50": p50, "p90": p90}))
+    assert root.get("data-scale") == "linear"
+    counts = bar_counts(root)
+    assert sum(counts) == 32 and max(counts) / 33 < 0.9 and len([c for c in counts if c]) >= 10
+    assert bar_counts(root, "bar over") == [1]
+    caption = " ".join(t.text for t in texts(root, "caption"))
+    assert "linear scale cut at 30.0 s" in caption and "+1 attempt above 30.0 s, max 10.0 min" in caption
+    assert "linear scale cut at 30.0 s" in root.get("aria-label") and root.find(f"{SVG}title") is not None
+    labels = texts(root, "mlabel")
+    assert [t.text for t in labels] == ["p50 25.4 s", "p90 29.1 s"]
+    assert_marker_labels_apart(root)
+
+
+@pytest.mark.parametrize(("values", "field", "markers"), [
+    (LONG_TAIL_MS, "task_wall_ms", {"p50": 24_830.0, "p90": 25_100.0}),  # close markers
+    (LONG_TAIL_MS, "task_wall_ms", {"p50": 20_000.0, "p90": 20_400.0}),  # close, at the left end
+    (LONG_TAIL_MS, "task_wall_ms", {"p50": 29_900.0, "p90": 600_000.0}),  # one on the outliers' bar
+    ([0.0] * 85 + [1000.0] * 3 + [2000.0] * 3 + [3000, 4000, 5000, 6000, 20000, 30000, 40000, 45000, 50000],
+     "total_tokens", {"p50": 0.0, "p90": 2000.0}),
+    ([0] * 10, "tool_calls", {"p50": 0, "p90": 0}),
+    ([7] * 5, "tool_calls", {"p50": 7, "p90": 7, "p95": 7, "max": 7}),
+    ([1e300, 1e-300, 5.0], "total_tokens", {"p50": 5.0, "p90": 1e300}),
+])
+def test_marker_labels_never_overlap(values: list, field: str, markers: dict) -> None:
+    root = svg_tree(reports.svg_histogram(values, field, markers=markers))
+    boxes = assert_marker_labels_apart(root)
+    assert len(boxes) == len(markers)
+    # every text of the chart (axis, counts, caption, markers) stays apart, too
+    all_boxes = [text_box(t) for t in root.iter(f"{SVG}text")]
+    assert not [(a, b) for i, a in enumerate(all_boxes) for b in all_boxes[i + 1:] if intersect(a, b)]
+
+
+def test_close_markers_at_the_axis_end_stack_their_labels() -> None:
+    values = [0.0] * 85 + [1000.0] * 3 + [2000.0] * 3 + [3000, 4000, 5000, 6000, 20000, 30000, 40000, 45000, 50000]
+    root = svg_tree(reports.svg_histogram(values, "total_tokens", markers={"p50": 1000.0, "p90": 2000.0}))
+    p50, p90 = texts(root, "mlabel")
+    lines = [ln for ln in root.iter(f"{SVG}line") if "marker" in ln.get("class")]
+    x50, x90 = (float(ln.get("x1")) for ln in lines)
+    assert x50 < x90 < x50 + 20  # too close, and too near the left end for "p50 1,000" to go left of its line
+    # the two labels sit in rows of their own, each line rising to its own label: p50's
+    # above, so that p90's line does not cross it
+    assert float(p50.get("y")) <= float(p90.get("y")) - 13
+    for line, label in zip(lines, (p50, p90)):
+        assert float(line.get("y1")) < float(label.get("y"))
+    x0, x1, *_ = text_box(p90)
+    assert not x0 <= x50 <= x1  # p50's line rises past p90's row beside its label
+    assert_marker_labels_apart(root)
+    # with n labels at one place, n rows
+    placed = place_labels([(50.0, 60.0, True), (52.0, 60.0, False), (54.0, 60.0, False)], 560)
+    assert len({row for _, row in placed}) == 3
+
+
+def test_positive_values_over_orders_of_magnitude_get_a_log_axis() -> None:
+    import random
+
+    rng = random.Random(3)
+    values = [round(rng.lognormvariate(10, 1.2)) for _ in range(10_000)]
+    h = reports.histogram_bins(values)
+    assert h.scale == "log" and h.count == 10_000 and h.below == h.above == 0
+    widths = {round(math.log10(hi) - math.log10(lo), 9) for lo, hi, _ in h.bins}
+    assert widths == {h.log_step} and len(h.bins) <= 20
+    assert max(c for *_, c in h.bins) / 10_000 < 0.25
+    root = svg_tree(reports.svg_histogram(values, "total_tokens",
+                                          markers={"p50": percentile(sorted(values), 50), "p90": percentile(sorted(values), 90)}))
+    assert root.get("data-scale") == "log"
+    assert "log scale" in " ".join(t.text for t in texts(root, "caption"))
+    ticks = [t.text for t in texts(root, "axis")]
+    assert {"1k", "10k", "100k"} <= set(ticks)
+    assert_marker_labels_apart(root)
+    # the same input gives the same chart
+    assert str(reports.svg_histogram(values, "total_tokens")) == str(reports.svg_histogram(list(values), "total_tokens"))
+    # a uniform spread over two orders of magnitude stays linear (half of it is not crowded low)
+    assert reports.histogram_bins([float(v) for v in range(1, 200)]).scale == "linear"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(st.lists(st.one_of(st.floats(-1e7, 1e7), st.integers(0, 400), st.sampled_from([0.0, 600_000.0])),
+                         min_size=1, max_size=60),
+                st.lists(st.floats(1e-3, 1e9), min_size=1, max_size=60)),
+       st.lists(st.floats(-1e7, 1e7), min_size=0, max_size=4),
+       st.sampled_from(["task_wall_ms", "total_tokens", "tool_calls", "cost_usd"]))
+def test_no_two_texts_of_a_histogram_overlap(values: list, extra: list, field: str) -> None:
+    data = sorted(float(v) for v in values)
+    markers = {"p50": percentile(data, 50), "p90": percentile(data, 90)} | {f"m{i}": v for i, v in enumerate(extra)}
+    root = svg_tree(reports.svg_histogram(values, field, markers=markers))
+    assert_marker_labels_apart(root)
+    boxes = [text_box(t) for t in root.iter(f"{SVG}text")]
+    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if intersect(a, b)]
+    assert reports.histogram_bins(values).count == len(values)
+
+
+@pytest.mark.parametrize(("values", "bars", "total"), [
+    ([0, 0, 0], 1, 3),
+    ([0.0] * 10, 1, 10),
+    ([5.5] * 3, 1, 3),
+    ([None, 2.0, None, 4.0, float("nan"), True], 3, 2),  # nulls, NaN and booleans are no values
+    ([-5, -3, -1, 0, 2], 8, 5),
+    ([-40_000.0, -1_000.0, 0.0, 2_500.0, 1e6], None, 5),
+    ([2 ** 60, 2 ** 61, 5], None, 3),
+])
+def test_histograms_of_odd_values(values: list, bars: int | None, total: int) -> None:
+    h = reports.histogram_bins(values)
+    assert h.count == total
+    if bars is not None:
+        assert len(h.bins) == bars
+    root = svg_tree(reports.svg_histogram(values, "task_wall_ms", markers={"p50": 0, "p90": None}))
+    assert sum(bar_counts(root)) + sum(bar_counts(root, "bar over")) == total
+    assert "scale" in " ".join(t.text for t in texts(root, "caption"))
+    assert [t.text.split()[0] for t in texts(root, "mlabel")] == ["p50"]  # the null marker is left out
+
+
+def test_a_low_outlier_is_counted_below_the_axis() -> None:
+    h = reports.histogram_bins(LONG_TAIL_MS + [200.0])
+    assert (h.below, h.below_threshold, h.low) == (1, 20_000, 200) and h.above == 1
+    root = svg_tree(reports.svg_histogram(LONG_TAIL_MS + [200.0], "task_wall_ms"))
+    caption = " ".join(t.text for t in texts(root, "caption"))
+    assert "+1 attempt below 20.0 s, min 200 ms" in caption and "+1 attempt above 30.0 s" in caption
+
+
+def test_report_histograms_say_their_scale(page: str) -> None:
+    charts = re.findall(r'<svg class="hist".*?</svg>', page, re.S)
+    assert len(charts) == 4
+    for chart in charts:
+        root = svg_tree(chart)
+        assert root.get("data-scale") in ("linear", "log")
+        assert "scale" in " ".join(t.text for t in texts(root, "caption"))
+        assert_marker_labels_apart(root)
+
+
+# ------------------------------------------------------------------------------ paired changes
+
+
+def _delta_rows(**wall: object) -> list[dict]:
+    signed = lambda v: "n/a" if v is None else f"{v:+,.0f} ms"  # noqa: E731
+    return [
+        {"label": "First attempt", "delta": -0.2, "lower": -0.35, "upper": -0.05, "scale": "rate",
+         "fmt": lambda v: f"{v * 100:+.1f} pp", "css": "bad", "verdict_text": "regression"},
+        {"label": "Task wall time", "delta": 600.0, "lower": 600.0, "upper": 600.0, "scale": "ms", "fmt": signed,
+         "css": "bad", "verdict_text": "regression", **wall},
+        {"label": "Cost (USD)", "delta": 0.01, "lower": None, "upper": None, "scale": "usd",
+         "fmt": lambda v: f"{v:+.4f}", "css": "na", "verdict_text": "n/a"},
+    ]
+
+
+def test_a_change_without_variation_is_a_hollow_dot_not_an_interval() -> None:
+    root = svg_tree(reports.svg_delta_intervals(_delta_rows(no_variation=True)))
+    rows = [g for g in root.iter(f"{SVG}g") if "row" in g.get("class").split()]
+    first, wall, cost = rows
+    assert first.find(f"{SVG}rect[@class='ci']") is not None
+    assert wall.find(f"{SVG}rect") is None  # no zero-width interval
+    dot = wall.find(f"{SVG}circle")
+    assert dot.get("class") == "pt nv" and "no variation to estimate an interval from" in dot.find(f"{SVG}title").text
+    assert "change +600 ms" in dot.find(f"{SVG}title").text
+    note = [t for t in wall.iter(f"{SVG}text") if "nv" in t.get("class", "").split()]
+    assert [t.text for t in note] == ["no variation to estimate an interval from"]
+    assert "no 95% interval" in wall.find(f"{SVG}title").text and "[" not in wall.find(f"{SVG}title").text
+    # the note stays on the track (its end away from the dot) and clear of the dot
+    x0, x1, y0, y1 = text_box(note[0], 11.0)
+    track = wall.find(f"{SVG}line")
+    assert float(track.get("x1")) <= x0 and x1 <= float(track.get("x2"))
+    assert y1 <= float(dot.get("cy")) - 5
+    # a row without an interval keeps its plain dot and "no interval"
+    assert cost.find(f"{SVG}rect") is None and cost.find(f"{SVG}circle").get("class") == "pt"
+    assert "no interval" in [t.text for t in cost.iter(f"{SVG}text")]
+
+
+@pytest.mark.parametrize("wall", [{}, {"no_variation": False}])
+def test_rows_without_no_variation_draw_their_interval(wall: dict) -> None:
+    root = svg_tree(reports.svg_delta_intervals(_delta_rows(**wall)))
+    wall_row = [g for g in root.iter(f"{SVG}g") if "row" in g.get("class").split()][1]
+    assert wall_row.find(f"{SVG}rect").get("class") == "ci" and wall_row.find(f"{SVG}circle").get("class") == "pt"
+    assert "95% interval [+600 ms, +600 ms]" in wall_row.find(f"{SVG}title").text
+    assert "no variation" not in str(reports.svg_delta_intervals(_delta_rows(**wall)))
+
+
+def test_no_variation_without_a_change_is_still_n_a() -> None:
+    rows = _delta_rows(no_variation=True)
+    rows[1].update(delta=None, lower=None, upper=None)
+    root = svg_tree(reports.svg_delta_intervals(rows))
+    wall_row = [g for g in root.iter(f"{SVG}g") if "row" in g.get("class").split()][1]
+    assert wall_row.find(f"{SVG}circle") is None and "n/a" in [t.text for t in wall_row.iter(f"{SVG}text")]
