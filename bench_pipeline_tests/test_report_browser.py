@@ -400,3 +400,49 @@ def test_large_run_loads_sorts_and_filters(browser: Any, tmp_path: Path) -> None
     assert nav["load"] < 20_000 and sort_ms < 10_000 and filter_ms < 10_000
     assert_clean(w)
     w.page.close()
+
+
+def test_comparison_words_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    """A gate that passes without a margin states the drops that could have gone unseen; a
+    section without variation shows no interval (neither in the table nor as a zero-width bar);
+    both runs' models and code versions are named, the difference flagged."""
+    from bench_pipeline.comparison import comparison_of, make_side
+    from bench_pipeline.identity import RunIdentity
+
+    def side(run_id: str, lost: set[str], identity: RunIdentity):
+        rows, line = [], 0
+        for i in range(9):
+            task = f"task_{i}"
+            for attempt in (1, 2):
+                line += 1
+                ok = not (attempt == 1 and task in lost)
+                rows.append({"task_id": task, "attempt": attempt, "line": line, "success": ok, "agent_eligible": True,
+                             "quality_score": None, "task_wall_ms": None, "total_tokens": None, "cost_usd": None,
+                             "evidence": {"dir": f"tasks/{task}/attempt-{attempt}"}})
+        return make_side(rows, run_id=run_id, suite="android-core", metrics_k=2, identity=identity)
+
+    large = RunIdentity(suite="android-core", model_name="large", model_provider="acme", git_sha="aaa1111", dirty=False)
+    small = RunIdentity(suite="android-core", model_name="<b>small</b>", model_provider="acme", git_sha="bbb2222",
+                        dirty=True)
+    comparison = comparison_of(side("base", set(), large), side("cand", {"task_0", "task_1"}, small))
+    assert comparison.result["gate"]["result"] == "pass" and comparison.result["pass_at_k"]["se"] == 0.0
+    paths = write_reports(tmp_path / "out", *main_run(), comparison=comparison)
+    w = open_report(browser, paths["report.html"])
+    section = w.page.locator("#comparison")
+    gate = section.locator("#gate-statement").inner_text()
+    mde = comparison.result["first_attempt"]["mde80"]
+    assert gate.startswith("Release gate: pass: no significant regression of first attempt or task success was found")
+    assert f"a true drop in first attempt smaller than {mde * 100:.1f} pp (9 paired tasks) could have gone unseen" in gate
+    assert "--max-drop" in gate
+    rows = section.locator("#comparison-table tbody tr")
+    pass_at_k = rows.nth(1).locator("td")
+    assert pass_at_k.nth(4).inner_text() == "n/a (no variation)" and pass_at_k.nth(5).inner_text() == "n/a (no variation)"
+    assert "[0.0 pp, 0.0 pp]" not in section.inner_text()
+    chart_row = section.locator("svg.dci g.row").nth(1)
+    assert chart_row.locator("rect.ci").count() == 0 and chart_row.locator("circle.nv").count() == 1
+    identity = section.locator("#comparison-identity")
+    assert identity.locator("tr.differs").count() == 2  # model and code version
+    assert "<b>small</b> (acme)" in identity.inner_text()  # a name is text, never markup
+    assert "this compares two models, not two builds of one agent" in section.locator("ul.identity-notes").inner_text()
+    assert_clean(w)
+    w.page.close()

@@ -273,7 +273,9 @@ def test_run_comparison_default_and_pinned_baselines_and_none(tmp_path, monkeypa
 
     first = dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources)
     meta = _comparison_meta(first, "r1")
-    assert meta["baseline"] == "none" and meta["reason"] == "no baseline: no earlier processed run of suite 'suite-x'"
+    assert meta["baseline"] == "none" and meta["reason"].startswith(
+        "no baseline: none of the 1 other run(s) of suite 'suite-x' is an earlier processed run than this one "
+        "('r1', started_at 2026-11-01T00:00:00Z): 'r2': not processed yet.")
     assert not (tmp_path / "reports" / "r1" / "comparison.json").exists()
 
     second = dg.materialize(per_run_assets, partition_key="r2", instance=instance, resources=resources)
@@ -282,6 +284,10 @@ def test_run_comparison_default_and_pinned_baselines_and_none(tmp_path, monkeypa
     written = json.loads((tmp_path / "reports" / "r2" / "comparison.json").read_text())
     assert written["baseline"]["run_id"] == "r1" and written["candidate"]["run_id"] == "r2"
     assert meta["gate"] == written["gate"]["result"] and meta["paired_tasks"] == 2
+    # a pass without a margin says what it does not show, as the reports do
+    assert meta["gate_statement"].startswith("pass: no significant regression of first attempt or task success was "
+                                             "found, which is not evidence that there is none: ")
+    assert "first attempt has 2 paired task" not in meta["gate_statement"] and "--max-drop X" in meta["gate_statement"]
     assert meta["first_attempt_n"] == 2 and meta["first_attempt_delta"] == pytest.approx(0.5)  # b: fail -> pass
     assert "Compared with" in (tmp_path / "reports" / "r2" / "summary.md").read_text()
 
