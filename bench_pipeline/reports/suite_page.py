@@ -10,14 +10,42 @@ Inputs (what the ``suite_pages`` asset passes):
   path of its report.html, or None);
 - ``systems``: one ``SystemEntry`` per system of the suite (repeats.json's dict, its runs as
   ``repeats.RepeatRun`` with their run folders for evidence links, and its repeats.md).
+
+Every capability number comes from the catalog rows or repeats.json, formatted as repeats.md
+formats it; only the mean cost and tokens per attempt (``mean_per_attempt``) are computed
+here. The page has no script and loads nothing: inline CSS and inline SVG, under a
+Content-Security-Policy of ``default-src 'none'``. Run strings are escaped by autoescaping.
 """
 
 from __future__ import annotations
 
+import math
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
-from ..repeats import RepeatRun
+from markupsafe import Markup, escape
+
+from ..comparison import evidence_dir
+from ..jsonio import write_atomic
+from ..repeats import RepeatRun, task_outcomes
+from ..stats import is_number
+from .charts import nice_step, svg_interval_bar
+from .compared import NO_VARIATION, fmt_change, fmt_level, run_folder_base
+from .format import fmt_ci, fmt_compact, fmt_int, fmt_pct, fmt_round, fmt_text, fmt_usd
+from .repeated import level_interval, noise_sentence, repeats_view, system_text
+from .templates import _asset, _env
+from .view import LIST_CAP, evidence_href
+
+CSP = ("default-src 'none'; img-src 'none'; style-src 'unsafe-inline'; script-src 'none'; "
+       "base-uri 'none'; form-action 'none'")
+MEAN_NOTE = ("Mean cost and mean tokens per attempt: the mean over every eligible attempt of the system's runs "
+             "(each run after its de-duplication) that recorded a number; attempts without one are left out, "
+             "not counted as 0. It weighs every attempt alike, unlike repeats.json's pooled resources, which "
+             "average per-task means.")
 
 
 @dataclass(frozen=True)
@@ -30,6 +58,280 @@ class SystemEntry:
     repeats_md: Path | None = None
 
 
+# --- pure functions --------------------------------------------------------------------------
+
+def mean_per_attempt(runs: Sequence[RepeatRun], field: str) -> tuple[float | None, int]:
+    """(mean, count) of ``field`` (``cost_usd``, ``total_tokens``) over every eligible attempt
+    of the runs, each run's attempts after its de-duplication, that has a number for it;
+    (None, 0) when none has one: unknown values are left out, never counted as 0."""
+    values = [float(row[field]) for run in runs for by_attempt in run.side.tasks.values()
+              for row in by_attempt.values() if row["agent_eligible"] is True and is_number(row.get(field))]
+    if not values:
+        return None, 0
+    mean = math.fsum(values) / len(values)
+    return (mean if is_number(mean) else None), len(values)
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
+    """For (cost, capability) points: True where no other point has capability >= and
+    cost <= with at least one of them strict (nothing beats it on both)."""
+    def beats(o: tuple[float, float], p: tuple[float, float]) -> bool:
+        return o[1] >= p[1] and o[0] <= p[0] and (o[1] > p[1] or o[0] < p[0])
+
+    return [not any(beats(o, p) for j, o in enumerate(points) if j != i) for i, p in enumerate(points)]
+
+
+def run_start_order(runs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Catalog rows by started_at ascending (unknown last), then run id."""
+    return sorted(runs, key=lambda r: (not isinstance(r.get("started_at"), str), _str(r.get("started_at")) or "",
+                                       str(r.get("run_id"))))
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if is_number(value) else None
+
+
+def _href(out_dir: Path, path: Path | None) -> str | None:
+    """A file's link relative to ``out_dir``, percent-encoded; None without a file."""
+    if path is None:
+        return None
+    return quote(run_folder_base(Path(path), out_dir) or ".", safe="/._-~")
+
+
+# --- the cost-versus-capability chart --------------------------------------------------------
+
+def _c(value: float) -> str:
+    return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+def svg_cost_capability(points: Sequence[Mapping[str, Any]], field: str, width: int = 640,
+                        height: int = 320) -> Markup:
+    """Systems as dots at (mean ``field`` per attempt, pooled first attempt), the pooled 95%
+    interval as a vertical bar; Pareto systems (``front``) filled and joined by a dashed line."""
+    left, right, top, bottom = 58, 24, 14, 46
+    span_x, span_y = width - left - right, height - top - bottom
+    xs = [p["x"] for p in points]
+    low = min(0.0, *xs)
+    step = nice_step((max(xs) - low) / 5 if max(xs) > low else 0)
+    high = max(step * math.ceil(max(xs) * 1.08 / step), low + step)  # room for the rightmost label
+    px = lambda v: left + span_x * (v - low) / (high - low)  # noqa: E731
+    py = lambda v: top + span_y * (1 - min(max(v, 0.0), 1.0))  # noqa: E731
+    tick_text = (lambda v: fmt_usd(v) if v else "0") if field == "cost_usd" else (lambda v: fmt_compact(v, field))
+    what = "Mean cost per attempt" if field == "cost_usd" else "Mean tokens per attempt"
+    parts = [f'<svg class="cc" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+             f'aria-label="Pooled first attempt against {what.lower()}">']
+    for t in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = _c(py(t))
+        parts.append(f'<line class="grid" x1="{left}" y1="{y}" x2="{width - right}" y2="{y}"/>'
+                     f'<text class="axis" x="{left - 6}" y="{_c(py(t) + 3)}" text-anchor="end">{int(t * 100)}%</text>')
+    for i in range(round((high - low) / step) + 1):
+        tick = low + i * step
+        x = _c(px(tick))
+        parts.append(f'<line class="tick" x1="{x}" y1="{top + span_y}" x2="{x}" y2="{top + span_y + 4}"/>'
+                     f'<text class="axis" x="{x}" y="{top + span_y + 16}" text-anchor="middle">'
+                     f'{escape(tick_text(tick))}</text>')
+    parts.append(f'<line class="axisline" x1="{left}" y1="{top + span_y}" x2="{width - right}" y2="{top + span_y}"/>'
+                 f'<text class="axis" x="{left + span_x / 2}" y="{height - 6}" text-anchor="middle">{what}</text>'
+                 f'<text class="axis" x="12" y="{top + span_y / 2}" text-anchor="middle" '
+                 f'transform="rotate(-90 12 {top + span_y / 2})">Pooled first attempt</text>')
+    front = sorted((p for p in points if p["front"]), key=lambda p: (p["x"], -p["y"]))
+    if len(front) > 1:
+        path = " ".join(f"{_c(px(p['x']))},{_c(py(p['y']))}" for p in front)
+        parts.append(f'<polyline class="frontier" points="{path}"/>')
+    for p in points:
+        x, y = _c(px(p["x"])), _c(py(p["y"]))
+        parts.append(f'<g class="sys{" front" if p["front"] else ""}" data-label="{escape(p["label"])}">'
+                     f'<title>{escape(p["title"])}</title>')
+        if p["lower"] is not None and p["upper"] is not None:
+            y1, y2 = _c(py(p["upper"])), _c(py(p["lower"]))
+            parts.append(f'<line class="ci" x1="{x}" y1="{y1}" x2="{x}" y2="{y2}"/>'
+                         f'<line class="cap" x1="{_c(px(p["x"]) - 4)}" y1="{y1}" x2="{_c(px(p["x"]) + 4)}" y2="{y1}"/>'
+                         f'<line class="cap" x1="{_c(px(p["x"]) - 4)}" y1="{y2}" x2="{_c(px(p["x"]) + 4)}" y2="{y2}"/>')
+        parts.append(f'<circle class="pt" cx="{x}" cy="{y}" r="5.5"/>'
+                     f'<text class="lbl" x="{_c(px(p["x"]) + 8)}" y="{_c(py(p["y"]) - 6)}">{escape(p["label"])}</text></g>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+# --- the view --------------------------------------------------------------------------------
+
+def _system_row(i: int, entry: SystemEntry, out_dir: Path) -> dict[str, Any]:
+    doc = entry.doc
+    shown = repeats_view(doc, entry.runs, out_dir)
+    fa, ts = doc["pooled"]["first_attempt"], doc["pooled"]["task_success"]
+    between = doc["between_runs"]
+    cost, cost_n = mean_per_attempt(entry.runs, "cost_usd")
+    tokens, tokens_n = mean_per_attempt(entry.runs, "total_tokens")
+
+    def interval(s: Mapping[str, Any]) -> str:
+        return NO_VARIATION if s["n"] >= 2 and s["se"] == 0 else level_interval("rate", s["ci95"]["lower"], s["ci95"]["upper"])
+
+    return {
+        "label": f"S{i}", "system": system_text(doc["system"]), "slug": entry.slug,
+        "runs": fmt_int(len(doc["runs"])), "run_ids": [r["run_id"] for r in doc["runs"]],
+        "run_dirs": [str(r.side.run_dir) if r.side.run_dir is not None else str(r.run_id) for r in entry.runs],
+        "fa": fmt_level("rate", fa["mean"]), "fa_interval": interval(fa), "fa_n": fmt_int(fa["n"]),
+        "ts": fmt_level("rate", ts["mean"]), "ts_interval": interval(ts), "ts_n": fmt_int(ts["n"]),
+        "noise": fmt_change("rate", between["noise_floor95"], signed=False) if between["noise_floor95"] is not None
+        else "n/a",
+        "noise_sentence": noise_sentence(between),
+        "flip_rate": shown["stability"]["flip_rate"],
+        "cost": fmt_usd(cost), "cost_n": fmt_int(cost_n), "tokens": fmt_round(tokens), "tokens_n": fmt_int(tokens_n),
+        "repeats_md": _href(out_dir, entry.repeats_md),
+        "pareto": "n/a", "warnings": [w["code"] for w in shown["warnings"]],
+        # raw values for the chart and the sentence
+        "_fa": _num(fa["mean"]), "_lower": _num(fa["ci95"]["lower"]), "_upper": _num(fa["ci95"]["upper"]),
+        "_noise": _num(between["noise_floor95"]), "_cost": cost, "_tokens": tokens,
+    }
+
+
+def _chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The chart's axis (cost, else tokens when no system has a cost), its points with the
+    Pareto marks (set on the rows too) and the systems it cannot place."""
+    field = "cost_usd" if any(r["_cost"] is not None for r in rows) else "total_tokens"
+    key = "_cost" if field == "cost_usd" else "_tokens"
+    drawn = [r for r in rows if r[key] is not None and r["_fa"] is not None]
+    placed = {r["label"] for r in drawn}
+    marks = pareto_front([(r[key], r["_fa"]) for r in drawn])
+    points = []
+    for r, front in zip(drawn, marks):
+        r["pareto"] = "yes" if front else "no"
+        x_text = r["cost"] if field == "cost_usd" else r["tokens"]
+        points.append({"label": r["label"], "x": r[key], "y": r["_fa"], "lower": r["_lower"], "upper": r["_upper"],
+                       "front": front, "title": f"{r['label']} {r['system']}: {r['fa']} {r['fa_interval']}, {x_text}"
+                                                f"{' (Pareto)' if front else ''}"})
+    missing = [{"label": r["label"], "system": r["system"],
+                "why": "no pooled first attempt" if r["_fa"] is None
+                else ("no cost recorded" if field == "cost_usd" else "no token count recorded")}
+               for r in rows if r["label"] not in placed]
+    return {"field": field, "what": "mean cost per attempt" if field == "cost_usd" else "mean tokens per attempt",
+            "svg": svg_cost_capability(points, field) if points else None, "missing": missing,
+            "front": [p["label"] for p in points if p["front"]]}
+
+
+def best_system(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Which system is best on the suite's pooled first attempt, by how much over the next,
+    whether their clustered intervals overlap (not a test), how the gap compares with the
+    larger noise floor, and the paired comparison that tests it."""
+    ranked = sorted((r for r in rows if r["_fa"] is not None), key=lambda r: -r["_fa"])
+    if not ranked:
+        return {"text": "No system has a pooled first attempt: there is nothing to rank.", "command": None}
+    best = ranked[0]
+    name = f"{best['label']} ({best['system']})"
+    if len(ranked) == 1:
+        return {"text": f"Only {name} has a pooled first attempt ({best['fa']}): there is no other system on this "
+                        "suite to compare it with.", "command": None}
+    nxt = ranked[1]
+    gap = best["_fa"] - nxt["_fa"]
+    gap_text = fmt_change("rate", gap, signed=False)
+    other = f"{nxt['label']} ({nxt['system']})"
+    if gap == 0:
+        text = f"{name} and {other} tie for the highest pooled first attempt, {best['fa']}."
+    else:
+        text = (f"{name} has the highest pooled first attempt, {best['fa']} {best['fa_interval']}, "
+                f"{gap_text} (percentage points) above the next, {other}, at {nxt['fa']} {nxt['fa_interval']}.")
+    if None in (best["_lower"], best["_upper"], nxt["_lower"], nxt["_upper"]):
+        text += " At least one of them has no interval (fewer than two tasks), so even their spread is unknown."
+    else:
+        overlap = best["_lower"] <= nxt["_upper"] and nxt["_lower"] <= best["_upper"]
+        text += (f" Their 95% intervals (clustered by task) {'overlap' if overlap else 'do not overlap'}; but whether "
+                 "two separate intervals overlap is not a test of the difference: both systems ran the same tasks, and "
+                 "only the comparison paired by task tests it.")
+    noises = [r["_noise"] for r in (best, nxt) if r["_noise"] is not None]
+    if not noises:
+        text += (" Neither system has two runs with a known pass@1, so their run-to-run noise is unknown: more runs "
+                 "of each would tell how far apart single runs land by chance.")
+    else:
+        larger = fmt_change("rate", max(noises), signed=False)
+        unknown = [r["label"] for r in (best, nxt) if r["_noise"] is None]
+        text += (f" The gap is within run-to-run noise: below the larger noise floor of the two, {larger}."
+                 if gap < max(noises) else
+                 f" The gap exceeds the larger noise floor of the two, {larger} (how far apart two single runs of one "
+                 "system land by chance).")
+        if unknown:
+            text += f" ({unknown[0]}'s noise floor is unknown: fewer than two runs with a pass@1.)"
+    command = ("bench-pipeline compare " + " ".join(f"--baseline {shlex.quote(d)}" for d in nxt["run_dirs"]) + " "
+               + " ".join(f"--candidate {shlex.quote(d)}" for d in best["run_dirs"]) + " --output-dir OUT")
+    return {"text": text, "command": command}
+
+
+def _flaky(systems: Sequence[SystemEntry], rows: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[str, Any]:
+    """The tasks flaky in any system: per system its flip (``stable`` when classified and not
+    flaky, n/a when not classified), and attempt 1's evidence folder in each run."""
+    flips: dict[str, dict[str, float]] = {}
+    for entry, row in zip(systems, rows):
+        for t in entry.doc["stability"]["flaky_tasks"]:
+            flips.setdefault(t["task_id"], {})[row["label"]] = t["flip"]
+    order = sorted(flips, key=lambda t: (-max(flips[t].values()), t))
+    outcomes = [task_outcomes(entry.runs) for entry in systems]
+    tasks = []
+    for task_id in order[:LIST_CAP]:
+        cells = []
+        for row, seen in zip(rows, outcomes):
+            f = flips[task_id].get(row["label"])
+            cells.append(f"{f:.3f}" if f is not None else "stable" if seen.get(task_id, (0, 0))[0] >= 2 else "n/a")
+        links = []
+        for entry, row in zip(systems, rows):
+            for run in entry.runs:
+                if task_id in run.side.tasks:
+                    folder = evidence_dir(run.side, task_id, 1)
+                    base = run_folder_base(run.side.run_dir, out_dir)
+                    links.append({"run_id": fmt_text(run.run_id), "label": row["label"], "folder": folder or "n/a",
+                                  "href": evidence_href(base, folder)})
+        tasks.append({"task_id": task_id, "cells": cells, "links": links[:LIST_CAP],
+                      "links_more": max(0, len(links) - LIST_CAP)})
+    return {"tasks": tasks, "more": max(0, len(order) - LIST_CAP)}
+
+
+def _run_rows(out_dir: Path, runs: Sequence[Mapping[str, Any]], labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    rows = []
+    for r in run_start_order(runs):
+        run_id = fmt_text(r.get("run_id"))
+        lower, upper = _num(r.get("pass_at_1_lower")), _num(r.get("pass_at_1_upper"))
+        gate, baseline = _str(r.get("gate")), _str(r.get("baseline"))
+        report = r.get("report")
+        rows.append({
+            "run_id": run_id, "system": labels.get(r.get("run_id"), "n/a"),
+            "started_at": fmt_text(_str(r.get("started_at"))),
+            "model": _str(r.get("model")) or "unknown", "git_sha": _str(r.get("git_sha")) or "unknown",
+            "pass_at_1": fmt_pct(_num(r.get("pass_at_1"))), "interval": fmt_ci(lower, upper),
+            "attempts": fmt_int(r.get("attempts")),
+            "href": _href(out_dir, Path(report)) if report is not None else None,
+            "gate": "no baseline" if baseline is None else f"{gate or 'n/a'} vs {baseline}",
+            "gate_css": gate if gate in ("pass", "fail") else "na",
+            "bar": svg_interval_bar(_num(r.get("pass_at_1")), lower, upper, label=run_id, width=360),
+        })
+    return rows
+
+
+def suite_view(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any]],
+               systems: Sequence[SystemEntry]) -> dict[str, Any]:
+    """What the suite page shows (strings raw, numbers formatted; escaped where rendered)."""
+    out_dir = Path(out_dir)
+    rows = [_system_row(i, entry, out_dir) for i, entry in enumerate(systems, start=1)]
+    labels = {run.run_id: row["label"] for entry, row in zip(systems, rows) for run in entry.runs}
+    chart = _chart(rows)
+    return {"suite": suite if suite is not None else "unknown", "runs": _run_rows(out_dir, runs, labels),
+            "systems": rows, "chart": chart, "best": best_system(rows), "flaky": _flaky(systems, rows, out_dir),
+            "mean_note": MEAN_NOTE, "list_cap": LIST_CAP}
+
+
+def render_suite_page(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any]],
+                      systems: Sequence[SystemEntry]) -> str:
+    """The suite page's HTML (links relative to ``out_dir``, where it goes)."""
+    return _env(True).get_template("suite_page.html.j2").render(
+        v=suite_view(out_dir, suite, runs, systems), csp=CSP,
+        style=Markup(_asset("report.css") + "\n" + _asset("suite_page.css")))
+
+
 def write_suite_page(out_dir: Path, suite: str | None, runs: list[dict], systems: list[SystemEntry]) -> Path:
     """``out_dir/index.html`` (written atomically); returns its path."""
-    raise NotImplementedError("the suite page renderer is being written")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "index.html"
+    write_atomic(path, render_suite_page(out_dir, suite, runs, systems).encode())
+    return path

@@ -1,0 +1,65 @@
+"""The suite page in headless Chromium: it renders, loads nothing but itself, logs no error,
+shows the systems' repeats.json numbers, and the hostile names as text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench_pipeline.reports.format import fmt_pct
+from bench_pipeline.reports.suite_page import write_suite_page
+from bench_pipeline_tests.browser import ARTIFACTS, assert_clean, browser, open_report  # noqa: F401 (browser: a fixture)
+from bench_pipeline_tests.fixtures_suite_page import HOSTILE_MODEL, HOSTILE_RUN, SUITE, suite
+
+pytestmark = pytest.mark.slow
+
+#: Each body row of a table: {data-col (or the column's index): the cell's rendered lines}.
+CELLS = """(id) => Array.from(document.querySelectorAll(`#${id} tbody tr`)).map(r =>
+  Object.fromEntries(Array.from(r.children).map((c, i) =>
+    [c.dataset.col || String(i), c.innerText.split('\\n').map(s => s.trim()).filter(Boolean)])))"""
+
+
+def test_suite_page_renders_clean_with_repeats_numbers(browser: Any, tmp_path: Path) -> None:
+    runs, systems = suite(tmp_path)
+    path = write_suite_page(tmp_path / "_suites" / "smoke", SUITE, runs, systems)
+    w = open_report(browser, path)
+    page = w.page
+    assert page.locator("#suite-name").inner_text() == SUITE
+    rows = page.evaluate(CELLS, "systems-table")
+    assert len(rows) == len(systems)
+    for row, entry in zip(rows, systems):
+        doc = entry.doc
+        for col, section in (("fa", "first_attempt"), ("ts", "task_success")):
+            s = doc["pooled"][section]
+            assert row[col] == [fmt_pct(s["mean"]), f"[{fmt_pct(s['ci95']['lower'])}, {fmt_pct(s['ci95']['upper'])}]",
+                                f"{s['n']} tasks"]
+        assert row["runs"] == [str(len(doc["runs"]))]
+        noise, flip = doc["between_runs"]["noise_floor95"], doc["stability"]["flip_rate"]
+        assert row["noise"] == [f"{noise * 100:.1f} pp" if noise is not None else "n/a"]
+        assert row["flip"] == [f"{flip:.3f}" if flip is not None else "n/a"]
+    assert [r["pareto"] for r in rows] == [["yes"], ["yes"], ["n/a"], ["no"]]
+    # the hostile model and run id are text, not elements
+    assert rows[1]["1"] == [f"{SUITE} / {HOSTILE_MODEL} / sha-b"]
+    assert page.locator("img").count() == 0 and page.locator("script").count() == 0
+    run_rows = page.evaluate(CELLS, "runs-table")
+    assert [r["0"] for r in run_rows] == [["a1"], ["c1"], ["a2"], [HOSTILE_RUN], ["b2"], ["d1"]]
+    assert run_rows[2]["pass_at_1"] == ["50.0%"] and run_rows[2]["gate"] == ["fail vs a1"]
+    # the first body row is not hidden under the header
+    head = page.locator("#runs-table thead").bounding_box()
+    first = page.locator("#runs-table tbody tr").first.bounding_box()
+    assert head is not None and first is not None and first["y"] >= head["y"] + head["height"] - 1
+    # the charts are drawn with a size: one interval bar per run, three systems placed, S3 beside
+    assert page.locator(".run-bars svg.ibar").count() == 6
+    chart = page.locator("svg.cc")
+    box = chart.bounding_box()
+    assert box is not None and box["width"] > 400 and box["height"] > 200
+    assert chart.locator("g.sys").count() == 3 and chart.locator("g.sys.front").count() == 2
+    assert page.locator("#not-drawn li").inner_text().startswith("S3 ")
+    assert "within run-to-run noise" in page.locator("#best-sentence").inner_text()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "suite-page.png"), full_page=True)
+    assert [u for u in w.requests if u != path.as_uri()] == []  # nothing but the page itself
+    assert_clean(w)
+    page.close()
