@@ -10,6 +10,11 @@
    PARTITIONS_PER_RUN runs per Dagster run; then refreshes the catalog if it is behind;
 4. prints where each run's reports are.
 
+The console shows each line once: what the per-run step says (one line per run, progress of
+large runs, warnings named by their run), plainly, and this command's own lines. Dagster's
+events (step started, materializations, ...) go to the instance only, where the UI shows
+them with the step's lines.
+
 `dagster dev -w workspace.yaml` on the same DAGSTER_HOME then shows these runs,
 materializations and checks.
 """
@@ -31,12 +36,43 @@ from pathlib import Path
 SAMPLES = (("sample-clean-", 1, False, 7), ("sample-with-data-problems-", 2, True, 8))
 #: The last field is the seed: 8 makes the two imperfect runs show every kind of check
 #: failure between them; the clean run's own seed gives it an id and start of its own.
-#: Console shows progress and problems, not every step event (all events are in the instance).
-QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+#: Run config of this command's Dagster runs: the plain console logger below (the instance
+#: keeps every event all the same).
+RUN_CONFIG = {"loggers": {"console": {}}}
+#: The reports listed per run at the end, when written (comparison.md: a run with a baseline).
+REPORT_FILES = ("report.html", "summary.md", "comparison.md")
 
 
 def _say(message: str) -> None:
     print(message, flush=True)
+
+
+def _plain_console():
+    """A Dagster logger that prints what the steps log (``context.log``), message only, once.
+
+    It replaces Dagster's console logger for the runs of this command, which prints every
+    line in Dagster's format (timestamp, job, run id, step) on top of this command's own.
+    Dagster's events (records carrying a ``dagster_event``: step started, materialization,
+    step failure, ...) are not printed: the step's own lines and this command's say what
+    they mean, and the instance keeps them all (the UI shows them).
+    """
+    import logging
+
+    import dagster as dg
+
+    class StepLines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            meta = getattr(record, "dagster_meta", None) or {}
+            if meta.get("dagster_event") is None:
+                _say(meta.get("orig_message", record.getMessage()))
+
+    @dg.logger(description="What the steps log, message only (bench_pipeline.main).")
+    def plain_console(_init_context) -> logging.Logger:
+        logger = logging.Logger("bench_pipeline.main", logging.INFO)
+        logger.addHandler(StepLines())
+        return logger
+
+    return plain_console
 
 
 def ensure_sample_runs(runs_root: Path) -> None:
@@ -101,39 +137,46 @@ def run_all(samples: bool = True) -> int:
         if key in unchanged:
             _say(f"{key}: unchanged since it was processed with formula {FORMULA_VERSION}: skipped")
     todo = [k for k in keys if k not in unchanged]
-    job = defs.resolve_job_def("process_run")
+    console = {"console": _plain_console()}
+    job = defs.resolve_job_def("process_run").with_logger_defs(console)
     failed = 0
-    done = 0
     for batch in partition_batches(instance.get_dynamic_partitions(runs_partitions.name), set(todo), PARTITIONS_PER_RUN):
         started = time.monotonic()
+        # The step prints one line per run as it is done ("[i/n] <run>: ok|FAILED ...").
         result = job.execute_in_process(
-            instance=instance, raise_on_error=False, run_config=QUIET,
+            instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
             tags={**range_tags(batch), "bench/trigger": "main"},
         )
         errors = _failed_runs(result)
         seconds = _run_seconds(result)
-        for key in batch:
-            done += 1
-            if key in errors or key not in seconds:
-                failed += 1
-                _say(f"[{done}/{len(todo)}] {key}: FAILED: {errors.get(key, 'see the Dagster run ' + result.run_id)}")
-            else:
-                _say(f"[{done}/{len(todo)}] {key}: ok ({seconds[key]:.1f}s)")
+        unreported = [key for key in batch if key not in errors and key not in seconds]
+        failed += sum(1 for key in batch if key in errors or key not in seconds)
+        if unreported:  # the step failed before it got to these runs: say why, once per run
+            reason = _step_error(result) or "the Dagster run failed"
+            for key in unreported:
+                _say(f"{key}: FAILED: {reason} (see the Dagster run {result.run_id})")
         if len(batch) > 1:
             _say(f"  ({len(batch)} runs in one Dagster run, {time.monotonic() - started:.1f}s)")
     if catalog_behind(instance) is not None:
-        catalog = defs.resolve_job_def("refresh_catalog").execute_in_process(
-            instance=instance, raise_on_error=False, run_config=QUIET,
+        catalog = defs.resolve_job_def("refresh_catalog").with_logger_defs(console).execute_in_process(
+            instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
         )
-        _say(f"catalog: {'ok' if catalog.success else 'FAILED'}")
+        if catalog.success:
+            _say("catalog: ok")
+        else:
+            _say(f"catalog: FAILED: {_step_error(catalog) or 'the Dagster run failed'} "
+                 f"(see the Dagster run {catalog.run_id})")
     else:
         _say("catalog: up to date")
     _say("")
     _say("Reports:")
     for key in keys:
         out = Path(settings.output_root) / key
-        _say(f"  {out / 'report.html'}")
-        _say(f"  {out / 'summary.md'}")
+        written = [out / name for name in REPORT_FILES if (out / name).is_file()]
+        for path in written:
+            _say(f"  {path}")
+        if not written:
+            _say(f"  {key}: no reports written")
     _say("")
     _say(f"Dagster instance: {home}")
     _say("See it in the UI: scripts/ui.sh  (dagster dev -w workspace.yaml on the same instance)")
@@ -149,6 +192,21 @@ def _failed_runs(result) -> dict[str, str]:
         if failed is not None:
             errors.update({key: f"{v['stage']}: {v['error']}" for key, v in failed.value.items()})
     return errors
+
+
+def _step_error(result) -> str | None:
+    """The first line of the first step error that does not name its runs (an error of the
+    step itself, not of one run folder), or None."""
+    for event in result.get_step_failure_events():
+        data = event.step_failure_data
+        if data.user_failure_data is not None and "failed_runs" in data.user_failure_data.metadata:
+            continue
+        error = data.error
+        while error is not None and error.cause is not None:  # the user code's error, not Dagster's wrapper
+            error = error.cause
+        if error is not None:
+            return (error.message.strip().splitlines() or ["unknown error"])[0]
+    return None
 
 
 def _run_seconds(result) -> dict[str, float]:

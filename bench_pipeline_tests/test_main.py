@@ -71,6 +71,56 @@ def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
 
 
 @pytest.mark.slow
+def test_main_says_each_thing_once_naming_its_run(tmp_path):
+    """The main command on the sample runs: one line per processed run, nothing in Dagster's
+    log format, each publication warning once and named by its run, and the closing list
+    with every report written (comparison.md of the runs compared with a baseline). The
+    step's lines and Dagster's events are all in the instance."""
+    env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home")}
+    for var in ("BENCH_RUNS_ROOT", "BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        env.pop(var, None)
+    (tmp_path / "home").mkdir()  # as scripts/instance.sh makes it
+    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", tmp_path / "home" / "dagster.yaml")
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    assert not [line for line in lines if " - dagster - " in line]
+    assert len(lines) == len(set(line for line in lines if line)) + lines.count("")  # no line twice
+
+    runs = sorted(p.name for p in (tmp_path / "data" / "runs").iterdir())
+    reports = tmp_path / "data" / "reports"
+    duplicates = {run_id: json.loads((reports / run_id / "metrics.json").read_text())["data_quality"]["duplicate_rows"]
+                  for run_id in runs}
+    assert sum(1 for n in duplicates.values() if n) == 2  # the two imperfect samples, one each
+    warned = [line for line in lines if "duplicate task/attempt record(s) ignored" in line]
+    assert sorted(warned) == sorted(f"{run_id}: {len(rows)} duplicate task/attempt record(s) ignored "
+                                    "(the later line wins)" for run_id, rows in duplicates.items() if rows)
+    for run_id in runs:
+        assert len([line for line in lines if line.endswith(f"] {run_id}") or f"] {run_id}: " in line]) == 1
+    assert len([line for line in lines if ": ok (" in line]) == len(runs)
+
+    listed = lines[lines.index("Reports:") + 1:]
+    compared = [run_id for run_id in runs if (reports / run_id / "comparison.md").exists()]
+    assert len(compared) == 2  # each imperfect sample has an earlier run of its suite
+    for run_id in runs:
+        for name in ("report.html", "summary.md", "comparison.md"):
+            path = reports / run_id / name
+            assert (f"  {path}" in listed) == path.exists(), path
+
+    instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
+    run = next(r for r in instance.get_runs() if r.job_name == "process_run")
+    logs = instance.all_logs(run.run_id)
+    messages = [e.user_message for e in logs if e.dagster_event is None]
+    for run_id in runs:
+        assert any(m.startswith("[") and f"] {run_id}: ok (" in m for m in messages)
+    assert sorted(m for m in messages if "duplicate task/attempt" in m) == sorted(warned)
+    events = {e.dagster_event.event_type_value for e in logs if e.dagster_event is not None}
+    assert {"STEP_START", "ASSET_MATERIALIZATION", "ASSET_CHECK_EVALUATION", "STEP_SUCCESS"} <= events
+
+
+@pytest.mark.slow
 def test_main_command_then_ui_serves_the_materializations(tmp_path):
     env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home")}
     for var in ("BENCH_RUNS_ROOT", "BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):

@@ -16,11 +16,13 @@ children may fork in turn (``bulk.fork_map``) to derive a large run on every cor
 
 from __future__ import annotations
 
+import logging
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -130,8 +132,9 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
     def published() -> tuple[dict | None, str | None]:
         done_word = "published" if job.langfuse.configured else "written to the outbox (Langfuse not configured)"
         try:
-            return publication_metadata(publish(processed, Path(job.out_dir), job.langfuse, _every_tenth(
-                lambda done, total: log(f"{job.key}: langfuse: {done}/{total} attempts {done_word}")))), None
+            with _publication_warnings(lambda text: log(f"{job.key}: {text}")):
+                return publication_metadata(publish(processed, Path(job.out_dir), job.langfuse, _every_tenth(
+                    lambda done, total: log(f"{job.key}: langfuse: {done}/{total} attempts {done_word}")))), None
         except Exception as exc:  # noqa: BLE001
             return None, _failure(job, STAGES[-1], exc)
 
@@ -337,6 +340,28 @@ def publication_metadata(result) -> dict[str, Any]:
 
 def _preview(frame: pd.DataFrame, columns: list[str], rows: int = 10) -> dg.MetadataValue:
     return dg.MetadataValue.md(frame[columns].head(rows).to_markdown(index=False))
+
+
+class _Forward(logging.Handler):
+    def __init__(self, log: Callable[[str], None]):
+        super().__init__(logging.WARNING)
+        self._log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._log(record.getMessage())
+
+
+@contextmanager
+def _publication_warnings(log: Callable[[str], None]) -> Iterator[None]:
+    """The publication's warnings (logger ``bench_pipeline.publication``, e.g. duplicate
+    records ignored) into the partition's log, named by its run, instead of bare lines on
+    the worker's stderr."""
+    logger, handler = logging.getLogger("bench_pipeline.publication"), _Forward(log)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 def _every_tenth(report: Callable[[int, int], None], min_total: int = 1000) -> Callable[[int, int], None]:
