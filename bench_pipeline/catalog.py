@@ -7,6 +7,7 @@ with its predecessor (``comparison.side_from_output``).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,12 @@ import pandas as pd
 
 from .attempt_metrics import COUNT_LIMIT
 from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, ComparisonInputError, Side, compare, side_from_output
+from .identity import run_identity
 from .process import data_quality_findings
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
 CATALOG_COLUMNS = [
-    "run_id", "suite", "model", "started_at", "formula_version", "metrics_k",
+    "run_id", "suite", "model", "git_sha", "started_at", "formula_version", "metrics_k",
     "pass_at_1", "pass_at_1_lower", "pass_at_1_upper",
     "pass_at_k", "pass_at_k_lower", "pass_at_k_upper",
     "pass_pow_k", "attempt_success_rate", "coverage_pass_at_1", "coverage_pass_at_k",
@@ -32,16 +34,20 @@ COUNT_COLUMNS = ["metrics_k", "unique_tasks", "attempts", "eligible_attempts", "
 def catalog_row(run_id: str, metrics: dict, manifest: dict) -> dict:
     """One run's catalog entry: identity, headline capability with intervals, coverage, cost.
 
-    cost_usd_sum covers only attempts with a recorded cost (see cost_usd_count): it is not
-    a complete bill (reference 2, "sum, mean").
+    ``model``, ``git_sha`` and ``started_at`` are ``identity.run_identity``'s (manifest
+    ``model.name``, ``code.git_sha``, ``started_at``; null when missing or not a string): with
+    the suite they are the run's system (repeated-runs.md "Systems"), so the catalog can be
+    filtered by system. cost_usd_sum covers only attempts with a recorded cost (see
+    cost_usd_count): it is not a complete bill (reference 2, "sum, mean").
     """
     cap, cov = metrics["capability"], metrics["coverage"]
-    model = manifest.get("model")
+    identity = run_identity(manifest)
     return {
         "run_id": run_id,
         "suite": metrics.get("suite"),
-        "model": model.get("name") if isinstance(model, dict) else (model if isinstance(model, str) else None),
-        "started_at": manifest.get("started_at") if isinstance(manifest.get("started_at"), str) else None,
+        "model": identity.model_name,
+        "git_sha": identity.git_sha,
+        "started_at": identity.started_at,
         "formula_version": metrics.get("formula_version"),
         "metrics_k": cov["metrics_k"],
         "pass_at_1": cap["pass_at_1"]["value"],
@@ -72,6 +78,26 @@ def catalog_frame(rows: list[dict]) -> pd.DataFrame:
         frame[column] = pd.array(
             [v if isinstance(v, int) and abs(v) <= COUNT_LIMIT else None for v in frame[column]], dtype="Int64")
     return frame.sort_values(["suite", "started_at", "run_id"], na_position="last").reset_index(drop=True)
+
+
+def plain_value(value: Any) -> Any:
+    """A frame cell as a plain Python value: null (None, NA, NaN) -> None, numpy scalars ->
+    int / float / bool."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # a numpy scalar
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def catalog_records(catalog: pd.DataFrame) -> list[dict]:
+    """The catalog's rows as plain dicts (``plain_value`` of every cell), in catalog order:
+    what code that is not pandas reads (``repeats``, the suite pages)."""
+    columns = list(catalog.columns)
+    values = [[plain_value(v) for v in catalog[c].tolist()] for c in columns]
+    return [dict(zip(columns, cells)) for cells in zip(*values)]
 
 
 #: How many runs behind the formula the catalog's metadata lists by name.

@@ -26,7 +26,8 @@ process_run_job = dg.define_asset_job(
 refresh_catalog_job = dg.define_asset_job(
     "refresh_catalog",
     selection=dg.AssetSelection.assets(*cross_run_assets),
-    description="Rebuild the run catalog and per-suite trends from every processed run.",
+    description="Rebuild the run catalog, per-suite trends, every system's repeats and the suite pages from "
+                "every processed run.",
     tags={"bench/kind": "cross_run"},
 )
 
@@ -35,7 +36,7 @@ daily_catalog_schedule = dg.ScheduleDefinition(
     job=refresh_catalog_job,
     cron_schedule="0 6 * * *",
     default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Refreshes the cross-run catalog and trends every day at 06:00.",
+    description="Refreshes the cross-run catalog, trends, systems' repeats and suite pages every day at 06:00.",
 )
 
 

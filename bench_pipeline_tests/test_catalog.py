@@ -44,6 +44,38 @@ def test_catalog_and_trend(tmp_path):
     assert trend.iloc[0]["comparison_note"] == "first run of the suite"
 
 
+def test_catalog_names_each_runs_system_as_run_identity_reads_it(tmp_path):
+    """model and git_sha (with the suite, a run's system: repeated-runs.md) and started_at are
+    identity.run_identity's: a value missing or not a string is unknown, so the catalog can be
+    filtered by system; the other columns stay."""
+    from bench_pipeline.catalog import CATALOG_COLUMNS, catalog_records
+    from bench_pipeline.identity import run_identity
+
+    metrics = _metrics(tmp_path, "r1", ["passed", "failed"])
+    manifests = {
+        "full": {"model": {"name": "m", "provider": "p"}, "code": {"git_sha": "abc1234", "dirty": False},
+                 "started_at": "2026-11-01T00:00:00Z"},
+        "no-sha": {"model": {"name": "m"}, "code": {"dirty": True}},
+        "odd": {"model": "a bare string", "code": {"git_sha": 1234}, "started_at": 5},
+        "empty": {},
+    }
+    catalog = catalog_frame([catalog_row(run_id, metrics, m) for run_id, m in manifests.items()])
+    assert CATALOG_COLUMNS[:5] == ["run_id", "suite", "model", "git_sha", "started_at"]
+    assert list(catalog.columns) == CATALOG_COLUMNS and "pass_at_1" in catalog.columns
+    rows = {r["run_id"]: r for r in catalog_records(catalog)}
+    for run_id, manifest in manifests.items():
+        identity = run_identity(manifest)
+        assert (rows[run_id]["model"], rows[run_id]["git_sha"], rows[run_id]["started_at"]) == (
+            identity.model_name, identity.git_sha, identity.started_at), run_id
+    assert (rows["full"]["model"], rows["full"]["git_sha"]) == ("m", "abc1234")
+    assert (rows["no-sha"]["git_sha"], rows["odd"]["model"], rows["odd"]["git_sha"], rows["empty"]["model"]) == (
+        None, None, None, None)
+    assert list(catalog[catalog["git_sha"] == "abc1234"]["run_id"]) == ["full"]  # filtered by system
+    # plain values: None for null, Python numbers
+    assert type(rows["full"]["pass_at_1"]) is float and type(rows["full"]["attempts"]) is int
+    assert rows["empty"]["started_at"] is None and rows["full"]["cost_usd_count"] == 2
+
+
 def test_empty_catalog_has_the_trend_columns():
     trend = suite_trends(catalog_frame([]))
     assert trend.empty and "pass_at_1_change" in trend.columns and "first_attempt_verdict" in trend.columns

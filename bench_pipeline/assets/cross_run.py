@@ -1,4 +1,5 @@
-"""Cross-run assets: the run catalog and per-suite trends.
+"""Cross-run assets: the run catalog and per-suite trends (and, in assets/systems.py, the
+systems' repeats and the suite pages).
 
 They depend on every run partition. Dagster computes no dependency-based staleness for an
 asset with 100 or more upstream partitions, so they follow the runs by ``catalog_behind``:
@@ -32,25 +33,36 @@ def _latest(instance: dg.DagsterInstance, asset: str) -> dg.EventLogRecord | Non
     return records[0] if records else None
 
 
-def catalog_behind(instance: dg.DagsterInstance) -> str | None:
-    """What the catalog is behind, as a key for the refresh (``<newest per-run storage id>-
-    <catalog storage id>@<formula version>``), or None when it is up to date.
+#: The assets the catalog refresh (``refresh_catalog``) makes that ``catalog_behind`` follows:
+#: the refresh is behind when any of them is.
+REFRESHED = ("run_catalog", "system_repeats", "suite_pages")
 
-    Behind: some run was materialized after the catalog (or the catalog never was), or the
-    catalog was made under another formula version than the current one, so that after a
-    formula change it is refreshed once to list every run as behind, even before a backfill
-    has materialized anything. The key differs for every catalog materialization, so a
-    sensor's run key never repeats one already used.
+
+def catalog_behind(instance: dg.DagsterInstance) -> str | None:
+    """What the catalog refresh is behind, as a key for the refresh (``<newest per-run storage
+    id>-<oldest storage id of the refreshed assets>@<formula version>``), or None when it is
+    up to date.
+
+    Behind: some run was materialized after one of the refreshed assets (REFRESHED), or one
+    of them never was, or the catalog was made under another formula version than the
+    current one, so that after a formula change it is refreshed once to list every run as
+    behind, even before a backfill has materialized anything. The key differs after every
+    complete refresh, so a sensor's run key never repeats one already used; a refresh that
+    fails part-way leaves the oldest asset, and so the key, as it was: the sensor does not
+    request it again until another run is materialized.
     """
     runs = _latest(instance, STAGES[-1])  # the last stage: a run is done
     if runs is None:
         return None
-    catalog = _latest(instance, "run_catalog")
-    if catalog is not None and catalog.storage_id > runs.storage_id:
-        made = catalog.asset_materialization
-        if made is not None and getattr(made.metadata.get("formula_version"), "value", None) == FORMULA_VERSION:
+    made = {asset: _latest(instance, asset) for asset in REFRESHED}
+    oldest = min(record.storage_id if record is not None else 0 for record in made.values())
+    catalog = made["run_catalog"]
+    if oldest > runs.storage_id and catalog is not None:
+        materialization = catalog.asset_materialization
+        version = getattr(materialization.metadata.get("formula_version"), "value", None) if materialization else None
+        if version == FORMULA_VERSION:
             return None
-    return f"{runs.storage_id}-{catalog.storage_id if catalog else 0}@{FORMULA_VERSION}"
+    return f"{runs.storage_id}-{oldest}@{FORMULA_VERSION}"
 
 
 @dg.asset(
@@ -73,7 +85,7 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings, c
         rows.append(catalog_row(run_id, metrics, manifest if isinstance(manifest, dict) else {}))
     frame = catalog_frame(rows)
     behind = runs_behind_formula(frame, FORMULA_VERSION)
-    shown = ["run_id", "suite", "model", "formula_version", "pass_at_1", "pass_at_k", "attempts"]
+    shown = ["run_id", "suite", "model", "git_sha", "formula_version", "pass_at_1", "pass_at_k", "attempts"]
     context.add_output_metadata({
         "dagster/row_count": len(frame),
         "suites": frame["suite"].nunique(),

@@ -1,9 +1,12 @@
-"""The sensor that keeps the cross-run catalog following the runs.
+"""The sensor that keeps the cross-run assets following the runs.
 
-Each tick: when a per-run materialization is newer than the catalog (``catalog_behind``)
-and no run is queued or under way, it requests one ``refresh_catalog`` run, keyed by that
-materialization, so a sensor tick, a main command and a backfill of a thousand runs all
-end in one refresh instead of one per partition.
+Each tick: when a per-run materialization is newer than the catalog or another asset of the
+refresh (the systems' repeats, the suite pages: ``catalog_behind``) and no run is queued or
+under way, it requests one ``refresh_catalog`` run, keyed by what it is behind, so a sensor
+tick, a main command and a backfill of a thousand runs all end in one refresh instead of one
+per partition. Run keys start with ``refresh-after-`` (before the refresh covered the
+systems and suite pages they started with ``catalog-after-``, in another key format): an old
+key is never taken for a new one.
 """
 
 import dagster as dg
@@ -21,13 +24,14 @@ IN_FLIGHT = [
     job_name="refresh_catalog",
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Refreshes the run catalog and trends once new runs are materialized and no run is under way.",
+    description="Refreshes the run catalog, trends, systems' repeats and suite pages once new runs are "
+                "materialized and no run is under way.",
 )
 def catalog_sensor(context: dg.SensorEvaluationContext):
     newest = catalog_behind(context.instance)
     if newest is None:
-        return dg.SkipReason("the catalog is up to date with every materialized run")
+        return dg.SkipReason("the catalog, systems and suite pages are up to date with every materialized run")
     busy = context.instance.get_runs_count(dg.RunsFilter(statuses=IN_FLIGHT))
     if busy:
         return dg.SkipReason(f"new runs materialized; waiting for {busy} queued or running run(s) to finish")
-    return dg.RunRequest(run_key=f"catalog-after-{newest}")
+    return dg.RunRequest(run_key=f"refresh-after-{newest}")

@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from bench_pipeline.assets import cross_run, cross_run_assets, per_run_assets
-from bench_pipeline.assets.cross_run import catalog_behind
+from bench_pipeline.assets.cross_run import REFRESHED, catalog_behind
 from bench_pipeline.assets.partition_work import HEADLINE_GROUPS, HEADLINE_RATES, headline_metadata
 from bench_pipeline.formula import FORMULA_VERSION
 from bench_pipeline.partitions import runs_partitions
@@ -87,8 +87,8 @@ def test_a_rate_without_denominator_has_only_its_text(tmp_path):
     assert meta["1_pass_at_1_successes"] == 0 and meta["1_pass_at_1_denominator"] == 0
 
 
-def _materialize_catalog(instance, resources):
-    result = dg.materialize([*per_run_assets, *cross_run_assets], selection=["run_catalog"], instance=instance,
+def _materialize_catalog(instance, resources, selection=("run_catalog",)):
+    result = dg.materialize([*per_run_assets, *cross_run_assets], selection=list(selection), instance=instance,
                             resources=resources)
     assert result.success
     (event,) = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("run_catalog")]
@@ -124,8 +124,9 @@ def test_run_catalog_lists_exactly_the_runs_behind_the_formula(tmp_path):
 
 def test_after_a_formula_change_the_catalog_is_behind_until_refreshed(tmp_path, monkeypatch):
     """A processed run and its catalog are up to date. Once the formula version changes, the
-    catalog is behind although no run was materialized; refreshed, it lists the run with its
-    old version; a run materialized later puts it behind again, with a new key."""
+    catalog is behind although no run was materialized; refreshed (with the rest of the catalog
+    refresh: systems, suite pages), it lists the run with its old version; a run materialized
+    later puts it behind again, with a new key."""
     resources = make_resources(tmp_path)
     make_run(tmp_path / "runs", [row("a"), row("b", status="failed")], run_id="r1")
     instance = dg.DagsterInstance.ephemeral()
@@ -135,7 +136,7 @@ def test_after_a_formula_change_the_catalog_is_behind_until_refreshed(tmp_path, 
     first_key = catalog_behind(instance)
     assert first_key is not None and first_key.endswith(f"@{FORMULA_VERSION}")
 
-    meta = _materialize_catalog(instance, resources)
+    meta = _materialize_catalog(instance, resources, REFRESHED)
     assert (meta["formula_version"], meta["runs_behind_formula"]) == (FORMULA_VERSION, 0)
     assert meta["runs_behind_formula_list"] == (
         f"Every run in the catalog was computed with the current formula version `{FORMULA_VERSION}`.")
@@ -144,7 +145,7 @@ def test_after_a_formula_change_the_catalog_is_behind_until_refreshed(tmp_path, 
     monkeypatch.setattr(cross_run, "FORMULA_VERSION", "bumped")
     bumped_key = catalog_behind(instance)
     assert bumped_key is not None and bumped_key.endswith("@bumped") and bumped_key != first_key
-    meta = _materialize_catalog(instance, resources)
+    meta = _materialize_catalog(instance, resources, REFRESHED)
     assert (meta["formula_version"], meta["runs_behind_formula"]) == ("bumped", 1)
     assert meta["runs_behind_formula_list"].splitlines()[-1] == f"| r1 | suite-x | {FORMULA_VERSION} |"
     assert catalog_behind(instance) is None

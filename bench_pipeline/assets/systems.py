@@ -1,0 +1,228 @@
+"""Cross-run assets of repeated runs (repeated-runs.md): ``system_repeats``, every system's
+repeats.json and repeats.md, and ``suite_pages``, one page per suite.
+
+Both read what the pipeline already stored, never the run folders again: the run catalog
+(suite, metrics_k, model, git sha, start, pass_at_1 of every processed run) and each run's
+``attempt_metrics`` frame (``<storage base>/attempt_metrics/<run id>.parquet``, only the
+columns a comparison side keeps). They are part of the catalog refresh (``refresh_catalog``,
+downstream of ``run_catalog``), so they follow the runs as the catalog does: one refresh
+after a sensor run or a backfill, not one per partition.
+
+``system_repeats`` passes ``suite_pages`` a small JSON value: per system folder name, the
+system (suite, model, git sha), its run ids, its repeats.md and its repeats.json document.
+The page takes the numbers from those documents; it re-reads the stored frames only for
+the runs' evidence links (``SystemEntry.runs``).
+
+Files land under the output root: ``_systems/<system_slug>/`` and
+``_suites/<suite_slug>/index.html`` (``repeats.system_slug`` / ``suite_slug``). Each refresh
+rewrites the current ones atomically; a folder of a system or suite no longer in the catalog
+is left as it is (never delete what another run produced).
+"""
+
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import orjson
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from upath import UPath
+
+from ..catalog import catalog_records
+from ..comparison import SIDE_FIELDS, make_side
+from ..identity import RunIdentity, read_json_object
+from ..outputs import write_repeats_files
+from ..repeats import RepeatRun, System, group_systems, repeats, suite_slug, system_slug
+from ..reports.compared import NO_VARIATION, fmt_pct
+from ..reports.repeated import level_interval
+from ..resources import PipelineSettings
+from ..resources.settings import safe_partition_key
+from .cross_run import GROUP
+
+#: The attempt_metrics columns a comparison side reads (``comparison.make_side``).
+SIDE_COLUMNS = ["task_id", "attempt", "line", *SIDE_FIELDS, "evidence"]
+#: Folders under the output root.
+SYSTEMS_FOLDER, SUITES_FOLDER = "_systems", "_suites"
+#: Rows of the metadata tables.
+LISTED = 50
+
+
+def read_attempt_rows(path: UPath) -> list[dict]:
+    """A stored attempt_metrics frame's rows as ``make_side`` reads them, reading only
+    SIDE_COLUMNS: plain Python values (null -> None, NaN included), and ``evidence`` (JSON
+    text) as ``{"dir": ...}``, the only part a side keeps."""
+    with path.open("rb") as handle:
+        rows = pq.read_table(handle, columns=SIDE_COLUMNS).to_pylist()
+    for row in rows:
+        for name in SIDE_FIELDS:
+            value = row[name]
+            if value != value:  # NaN
+                row[name] = None
+        text = row["evidence"]
+        evidence = orjson.loads(text) if isinstance(text, str) else None
+        row["evidence"] = {"dir": evidence.get("dir")} if isinstance(evidence, dict) else {}
+    return rows
+
+
+def stored_frame_path(storage_base: str, run_id: str) -> UPath:
+    """Where the per-run stage stored a run's attempt_metrics (``io_managers.store_partition``)."""
+    return UPath(storage_base) / "attempt_metrics" / (safe_partition_key(run_id) + ".parquet")
+
+
+def stored_repeat_runs(settings: PipelineSettings, catalog: Iterable[dict]) -> tuple[list[RepeatRun], list[str]]:
+    """Every catalog run as a ``RepeatRun`` from its stored attempt_metrics frame and its
+    catalog row (suite, metrics_k, model, git sha, start, pass_at_1), in catalog order; and
+    the run ids without a stored frame (left out)."""
+    runs, missing = [], []
+    for row in catalog:
+        run_id = row["run_id"]
+        try:
+            rows = read_attempt_rows(stored_frame_path(settings.storage_base, run_id))
+        except (OSError, ValueError, pa.ArrowException):
+            missing.append(run_id)
+            continue
+        identity = RunIdentity(suite=row["suite"], model_name=row["model"], git_sha=row["git_sha"],
+                               started_at=row["started_at"])
+        side = make_side(rows, run_id=run_id, suite=row["suite"], metrics_k=row["metrics_k"],
+                         run_dir=settings.run_dir(run_id), identity=identity)
+        pass_at_1 = row["pass_at_1"]
+        runs.append(RepeatRun(side, float(pass_at_1) if isinstance(pass_at_1, (int, float)) else None))
+    return runs, missing
+
+
+def _cell(value: Any) -> str:
+    return "unknown" if value is None else str(value).replace("|", "\\|")
+
+
+def _order(entry: dict) -> tuple:
+    """Suite (unknown last), then pooled first attempt descending (none last), then folder."""
+    mean = entry["doc"]["pooled"]["first_attempt"]["mean"]
+    return (entry["suite"] is None, entry["suite"] or "", mean is None, -(mean or 0.0), entry["slug"])
+
+
+def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
+    """The systems as a markdown table: pooled first attempt with its interval (as repeats.md
+    shows it), noise floor, flip rate and runs pooled; the first ``limit`` by suite then pooled
+    first attempt."""
+    if not entries:
+        return "No processed run yet."
+    lines = ["| suite | model | git sha | runs | first attempt (pooled) | 95% interval | noise floor | flip rate "
+             "| folder |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for e in sorted(entries, key=_order)[:limit]:
+        doc = e["doc"]
+        fa, noise, flips = (doc["pooled"]["first_attempt"], doc["between_runs"]["noise_floor95"],
+                            doc["stability"]["flip_rate"])
+        interval = (NO_VARIATION if fa["n"] >= 2 and fa["se"] == 0
+                    else level_interval("rate", fa["ci95"]["lower"], fa["ci95"]["upper"]))
+        lines.append(" | ".join([
+            f"| {_cell(e['suite'])}", _cell(e["model"]), _cell(e["git_sha"]), str(len(e["runs"])), fmt_pct(fa["mean"]),
+            interval, f"{noise * 100:.1f} points" if noise is not None else "n/a (one run)",
+            f"{flips:.3f}" if flips is not None else "n/a", f"`{e['slug']}` |"]))
+    if len(entries) > limit:
+        lines += ["", f"... and {len(entries) - limit} more (every system has its folder under `{SYSTEMS_FOLDER}/`)."]
+    return "\n".join(lines)
+
+
+def _entry(system: System, slug: str, doc: dict, repeats_md: Path) -> dict:
+    return {"slug": slug, "suite": system.suite, "model": system.model, "git_sha": system.git_sha,
+            "runs": [r["run_id"] for r in doc["runs"]], "repeats_md": str(repeats_md), "doc": doc}
+
+
+def _reports(output_root: Path, runs: Iterable[RepeatRun]) -> dict[str, Path]:
+    """{run id: its report.html} for the runs whose report exists (repeats.md's links)."""
+    found = {}
+    for run in runs:
+        path = output_root / safe_partition_key(run.run_id) / "report.html"
+        if path.is_file():
+            found[run.run_id] = path
+    return found
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"python", "json", "markdown"},
+    io_manager_key="json_io_manager",
+    deps=["attempt_metrics"],
+)
+def system_repeats(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame):
+    """Every processed run grouped into systems (suite, model, git sha; repeated-runs.md
+    "Systems": a run with an unknown part is a system of its own), each pooled by task:
+    ``<output root>/_systems/<system slug>/repeats.json`` and ``repeats.md`` (the noise floor,
+    the flip rate, the flaky tasks). Read from the catalog and the stored attempt_metrics
+    frames, never from the run folders. Its value, for ``suite_pages``: per system folder,
+    the system, its run ids, its repeats.md and its repeats.json document."""
+    output_root = Path(settings.output_root)
+    runs, missing = stored_repeat_runs(settings, catalog_records(run_catalog))
+    value: dict[str, dict] = {}
+    changed = 0
+    for system, members in group_systems(runs).items():
+        slug = system_slug(system)
+        doc = repeats(members)
+        out_dir = output_root / SYSTEMS_FOLDER / slug
+        before = out_dir / "repeats.json"
+        was = before.read_bytes() if before.is_file() else None
+        written = write_repeats_files(out_dir, doc, members, _reports(output_root, members))
+        changed += written["repeats.json"].read_bytes() != was
+        value[slug] = _entry(system, slug, doc, written["repeats.md"])
+    entries = list(value.values())
+    metadata = {
+        "systems": len(entries),
+        "runs_pooled": len(runs),
+        "systems_with_repeats": sum(1 for e in entries if len(e["runs"]) >= 2),
+        "systems_changed": changed,
+        "systems_folder": dg.MetadataValue.path(str(output_root / SYSTEMS_FOLDER)),
+        "systems_table": dg.MetadataValue.md(systems_markdown(entries)),
+    }
+    if missing:
+        metadata["runs_without_stored_attempts"] = dg.MetadataValue.md(
+            f"{len(missing)} catalog run(s) have no stored attempt_metrics frame and are not pooled: "
+            + ", ".join(f"`{r}`" for r in missing[:LISTED]) + (" ..." if len(missing) > LISTED else ""))
+    return dg.Output(value, metadata=metadata)
+
+
+def suite_runs(catalog_rows: list[dict], output_root: Path) -> dict[Any, list[dict]]:
+    """{suite: its catalog rows, each with ``gate`` and ``baseline`` (its comparison.json's
+    gate.result and baseline.run_id, None without one) and ``report`` (its report.html's
+    absolute path, None without one)}, suites in catalog order."""
+    suites: dict[Any, list[dict]] = {}
+    for row in catalog_rows:
+        folder = (output_root / safe_partition_key(row["run_id"])).absolute()
+        comparison = read_json_object(folder / "comparison.json")
+        gate = comparison.get("gate") if isinstance(comparison.get("gate"), dict) else {}
+        baseline = comparison.get("baseline") if isinstance(comparison.get("baseline"), dict) else {}
+        report = folder / "report.html"
+        suites.setdefault(row["suite"], []).append({
+            **row, "gate": gate.get("result"), "baseline": baseline.get("run_id"),
+            "report": report if report.is_file() else None})
+    return suites
+
+
+@dg.asset(group_name=GROUP, kinds={"python", "html"}, deps=["attempt_metrics", "run_comparison"])
+def suite_pages(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame,
+                system_repeats: dict) -> dg.MaterializeResult:
+    """One self-contained page per suite, ``<output root>/_suites/<suite slug>/index.html``:
+    its runs in start order with each one's gate against its baseline, its systems side by
+    side (system_repeats' documents), cost against capability and the flaky tasks."""
+    from ..reports.suite_page import SystemEntry, write_suite_page
+
+    output_root = Path(settings.output_root)
+    records = catalog_records(run_catalog)
+    by_id = {r.run_id: r for r in stored_repeat_runs(settings, records)[0]}
+    pages = []
+    for suite, runs in suite_runs(records, output_root).items():
+        systems = [SystemEntry(e["slug"], e["doc"], [by_id[r] for r in e["runs"] if r in by_id], Path(e["repeats_md"]))
+                   for e in (system_repeats or {}).values() if e["suite"] == suite]
+        path = write_suite_page(output_root / SUITES_FOLDER / suite_slug(suite), suite, runs, systems)
+        pages.append((suite, len(runs), len(systems), Path(path)))
+    lines = ["| suite | runs | systems | page |", "| --- | --- | --- | --- |"]
+    lines += [f"| {_cell(s)} | {n} | {m} | `{p}` |" for s, n, m, p in pages[:LISTED]]
+    if len(pages) > LISTED:
+        lines += ["", f"... and {len(pages) - LISTED} more under `{output_root / SUITES_FOLDER}`."]
+    return dg.MaterializeResult(metadata={
+        "pages_written": len(pages),
+        "suites_folder": dg.MetadataValue.path(str(output_root / SUITES_FOLDER)),
+        "pages": dg.MetadataValue.md("\n".join(lines) if pages else "No processed run yet."),
+    })

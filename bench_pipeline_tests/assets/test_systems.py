@@ -1,0 +1,282 @@
+"""The repeated-runs assets: ``system_repeats`` (every system's repeats.json and repeats.md,
+from the catalog and the stored attempt frames) and ``suite_pages`` (one page per suite), and
+how the catalog refresh follows the runs with them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from bench_pipeline import cli
+from bench_pipeline.assets import cross_run_assets, per_run_assets, systems
+from bench_pipeline.assets.cross_run import catalog_behind
+from bench_pipeline.frames import attempts_frame
+from bench_pipeline.generate import generate_runs
+from bench_pipeline.partitions import runs_partitions
+from bench_pipeline.pipeline import run_stages
+from bench_pipeline.repeats import System, suite_slug, system_slug
+from bench_pipeline.resources.io_managers import store_partition
+
+from ..dagster_helpers import make_resources
+from ..run_builder import make_run, row
+
+REFRESH = ["run_catalog", "system_repeats", "suite_pages"]
+
+
+@pytest.fixture(autouse=True)
+def _no_langfuse(monkeypatch):
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture()
+def pages(monkeypatch):
+    """write_suite_page replaced by a recorder of its inputs (the page itself has tests of its own)."""
+    calls = []
+
+    def record(out_dir, suite, runs, systems_):
+        calls.append({"out_dir": Path(out_dir), "suite": suite, "runs": runs, "systems": systems_})
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "index.html").write_text("page")
+        return Path(out_dir) / "index.html"
+
+    monkeypatch.setattr("bench_pipeline.reports.suite_page.write_suite_page", record)
+    return calls
+
+
+def _store(resources, run_dir: Path) -> str:
+    """A run processed as the per-run step does (run_stages into its output folder, its
+    attempt_metrics and capability_aggregates stored where the IO managers keep them)."""
+    settings = resources["settings"]
+    run_id = run_dir.name
+    result = run_stages(run_dir, settings.output_dir(run_id), keep_evidence=True)
+    store_partition(settings.storage_base, "attempt_metrics", run_id, attempts_frame(result.processed.attempts))
+    store_partition(settings.storage_base, "capability_aggregates", run_id, result.processed.metrics)
+    return run_id
+
+
+def _manifest(model, sha, day, **extra):
+    manifest = {"status": "completed", "metrics_k": 1, "started_at": f"2026-11-0{day}T00:00:00Z", **extra}
+    if model is not None:
+        manifest["model"] = {"name": model}
+    if sha is not None:
+        manifest["code"] = {"git_sha": sha}
+    return manifest
+
+
+def _runs(tmp_path, resources, plans, suite="suite-a"):
+    """{run id: (model, sha, {task: status})} as stored runs of ``suite``; returns the instance."""
+    for day, (run_id, (model, sha, outcomes)) in enumerate(plans.items(), start=1):
+        run = make_run(tmp_path / "runs", [row(t, 1, s) for t, s in outcomes.items()], run_id=run_id,
+                       manifest=_manifest(model, sha, day), suite={"name": suite, "tasks": []})
+        _store(resources, run)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, list(plans))
+    return instance
+
+
+def _refresh(instance, resources):
+    result = dg.materialize([*per_run_assets, *cross_run_assets], selection=REFRESH, instance=instance,
+                            resources=resources)
+    assert result.success
+    return {e.asset_key.to_user_string(): {k: v.value for k, v in e.materialization.metadata.items()}
+            for e in result.get_asset_materialization_events()}
+
+
+def _docs(output_root: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in sorted((output_root / "_systems").glob("*/repeats.json"))}
+
+
+def test_two_models_on_one_suite_are_two_systems_on_one_page(tmp_path, pages):
+    resources = make_resources(tmp_path)
+    instance = _runs(tmp_path, resources, {
+        "a1": ("model-a", "sha1", {"t1": "passed", "t2": "failed"}),
+        "b1": ("model-b", "sha1", {"t1": "passed", "t2": "passed"}),
+        "a2": ("model-a", "sha1", {"t1": "passed", "t2": "passed"}),
+    })
+    meta = _refresh(instance, resources)
+    docs = _docs(tmp_path / "reports")
+    slug_a = system_slug(System("suite-a", "model-a", "sha1"))
+    slug_b = system_slug(System("suite-a", "model-b", "sha1"))
+    assert set(docs) == {slug_a, slug_b}
+    assert [r["run_id"] for r in docs[slug_a]["runs"]] == ["a1", "a2"]
+    assert docs[slug_a]["system"] == {"suite": "suite-a", "model": "model-a", "git_sha": "sha1"}
+    assert docs[slug_a]["stability"]["flaky_tasks"][0]["task_id"] == "t2"  # failed once, passed once
+    assert docs[slug_a]["between_runs"]["runs"] == 2 and docs[slug_a]["between_runs"]["noise_floor95"] > 0
+    assert [r["run_id"] for r in docs[slug_b]["runs"]] == ["b1"]
+    md = (tmp_path / "reports" / "_systems" / slug_a / "repeats.md").read_text()
+    assert "[`a1`](<../../a1/report.html>)" in md  # each run's report, relative to the system's folder
+
+    sr = meta["system_repeats"]
+    assert (sr["systems"], sr["runs_pooled"], sr["systems_with_repeats"], sr["systems_changed"]) == (2, 3, 1, 2)
+    table = sr["systems_table"].splitlines()
+    assert table[0].startswith("| suite | model | git sha | runs | first attempt (pooled) | 95% interval |")
+    assert table[2].startswith("| suite-a | model-b | sha1 | 1 | 100.0% |")  # the higher pooled first attempt first
+    assert table[3].startswith("| suite-a | model-a | sha1 | 2 | 75.0% |")
+    assert "runs_without_stored_attempts" not in sr
+
+    (call,) = pages
+    assert call["suite"] == "suite-a" and call["out_dir"] == tmp_path / "reports" / "_suites" / suite_slug("suite-a")
+    assert [r["run_id"] for r in call["runs"]] == ["a1", "b1", "a2"]  # catalog order: start time
+    first = call["runs"][0]
+    assert (first["model"], first["git_sha"], first["gate"], first["baseline"]) == ("model-a", "sha1", None, None)
+    assert first["report"] == (tmp_path / "reports" / "a1" / "report.html").absolute() and first["report"].is_file()
+    assert type(first["pass_at_1"]) is float and type(first["attempts"]) is int
+    assert [(s.slug, [r.run_id for r in s.runs]) for s in call["systems"]] == [(slug_a, ["a1", "a2"]), (slug_b, ["b1"])]
+    entry = call["systems"][0]
+    assert entry.doc == docs[slug_a] and entry.repeats_md == tmp_path / "reports" / "_systems" / slug_a / "repeats.md"
+    assert entry.runs[0].side.run_dir == tmp_path / "runs" / "a1"  # for evidence links
+    assert entry.runs[0].side.tasks["t2"][1]["success"] is False
+    assert entry.runs[0].side.tasks["t2"][1]["agent_eligible"] is True
+    sp = meta["suite_pages"]
+    assert sp["pages_written"] == 1 and suite_slug("suite-a") in sp["pages"]
+
+
+def test_an_unknown_model_or_git_sha_makes_a_run_its_own_system(tmp_path, pages):
+    resources = make_resources(tmp_path)
+    instance = _runs(tmp_path, resources, {
+        "k1": ("m", "sha", {"t1": "passed"}),
+        "k2": ("m", "sha", {"t1": "failed"}),
+        "no-model-1": (None, "sha", {"t1": "passed"}),
+        "no-model-2": (None, "sha", {"t1": "passed"}),
+        "no-sha": ("m", None, {"t1": "passed"}),
+    })
+    meta = _refresh(instance, resources)
+    docs = _docs(tmp_path / "reports")
+    by_runs = sorted(tuple(r["run_id"] for r in d["runs"]) for d in docs.values())
+    assert by_runs == [("k1", "k2"), ("no-model-1",), ("no-model-2",), ("no-sha",)]
+    assert system_slug(System("suite-a", None, "sha", alone="no-model-1")) in docs
+    alone = docs[system_slug(System("suite-a", "m", None, alone="no-sha"))]
+    assert alone["system"] == {"suite": "suite-a", "model": "m", "git_sha": None}
+    assert meta["system_repeats"]["systems"] == 4
+    (call,) = pages  # one suite, one page, with its four systems
+    assert len(call["systems"]) == 4 and len(call["runs"]) == 5
+
+
+def test_the_assets_repeats_json_equals_the_command_lines(tmp_path, pages):
+    """Three generated runs of one system: the repeats.json the asset writes from the stored
+    frames and the catalog is the one `bench-pipeline repeats` writes from the folders."""
+    resources = make_resources(tmp_path)
+    folders = generate_runs(tmp_path / "runs", runs=3, seed=5, tasks=6, repeats=2, history_messages=8,
+                            edge_cases=True, systems=1)
+    for folder in folders:
+        _store(resources, folder)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, [f.name for f in folders])
+    _refresh(instance, resources)
+    (asset_doc,) = _docs(tmp_path / "reports").values()
+
+    assert cli.main(["repeats", *map(str, folders), "--output-dir", str(tmp_path / "cli")]) == 0
+    cli_doc = json.loads((tmp_path / "cli" / "repeats.json").read_text())
+    assert asset_doc == cli_doc
+    assert len(asset_doc["runs"]) == 3 and asset_doc["warnings"] == []
+    assert asset_doc["pooled"]["first_attempt"]["n"] > 0 and asset_doc["stability"]["tasks_classified"] > 0
+
+
+def test_a_second_refresh_without_a_new_run_changes_nothing(tmp_path, pages):
+    resources = make_resources(tmp_path)
+    instance = _runs(tmp_path, resources, {"r1": ("m", "s", {"t1": "passed"}), "r2": ("m", "s", {"t1": "failed"})},
+                     suite="suite/with odd name")
+    first = _refresh(instance, resources)
+    root = tmp_path / "reports"
+    files = {p: p.read_bytes() for p in sorted(root.glob("_*/**/*")) if p.is_file()}
+    assert {p.relative_to(root).parts[0] for p in files} == {"_systems", "_suites"}
+    assert (root / "_suites" / suite_slug("suite/with odd name")).is_dir()  # one folder, whatever the name
+
+    second = _refresh(instance, resources)
+    assert {p: p.read_bytes() for p in sorted(root.glob("_*/**/*")) if p.is_file()} == files
+    assert second["system_repeats"]["systems_changed"] == 0
+    assert {k: v for k, v in second["system_repeats"].items() if k != "systems_changed"} == {
+        k: v for k, v in first["system_repeats"].items() if k != "systems_changed"}
+
+
+def test_a_system_gone_from_the_catalog_keeps_its_folder_and_runs_without_frames_are_named(tmp_path, pages):
+    resources = make_resources(tmp_path)
+    instance = _runs(tmp_path, resources, {"r1": ("m", "s", {"t1": "passed"})})
+    old = tmp_path / "reports" / "_systems" / "left-by-an-earlier-refresh"
+    old.mkdir(parents=True)
+    (old / "repeats.json").write_text("{}")
+    metrics = json.loads((tmp_path / "reports" / "r1" / "metrics.json").read_text())
+    store_partition(resources["settings"].storage_base, "capability_aggregates", "r0", {**metrics, "run_id": "r0"})
+    instance.add_dynamic_partitions(runs_partitions.name, ["r0"])
+    meta = _refresh(instance, resources)["system_repeats"]
+    assert (old / "repeats.json").read_text() == "{}"
+    assert meta["runs_pooled"] == 1 and "`r0`" in meta["runs_without_stored_attempts"]
+
+
+def test_the_refresh_is_behind_until_every_one_of_its_assets_is_made(tmp_path, pages, monkeypatch):
+    """After a run, the catalog alone does not bring the refresh up to date: the systems and
+    the pages were never made. A refresh that fails part-way keeps the key (the sensor does
+    not request it again); a complete one brings it up to date, and a new run puts it behind
+    with a new key."""
+    import bench_pipeline.reports.suite_page as suite_page
+
+    resources = make_resources(tmp_path)
+    make_run(tmp_path / "runs", [row("a"), row("b", status="failed")], run_id="r1")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["r1"])
+    assert dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources).success
+    before = catalog_behind(instance)
+    assert before is not None
+
+    assert dg.materialize([*per_run_assets, *cross_run_assets], selection=["run_catalog"], instance=instance,
+                          resources=resources).success
+    assert catalog_behind(instance) == before  # the systems and pages are still missing: the same key
+
+    recorder = suite_page.write_suite_page
+
+    def broken(*args):
+        raise RuntimeError("the page cannot be written")
+
+    monkeypatch.setattr(suite_page, "write_suite_page", broken)
+    failed = dg.materialize([*per_run_assets, *cross_run_assets], selection=REFRESH, instance=instance,
+                            resources=resources, raise_on_error=False)
+    assert not failed.success
+    made = {e.asset_key.to_user_string() for e in failed.get_asset_materialization_events()}
+    assert made == {"run_catalog", "system_repeats"}
+    assert catalog_behind(instance) == before  # no new key: no refresh storm from a failing page
+
+    monkeypatch.setattr(suite_page, "write_suite_page", recorder)
+    _refresh(instance, resources)
+    assert catalog_behind(instance) is None
+    assert dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources).success
+    again = catalog_behind(instance)
+    assert again is not None and again != before
+
+
+def test_suite_runs_read_each_runs_gate_and_baseline(tmp_path):
+    out = tmp_path / "reports"
+    (out / "r2").mkdir(parents=True)
+    (out / "r2" / "comparison.json").write_text(json.dumps({"baseline": {"run_id": "r1"}, "gate": {"result": "fail"}}))
+    (out / "r2" / "report.html").write_text("x")
+    (out / "r3").mkdir()
+    (out / "r3" / "comparison.json").write_text("not json")
+    rows = [{"run_id": r, "suite": s} for r, s in (("r1", "a"), ("r2", "a"), ("r3", None))]
+    suites = systems.suite_runs(rows, out)
+    assert list(suites) == ["a", None]
+    r1, r2 = suites["a"]
+    assert (r1["gate"], r1["baseline"], r1["report"]) == (None, None, None)
+    assert (r2["gate"], r2["baseline"], r2["report"]) == ("fail", "r1", (out / "r2" / "report.html").absolute())
+    assert suites[None][0]["gate"] is None
+
+
+def test_stored_frames_give_plain_values_and_the_evidence_folder(tmp_path):
+    import pandas as pd
+
+    frame = pd.DataFrame({
+        "task_id": ["a", "a"], "attempt": pd.array([1, 1], dtype="Int64"), "line": pd.array([1, 2], dtype="Int64"),
+        "success": pd.array([None, True], dtype="boolean"), "agent_eligible": pd.array([True, True], dtype="boolean"),
+        "quality_score": [float("nan"), 0.5], "task_wall_ms": [10.0, float("nan")], "total_tokens": [3.0, 4.0],
+        "cost_usd": [float("nan"), 0.25], "evidence": ['{"dir": "tasks/a/1", "x": 1}', '{"dir": null}'],
+    })
+    path = tmp_path / "attempt_metrics" / "r.parquet"
+    path.parent.mkdir()
+    frame.assign(status="passed").to_parquet(path, index=False)  # a column a side does not read
+    first, second = systems.read_attempt_rows(systems.UPath(path))
+    assert first == {"task_id": "a", "attempt": 1, "line": 1, "success": None, "agent_eligible": True,
+                     "quality_score": None, "task_wall_ms": 10.0, "total_tokens": 3.0, "cost_usd": None,
+                     "evidence": {"dir": "tasks/a/1"}}
+    assert second["success"] is True and second["evidence"] == {"dir": None} and type(second["line"]) is int
