@@ -39,6 +39,7 @@ from ..pipeline import publish, run_stages
 from ..process import PARALLEL_MIN_ROWS, data_quality_findings, workers_for
 from ..publication import LangfuseSettings, PublicationError
 from ..quality import CheckOutcome, run_checks
+from ..reports.compared import gate_statement
 from ..resources.io_managers import store_partition
 from ..run_reader import NotARunFolderError
 from ..schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
@@ -289,7 +290,9 @@ COMPARED_SECTIONS = ("first_attempt", "pass_at_k", "pass_pow_k", "task_success",
 
 def comparison_metadata(comparison: dict | None, baseline: str | None, reason: str,
                         written: dict[str, Path]) -> dict[str, Any]:
-    """run_comparison's materialization metadata: the baseline, the gate, each section's
+    """run_comparison's materialization metadata: the baseline, the gate and what its result
+    means (``gate_statement``: a pass without a margin names the regression size that could
+    have gone unseen), each section's
     verdict and (as numbers, for the Plots tab) its delta and interval; without a baseline,
     why there is none (a run without a baseline is not a failure)."""
     if comparison is None:
@@ -298,6 +301,7 @@ def comparison_metadata(comparison: dict | None, baseline: str | None, reason: s
         "baseline": comparison["baseline"]["run_id"] or baseline or "unknown",
         "reason": reason,
         "gate": comparison["gate"]["result"],
+        "gate_statement": gate_statement(comparison),
         "gate_reasons": ", ".join(comparison["gate"]["reasons"]) or "none",
         "paired_tasks": comparison["tasks"]["paired"],
         "warnings": ", ".join(comparison["warnings"]) or "none",
@@ -311,7 +315,7 @@ def comparison_metadata(comparison: dict | None, baseline: str | None, reason: s
         for key, value in (("delta", section["delta"]), ("lower", (section["ci95"] or {}).get("lower")),
                            ("upper", (section["ci95"] or {}).get("upper"))):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[f"{name}_{key}"] = float(value)
+                out[f"{name}_{key}"] = round(float(value), METADATA_DIGITS)  # comparison.json keeps every digit
     for name in ("comparison.json", "comparison.md"):
         if name in written:
             out[name.replace(".", "_")] = dg.MetadataValue.path(str(written[name]))
