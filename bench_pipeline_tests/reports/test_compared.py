@@ -223,3 +223,20 @@ def test_each_section_counts_the_paired_tasks_it_leaves_out_and_why():
     assert ("Left out: 2 of the 5 paired tasks (1 because it has no eligible attempt in both runs; 1 because no "
             "eligible attempt has a quality score in the baseline).") in r["quality"]["reading"]
     assert "Left out" not in rows_by_name(view(side({"a": [True]}), side({"a": [True]})))["first_attempt"]["reading"]
+
+
+def test_summary_md_states_a_pass_without_margin_as_comparison_md_does():
+    from bench_pipeline.reports import render_summary_md
+    from bench_pipeline_tests.fixtures_reports import main_run
+
+    tasks = [f"t{i}" for i in range(9)]
+    b = side({t: [True, True] for t in tasks})
+    c = side({t: [t != "t0", True] for t in tasks})
+    comparison = Comparison(compare(b, c), b, c)
+    summary = render_summary_md(*main_run(), comparison=comparison)
+    part = summary[summary.index("## Compared with"):]
+    assert "**Release gate: pass**: no significant regression of first attempt or task success was found, which " \
+           "is not evidence that there is none" in part
+    assert part.count("could have gone unseen") == 2 and "--max-drop X" in part
+    assert "| pass@k (k=2) | 9 of 9 | 100.0% | 100.0% | 0.0 pp | n/a (no variation) | n/a (no variation) |" in part
+    assert "says little" not in part.split("**First attempt (pass@1).**")[0]  # no verdict line says it
