@@ -11,6 +11,9 @@ Two measurements, each side by side in one invocation, on this machine:
             every partition run by the Dagster daemon (scripts/backfill.sh; sensors
             stopped), measured from the start of the backfill's first run to the end of its
             last. The daemon's own wait before it submits anything is printed beside it.
+            Then the cross-run refresh the catalog sensor requests after a backfill (the
+            refresh_catalog job: catalog, trends, every system's repeats, the suite pages),
+            three rounds, against the backfill's time.
 
     .venv/bin/python benchmarks/dagster_benchmark.py [--workdir DIR] [--repeat N] [--runs N] [--only large|backfill]
 """
@@ -218,6 +221,34 @@ def measure_backfill(workdir: Path, runs: int) -> None:
           f"first run start to last run end {backfill:.1f}s "
           f"(the daemon's wait before its first run: {first_start - state['created']:.1f}s, not counted)")
     print(f"{runs} runs: backfill / process loop = {backfill / loop:.2f} (loop {loop:.1f}s; target <= 4)")
+    refreshes = measure_refresh(env, rounds=3)
+    median = statistics.median(refreshes)
+    print(f"{runs} runs: cross-run refresh (run_catalog, suite_trends, system_repeats, suite_pages) "
+          f"median {median:.1f}s (range {min(refreshes):.1f}-{max(refreshes):.1f}s, {len(refreshes)} rounds) = "
+          f"{median / backfill:.1%} of the backfill (target <= 10%)")
+
+
+REFRESH = (
+    "import time, dagster as dg\n"
+    "from bench_pipeline.definitions import defs\n"
+    "job = defs.resolve_job_def('refresh_catalog')\n"
+    "started = time.perf_counter()\n"
+    "result = job.execute_in_process(instance=dg.DagsterInstance.get())\n"
+    "assert result.success\n"
+    "print(time.perf_counter() - started)\n"
+)
+
+
+def measure_refresh(env: dict, rounds: int) -> list[float]:
+    """Seconds of the refresh_catalog job over the instance's processed runs (what the catalog
+    sensor requests once a backfill is done), each round in a fresh process, the job's own
+    work only (start-up and definitions loading excluded)."""
+    seconds = []
+    for _ in range(rounds):
+        out = subprocess.run([sys.executable, "-c", REFRESH], env=env, cwd=ROOT, capture_output=True, text=True,
+                             check=True)
+        seconds.append(float(out.stdout.strip().splitlines()[-1]))
+    return seconds
 
 
 def main() -> None:
