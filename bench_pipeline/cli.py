@@ -120,9 +120,7 @@ def _compare(args: argparse.Namespace) -> int:
         return 2
     workers = args.workers or default_workers()
     try:
-        for run_dir in (baseline_run, candidate_run):  # both checked before either is processed
-            if not (run_dir / "results.jsonl").is_file():
-                raise NotARunFolderError(f"{run_dir}: no results.jsonl, so not a benchmark run folder")
+        check_run_folders([baseline_run, candidate_run], distinct=False)  # both before either is processed
         baseline = run_stages(baseline_run, out / "baseline", workers=workers, progress=_Progress("baseline attempts derived"))
         candidate = run_stages(candidate_run, out / "candidate", workers=workers,
                                progress=_Progress("candidate attempts derived"), baseline_dir=out / "baseline",
@@ -155,6 +153,19 @@ class BadInputError(ValueError):
     """Input the command refuses with exit 2 (the same run twice, a mix of forms)."""
 
 
+def check_run_folders(folders: list[Path], distinct: bool = True) -> None:
+    """NotARunFolderError for a folder without results.jsonl; with ``distinct``,
+    BadInputError for a folder given twice (by any path)."""
+    seen: dict[Path, Path] = {}
+    for folder in folders:
+        if not (folder / "results.jsonl").is_file():
+            raise NotARunFolderError(f"{folder}: no results.jsonl, so not a benchmark run folder")
+        real = folder.resolve()
+        if distinct and real in seen:
+            raise BadInputError(f"{folder}: the same run folder twice (also given as {seen[real]})")
+        seen[real] = folder
+
+
 def _process_set(run_dirs: list[str], out_root: Path, what: str, workers: int) -> list:
     """Each run folder through the stages into ``out_root/<folder name>`` (a name given twice
     gets ``-2``, ``-3``); every folder checked before any is processed. Raises
@@ -162,14 +173,8 @@ def _process_set(run_dirs: list[str], out_root: Path, what: str, workers: int) -
     the same run id twice."""
     from .pipeline import run_stages
 
-    folders, seen = [Path(d) for d in run_dirs], {}
-    for folder in folders:
-        if not (folder / "results.jsonl").is_file():
-            raise NotARunFolderError(f"{folder}: no results.jsonl, so not a benchmark run folder")
-        real = folder.resolve()
-        if real in seen:
-            raise BadInputError(f"{folder}: the same run folder twice (also given as {seen[real]})")
-        seen[real] = folder
+    folders = [Path(d) for d in run_dirs]
+    check_run_folders(folders)
     names: dict[str, int] = {}
     results = []
     for i, folder in enumerate(folders, start=1):
@@ -254,12 +259,7 @@ def _compare_sets(args: argparse.Namespace) -> int:
         return 2
     workers = args.workers or default_workers()
     try:
-        every = [*args.baseline, *args.candidate]
-        for run_dir in every:  # every folder checked before any is processed
-            if not (Path(run_dir) / "results.jsonl").is_file():
-                raise NotARunFolderError(f"{run_dir}: no results.jsonl, so not a benchmark run folder")
-        if len({Path(d).resolve() for d in every}) < len(every):
-            raise BadInputError("a run folder is given twice (on one side or on both)")
+        check_run_folders([Path(d) for d in (*args.baseline, *args.candidate)])  # every one before any is processed
         b_results = _process_set(args.baseline, out / "baseline", "baseline run", workers)
         c_results = _process_set(args.candidate, out / "candidate", "candidate run", workers)
         baseline = [repeat_run_of(r.processed) for r in b_results]
