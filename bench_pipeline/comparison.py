@@ -221,7 +221,7 @@ def task_success_value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | Non
     return sum(1 for r in eligible if r["success"] is True) / len(eligible)
 
 
-def _mean_of(values: list) -> float | None:
+def mean_of(values: list) -> float | None:
     """The mean of numbers (fsum), None for none or when it leaves the float range."""
     if not values:
         return None
@@ -236,7 +236,7 @@ def field_mean_value(name: str) -> Callable[[Mapping[int, Mapping[str, Any]], in
     """The per-task value of ``quality`` (name quality_score) and ``resources.<name>``: the
     mean of the field over the task's eligible attempts with a number; None when none has one."""
     def value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> float | None:
-        return _mean_of([r[name] for r in by_attempt.values() if _eligible(r) and is_number(r[name])])
+        return mean_of([r[name] for r in by_attempt.values() if _eligible(r) and is_number(r[name])])
     value.__name__ = f"{name}_value"
     return value
 
@@ -345,12 +345,12 @@ def paired_statistics(baseline: list[float], candidate: list[float]) -> dict:
     n = len(baseline)
     if n != len(candidate):
         raise ValueError("paired values must have the same length")
-    b_mean, c_mean = _mean_of(baseline), _mean_of(candidate)
+    b_mean, c_mean = mean_of(baseline), mean_of(candidate)
     try:
         diffs = [float(c) - float(b) for b, c in zip(baseline, candidate)]
     except OverflowError:
         diffs = []
-    delta = _mean_of(diffs) if len(diffs) == n and all(map(is_number, diffs)) else None
+    delta = mean_of(diffs) if len(diffs) == n and all(map(is_number, diffs)) else None
     se = None
     if n >= 2 and delta is not None:
         try:

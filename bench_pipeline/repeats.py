@@ -28,6 +28,7 @@ from .comparison import (
     Side,
     check_max_drop,
     make_side,
+    mean_of,
     mean_section,
     release_gate,
 )
@@ -116,20 +117,10 @@ def pooled_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> dic
                 sums.setdefault(task_id, []).append(float(v))
     out = {}
     for task_id, values in sums.items():
-        mean = _mean(values)
+        mean = mean_of(values)
         if mean is not None:
             out[task_id] = mean
     return out
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    if not values:
-        return None
-    try:
-        mean = math.fsum(values) / len(values)
-    except OverflowError:
-        return None
-    return mean if is_number(mean) else None
 
 
 def _finite(value: float) -> float | None:
@@ -141,7 +132,7 @@ def pooled_section(values: Sequence[float], clamp: bool) -> dict[str, Any]:
     se = sqrt(sum((x_i - mean)^2) / (n - 1) / n) (null when n < 2), ci95 = mean -/+ z*se,
     clamped to [0, 1] when ``clamp``; all null with n = 0."""
     n = len(values)
-    mean = _mean(values)
+    mean = mean_of(values)
     se = lower = upper = None
     if n >= 2 and mean is not None:
         try:
@@ -174,7 +165,7 @@ def between_runs(pass_at_1: Iterable[float | None]) -> dict[str, Any]:
     noise_floor95 = z * sqrt(2) * sd (how far apart two single runs land by chance)."""
     values = [float(v) for v in pass_at_1 if is_number(v)]
     n = len(values)
-    mean = _mean(values)
+    mean = mean_of(values)
     sd = noise = None
     if n >= 2 and mean is not None:
         sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
@@ -222,7 +213,7 @@ def stability(runs: Iterable[RepeatRun]) -> dict[str, Any]:
             flaky.append({"task_id": task_id, "attempts": n, "successes": c, "flip": f})
     flaky.sort(key=lambda t: (-t["flip"], t["task_id"]))
     return {"tasks_classified": classified, "stable_pass": stable_pass, "stable_fail": stable_fail,
-            "flaky": len(flaky), "flip_rate": _mean(flips), "flaky_tasks": flaky}
+            "flaky": len(flaky), "flip_rate": mean_of(flips), "flaky_tasks": flaky}
 
 
 def within_run_stability(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
