@@ -4,6 +4,16 @@ A run is ready when manifest.json has status ``completed`` or ``aborted``; a leg
 no status is ready once results.jsonl has been quiet for ``quiet_seconds``. A run's
 fingerprint covers manifest.json, suite.json and results.jsonl (size and modification
 time), so a re-judged run (results rewritten) is noticed and processed again.
+
+A runs root in a bucket (``s3://...``, ``gs://...``, object_store.py) is found the same way
+from listing pages alone: the fingerprint from each object's size, ETag and last-modified,
+the quiet time from results.jsonl's last-modified. Only a run whose manifest.json is new or
+changed has it read (``manifest_status`` keeps each status by the object's version), so a
+tick over unchanged runs costs the listing and nothing per run.
+
+A runs root that cannot be listed (a missing bucket, no credentials, no network, a folder
+that cannot be read) is a ``RunsRootError`` with the reason, never an empty runs root; a
+local folder that does not exist yet holds no run.
 """
 
 from __future__ import annotations
@@ -15,6 +25,8 @@ from dataclasses import dataclass
 
 import orjson
 
+from . import object_store
+
 READY_STATUSES = ("completed", "aborted")
 FINGERPRINT_FILES = ("manifest.json", "suite.json", "results.jsonl")
 
@@ -24,13 +36,29 @@ class RunFolder:
     """A candidate run folder and its current fingerprint."""
 
     run_id: str
-    path: str
+    path: str  # a local folder, or the run's URL in a bucket
     fingerprint: str
     results_mtime: float
+    manifest_version: str | None = None  # in a bucket: manifest.json's object version
+
+
+class RunsRootError(OSError):
+    """A runs root that cannot be listed: its location and the reason."""
+
+    def __init__(self, root: str, reason: str) -> None:
+        super().__init__(f"the runs root {root} cannot be listed: {reason}")
+        self.root, self.reason = root, reason
+
+    def __reduce__(self):
+        return RunsRootError, (self.root, self.reason)
+
+    def __str__(self) -> str:
+        return f"the runs root {self.root} cannot be listed: {self.reason}"
 
 
 def fingerprint(path: str) -> tuple[str, float] | None:
-    """(fingerprint, results.jsonl mtime), None when results.jsonl does not exist."""
+    """(fingerprint, results.jsonl mtime), None when results.jsonl does not exist (a local
+    run folder; ``object_fingerprint`` for one in a bucket)."""
     parts = []
     results_mtime = None
     for name in FINGERPRINT_FILES:
@@ -47,13 +75,36 @@ def fingerprint(path: str) -> tuple[str, float] | None:
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16], results_mtime
 
 
+def object_fingerprint(files: dict[str, object_store.ObjectInfo]) -> tuple[str, float] | None:
+    """``fingerprint`` of a run in a bucket from its listing (``{file name: ObjectInfo}``):
+    each file's size, ETag and last-modified; None without results.jsonl."""
+    parts = []
+    results_mtime = None
+    for name in FINGERPRINT_FILES:
+        info = files.get(name)
+        if info is None:
+            parts.append(f"{name}:-")
+            continue
+        parts.append(f"{name}:{info.version}")
+        if name == "results.jsonl":
+            results_mtime = info.modified if info.modified is not None else 0.0
+    if results_mtime is None:
+        return None
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16], results_mtime
+
+
 def scan(runs_root: str) -> list[RunFolder]:
-    """Every sub-folder of ``runs_root`` holding a results.jsonl, sorted by name."""
+    """Every sub-folder of ``runs_root`` holding a results.jsonl, sorted by name; RunsRootError
+    when the runs root cannot be listed."""
+    if object_store.is_remote(runs_root):
+        return scan_bucket(runs_root)
     found = []
     try:
         entries = list(os.scandir(runs_root))
-    except OSError:
-        return []
+    except FileNotFoundError:
+        return []  # not made yet: no run
+    except OSError as exc:
+        raise RunsRootError(runs_root, exc.strerror or str(exc)) from exc
     for entry in entries:
         if entry.name.startswith(".") or not entry.is_dir():
             continue
@@ -63,20 +114,80 @@ def scan(runs_root: str) -> list[RunFolder]:
     return sorted(found, key=lambda r: r.run_id)
 
 
-def manifest_status(path: str) -> str | None:
-    """manifest.json's status, None when absent or unreadable (legacy run)."""
+def scan_bucket(runs_root: str) -> list[RunFolder]:
+    """``scan`` of a runs root in a bucket, from listing pages (object_store.list_runs)."""
+    root = object_store.normalize(runs_root)
     try:
-        with open(os.path.join(path, "manifest.json"), "rb") as fh:
-            manifest = orjson.loads(fh.read())
-    except (OSError, orjson.JSONDecodeError):
+        listed = object_store.list_runs(root, FINGERPRINT_FILES)
+    except object_store.StoreError as exc:
+        raise RunsRootError(root, exc.reason) from exc
+    found = []
+    for run_id, files in listed.items():
+        if run_id.startswith("."):
+            continue
+        fp = object_fingerprint(files)
+        if fp is not None:
+            manifest = files.get("manifest.json")
+            found.append(RunFolder(run_id, object_store.join(root, run_id), fp[0], fp[1],
+                                   manifest.version if manifest is not None else "-"))
+    return sorted(found, key=lambda r: r.run_id)
+
+
+def _status_of(data: bytes) -> str | None:
+    try:
+        manifest = orjson.loads(data)
+    except orjson.JSONDecodeError:
         return None
     status = manifest.get("status") if isinstance(manifest, dict) else None
     return status if isinstance(status, str) else None
 
 
+#: In a bucket: manifest.json's status by (run URL, object version); a version is never
+#: rewritten, so an entry never goes stale. Bounded: cleared when it grows past the limit.
+_STATUSES: dict[tuple[str, str], str | None] = {}
+_STATUSES_LIMIT = 200_000
+
+
+class UnreadableManifest(Exception):
+    """A manifest.json in a bucket that could not be read this time (not: does not exist)."""
+
+
+def manifest_status(path: str, version: str | None = None) -> str | None:
+    """manifest.json's status, None when absent or unreadable (legacy run). In a bucket,
+    ``version`` (``RunFolder.manifest_version``) lets an unchanged manifest be answered
+    without reading it again; UnreadableManifest when the object cannot be read."""
+    if not object_store.is_remote(path):
+        try:
+            with open(os.path.join(path, "manifest.json"), "rb") as fh:
+                return _status_of(fh.read())
+        except OSError:
+            return None
+    key = (object_store.normalize(path), version or "")
+    if version is not None and key in _STATUSES:
+        return _STATUSES[key]
+    if version == "-":  # the listing showed no manifest.json
+        status = None
+    else:
+        try:
+            status = _status_of(object_store.read_bytes(object_store.join(path, "manifest.json")))
+        except FileNotFoundError:
+            status = None
+        except object_store.StoreError as exc:
+            raise UnreadableManifest(str(exc)) from exc
+    if version is not None:
+        if len(_STATUSES) >= _STATUSES_LIMIT:
+            _STATUSES.clear()
+        _STATUSES[key] = status
+    return status
+
+
 def is_ready(folder: RunFolder, quiet_seconds: float, now: float | None = None) -> bool:
-    """run-directory.md readiness: a final manifest status, or a quiet legacy run."""
-    status = manifest_status(folder.path)
+    """run-directory.md readiness: a final manifest status, or a quiet legacy run. A run in
+    a bucket whose manifest.json cannot be read this time is not ready (asked again next time)."""
+    try:
+        status = manifest_status(folder.path, folder.manifest_version)
+    except UnreadableManifest:
+        return False
     if status is not None:
         return status in READY_STATUSES
     now = time.time() if now is None else now

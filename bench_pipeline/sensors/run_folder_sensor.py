@@ -5,6 +5,11 @@ runs root (a few ``stat`` calls per folder; only new or changed folders have the
 read), adds a partition and requests a run for each new ready folder, requests a run again
 for a folder whose fingerprint changed (re-judged), leaves folders still being written for
 a later tick, and deletes the partition of a folder that disappeared.
+
+A runs root in a bucket is scanned from listing pages (run_folders.scan_bucket): no request
+per unchanged run, a manifest read only for a run whose manifest.json is new or changed.
+A runs root that cannot be listed fails the tick with the reason (RunsRootError: a missing
+bucket, no credentials, no network), so the UI shows the error, never "no new runs".
 """
 
 
