@@ -8,7 +8,11 @@ no file, no pins): every other run of that suite is then compared with the pinne
 A run is never its own baseline, and a pinned run that has not been processed is none.
 
 ``choose_baseline`` is pure; ``run_index`` and ``load_pins`` read the runs root, the
-output root and the pins file.
+output root and the pins file. Each of them may be in a bucket (object_store.py): the runs'
+manifest.json and suite.json are read through their local copies (only changed ones are
+fetched), "processed" comes from one listing of the output root, and a pins file
+``s3://.../baselines.json`` is read from the bucket (a missing object means no pins; one that
+cannot be read is an error, since a silently lost pin changes every comparison of its suite).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import object_store
 from .identity import read_identity, read_json_object
 
 
@@ -106,20 +111,67 @@ def run_info(run_dir: Path, out_dir: Path) -> RunInfo:
     return RunInfo(run_dir.name, identity.suite, identity.started_at, processed)
 
 
-def run_index(runs_root: Path, output_root: Path) -> list[RunInfo]:
-    """Every run folder under ``runs_root`` (one with a results.jsonl), in name order."""
-    from .run_folders import scan
-
-    return [run_info(Path(f.path), output_root / f.run_id) for f in scan(str(runs_root))]
+#: The files whose presence makes a run's output folder a processed run.
+PROCESSED_FILES = ("metrics.json", "attempts.jsonl")
 
 
-def pins_file() -> Path:
-    """The pinned baselines' file: BENCH_BASELINES, default $BENCH_HOME/baselines.json."""
+def processed_outputs(output_root: str) -> dict[str, dict] | None:
+    """For an output root in a bucket, ``{run id: {file name: ObjectInfo}}`` of PROCESSED_FILES
+    from one listing of it (StoreError when it cannot be listed); None for a local one."""
+    if not object_store.is_remote(output_root):
+        return None
+    return object_store.list_runs(output_root, PROCESSED_FILES)
+
+
+def run_index(runs_root: Path | str, output_root: Path | str, folders: list | None = None,
+              outputs: dict[str, dict] | None = None) -> list[RunInfo]:
+    """Every run folder under ``runs_root`` (one with a results.jsonl), in name order.
+    ``folders``: the runs root's ``run_folders.scan`` when already made; ``outputs``:
+    ``processed_outputs(output_root)`` when already made."""
+    from .run_folders import local_run_files, scan
+
+    runs_root, output_root = str(runs_root), str(output_root)
+    folders = folders if folders is not None else scan(runs_root)
+    if not object_store.is_remote(runs_root) and not object_store.is_remote(output_root):
+        return [run_info(Path(f.path), Path(output_root) / f.run_id) for f in folders]
+    local = local_run_files(runs_root, [f.run_id for f in folders], folders=folders)
+    if object_store.is_remote(output_root):
+        listed = outputs if outputs is not None else processed_outputs(output_root) or {}
+        done = {run_id for run_id, files in listed.items() if all(n in files for n in PROCESSED_FILES)}
+    else:
+        done = {f.run_id for f in folders
+                if all((Path(output_root) / f.run_id / n).is_file() for n in PROCESSED_FILES)}
+    infos = []
+    for folder in folders:
+        identity = read_identity(local[folder.run_id])
+        infos.append(RunInfo(folder.run_id, identity.suite, identity.started_at, folder.run_id in done))
+    return infos
+
+
+def pins_file() -> Path | str:
+    """The pinned baselines' file: BENCH_BASELINES (a path or an object's URL), default
+    $BENCH_HOME/baselines.json."""
     from .resources.settings import bench_home
 
-    return Path(os.environ.get("BENCH_BASELINES") or bench_home() / "baselines.json")
+    configured = os.environ.get("BENCH_BASELINES")
+    if configured and object_store.is_remote(configured):
+        return object_store.normalize(configured)
+    return Path(configured or bench_home() / "baselines.json")
 
 
-def load_pins(path: Path) -> dict[str, str]:
-    """``{suite: run id}`` from the pins file; no file (or no valid entry) means no pins."""
-    return {k: v for k, v in read_json_object(path).items() if isinstance(k, str) and isinstance(v, str)}
+def load_pins(path: Path | str) -> dict[str, str]:
+    """``{suite: run id}`` from the pins file; no file (or no valid entry) means no pins. An
+    object in a bucket that exists but cannot be read is a StoreError."""
+    if object_store.is_remote(path):
+        import orjson
+
+        try:
+            value = orjson.loads(object_store.read_bytes(str(path)))
+        except FileNotFoundError:
+            value = {}
+        except orjson.JSONDecodeError:
+            value = {}
+        pins = value if isinstance(value, dict) else {}
+    else:
+        pins = read_json_object(Path(path))
+    return {k: v for k, v in pins.items() if isinstance(k, str) and isinstance(v, str)}

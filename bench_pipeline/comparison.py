@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import orjson
 
 from .identity import RunIdentity, read_identity, run_identity
+from .object_store import location_text
 from .stats import WILSON_Z, is_number
 from .task_groups import deduplicate
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
@@ -141,23 +142,25 @@ def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
     (optional)."""
     out_dir = Path(out_dir)
     metrics_path, attempts_path = out_dir / "metrics.json", out_dir / "attempts.jsonl"
+    # the files' names in the reasons: their URLs when the folder is the copy of a bucket's
+    metrics_name, attempts_name = location_text(metrics_path), location_text(attempts_path)
     try:
         metrics = _load_json(metrics_path.read_bytes())
     except OSError as exc:
-        raise ComparisonInputError(f"{metrics_path}: cannot be read ({exc.strerror or exc})") from None
+        raise ComparisonInputError(f"{metrics_name}: cannot be read ({exc.strerror or exc})") from None
     except ValueError as exc:
-        raise ComparisonInputError(f"{metrics_path}: not JSON ({exc})") from None
+        raise ComparisonInputError(f"{metrics_name}: not JSON ({exc})") from None
     if not isinstance(metrics, dict) or not isinstance(metrics.get("coverage"), dict):
-        raise ComparisonInputError(f"{metrics_path}: not a metrics.json (no coverage object)")
+        raise ComparisonInputError(f"{metrics_name}: not a metrics.json (no coverage object)")
     run_id, suite, k = metrics.get("run_id"), metrics.get("suite"), metrics["coverage"].get("metrics_k")
     if not isinstance(run_id, str) or not (suite is None or isinstance(suite, str)):
-        raise ComparisonInputError(f"{metrics_path}: run_id or suite is not a string")
+        raise ComparisonInputError(f"{metrics_name}: run_id or suite is not a string")
     if not (k is None or (type(k) is int and k >= 1)):
-        raise ComparisonInputError(f"{metrics_path}: coverage.metrics_k is neither null nor a positive integer")
+        raise ComparisonInputError(f"{metrics_name}: coverage.metrics_k is neither null nor a positive integer")
     try:
         lines = attempts_path.read_bytes().splitlines()
     except OSError as exc:
-        raise ComparisonInputError(f"{attempts_path}: cannot be read ({exc.strerror or exc})") from None
+        raise ComparisonInputError(f"{attempts_name}: cannot be read ({exc.strerror or exc})") from None
     rows = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -165,10 +168,10 @@ def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
         try:
             record = _load_json(line)
         except ValueError as exc:
-            raise ComparisonInputError(f"{attempts_path}: line {number} is not JSON ({exc})") from None
+            raise ComparisonInputError(f"{attempts_name}: line {number} is not JSON ({exc})") from None
         if not (isinstance(record, dict) and isinstance(record.get("task_id"), str)
                 and type(record.get("attempt")) is int and type(record.get("line")) is int):
-            raise ComparisonInputError(f"{attempts_path}: line {number} is not an attempt record")
+            raise ComparisonInputError(f"{attempts_name}: line {number} is not an attempt record")
         rows.append(record)
     side = make_side(rows, run_id=run_id, suite=suite, metrics_k=k)
     return with_run_dir(side, run_dir) if run_dir is not None else side

@@ -704,3 +704,49 @@ def _fetch(url: str, local: Path, rels: list[str]) -> set[str]:
 def remove_tree(path: Path) -> None:
     """Remove a local staging folder (and its empty unique parents), ignoring what is gone."""
     shutil.rmtree(path, ignore_errors=True)
+
+
+def mirror_files(folders: Iterable[tuple[str, Mapping[str, ObjectInfo | None]]]) -> dict[str, Path]:
+    """Named files of many bucket folders copied into their local copies at once: ``folders``
+    gives each folder's URL with ``{relative key: info}`` from a listing already made (info
+    None: the listing has no such object, so the copy must not have it either). Only files
+    whose version changed are read, all of them in one parallel batch. Returns ``{url:
+    local copy}``; the copies' other files are left as they are."""
+    plans: list[tuple[str, Path, dict[str, ObjectInfo | None], dict, list[str]]] = []
+    for url, files in folders:
+        url = normalize(url)
+        local = mirror_path(url)
+        wanted = {rel: info for rel, info in files.items() if unsafe_key(rel) is None}
+        try:
+            index = orjson.loads(_index_path(local).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            index = {}
+        index = index if isinstance(index, dict) else {}
+        stale = [rel for rel, info in wanted.items()
+                 if (info is None and (rel in index or (local / rel).exists()))
+                 or (info is not None and (index.get(rel) != info.version or not (local / rel).is_file()))]
+        plans.append((url, local, wanted, index, stale))
+    todo = [(url, local, rel) for url, local, wanted, _, stale in plans for rel in stale if wanted[rel] is not None]
+    got = read_objects([join(url, rel) for url, _, rel in todo]) if todo else {}
+    for url, local, wanted, index, stale in plans:
+        if not stale:
+            continue
+        with _locked(local):
+            for rel in stale:
+                data = got.get(normalize(join(url, rel))) if wanted[rel] is not None else None
+                target = local / rel
+                if data is None:
+                    index.pop(rel, None)
+                    with contextlib.suppress(FileNotFoundError):
+                        target.unlink()
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = target.with_name(f".{target.name}.part-{os.getpid()}")
+                tmp.write_bytes(data)
+                os.replace(tmp, target)
+                index[rel] = wanted[rel].version  # type: ignore[union-attr]
+            index_path = _index_path(local)
+            tmp = index_path.with_name(index_path.name + f".tmp-{os.getpid()}")
+            tmp.write_bytes(orjson.dumps(index, option=orjson.OPT_SORT_KEYS))
+            os.replace(tmp, index_path)
+    return {url: local for url, local, _, _, _ in plans}

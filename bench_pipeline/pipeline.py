@@ -17,7 +17,7 @@ process, with the same result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,6 +72,7 @@ def run_stages(
     baseline_dir: Path | None = None,
     max_drop: float | None = None,
     baseline_run_dir: Path | None = None,
+    run_files: Sequence[dict] = (),
 ) -> RunResult:
     """Stages 1-5 on one run folder; raises NotARunFolderError for a folder that is not a run.
 
@@ -89,8 +90,13 @@ def run_stages(
     for a margin outside 0..1). ``baseline_run_dir``, the baseline's run folder, only makes
     the reports' links to its evidence folders; by default it is the folder named by the
     baseline's run id beside ``run_dir`` when there is one (the layout of a runs root).
+
+    ``run_files``: findings about the run's files made before it was read (a run in a bucket:
+    the object keys refused when it was copied, object_store.mirror), added to
+    data_quality.run_files after manifest.json's and suite.json's own.
     """
     raw = read_run(run_dir)
+    raw.run_files.extend(run_files)
     baseline = None
     if baseline_dir is not None:
         check_max_drop(max_drop)

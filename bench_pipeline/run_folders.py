@@ -21,7 +21,8 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import orjson
 
@@ -40,6 +41,8 @@ class RunFolder:
     fingerprint: str
     results_mtime: float
     manifest_version: str | None = None  # in a bucket: manifest.json's object version
+    #: in a bucket: the listing's {file name: ObjectInfo} of FINGERPRINT_FILES
+    objects: dict = field(default=None, compare=False, hash=False)  # type: ignore[assignment]
 
 
 class RunsRootError(OSError):
@@ -129,7 +132,7 @@ def scan_bucket(runs_root: str) -> list[RunFolder]:
         if fp is not None:
             manifest = files.get("manifest.json")
             found.append(RunFolder(run_id, object_store.join(root, run_id), fp[0], fp[1],
-                                   manifest.version if manifest is not None else "-"))
+                                   manifest.version if manifest is not None else "-", files))
     return sorted(found, key=lambda r: r.run_id)
 
 
@@ -192,3 +195,49 @@ def is_ready(folder: RunFolder, quiet_seconds: float, now: float | None = None) 
         return status in READY_STATUSES
     now = time.time() if now is None else now
     return now - folder.results_mtime >= quiet_seconds
+
+
+# --- Runs in a bucket read through the local cache ---------------------------------------
+
+#: The artifact files the stages read in an attempt's folder (attempt_metrics.derive_attempt);
+#: with FINGERPRINT_FILES at the top, what a run's local copy holds (screenshots and other
+#: evidence stay in the bucket, where the reports link to them).
+ARTIFACT_FILES = ("history.json", "episode.json", "trace.json")
+
+
+def read_by_stages(key: str) -> bool:
+    """Whether a run folder's file (key relative to the folder) is one the stages read."""
+    return key in FINGERPRINT_FILES if "/" not in key else key.rsplit("/", 1)[1] in ARTIFACT_FILES
+
+
+def fetch_run(url: str) -> object_store.Mirrored:
+    """A run folder in a bucket copied into the local cache (object_store.mirror): the files
+    the stages read, only those changed since the last copy; unsafe keys refused (the
+    result's ``refused``, data_quality run_files findings). StoreError names the object
+    that could not be read."""
+    return object_store.mirror(url, wanted=read_by_stages)
+
+
+def object_fingerprint_of(mirrored: object_store.Mirrored) -> tuple[str, float] | None:
+    """The fingerprint of a fetched run, from the listing it was copied from (the same as
+    the sensor's from the runs root's listing)."""
+    return object_fingerprint({n: mirrored.listing.objects[n] for n in FINGERPRINT_FILES
+                               if n in mirrored.listing.objects})
+
+
+def local_run_files(runs_root: str, run_ids: list[str], names: tuple[str, ...] = ("manifest.json", "suite.json"),
+                    folders: list[RunFolder] | None = None) -> dict[str, Path]:
+    """``{run id: a local folder holding the run's files ``names``}``: the run folder itself
+    under a local runs root; for a runs root in a bucket, the run's local copy with those
+    files brought up to date (only changed ones read, all in one batch; ``folders``: the
+    runs root's ``scan`` when already made). A run not under the runs root gets a folder
+    without them (its files read as missing)."""
+    if not object_store.is_remote(runs_root):
+        return {run_id: Path(runs_root) / run_id for run_id in run_ids}
+    by_id = {f.run_id: f for f in (folders if folders is not None else scan(runs_root))}
+    wanted = []
+    for run_id in run_ids:
+        listed = (by_id[run_id].objects or {}) if run_id in by_id else {}
+        wanted.append((object_store.join(runs_root, run_id), {n: listed.get(n) for n in names}))
+    copies = object_store.mirror_files(wanted)
+    return {run_id: copies[object_store.normalize(url)] for run_id, (url, _) in zip(run_ids, wanted)}

@@ -31,6 +31,7 @@ import dagster as dg
 import pandas as pd
 import pandera.errors
 
+from .. import object_store
 from ..bulk import default_workers, fork_map, fork_server_context, gc_paused
 from ..comparison import ComparisonInputError
 from ..formula import FORMULA_VERSION
@@ -78,6 +79,11 @@ class PartitionJob:
     baseline_dir: str | None = None  # its output folder
     baseline_reason: str = "no baseline"
     after: str | None = None  # a partition of the same step to finish first (the baseline)
+    # Roots in a bucket (assets/bucket_io.py): run_dir is then the run's local copy, out_dir a
+    # local staging folder the step uploads from.
+    baseline_run_dir: str | None = None  # the baseline's run folder (its local copy), for links
+    run_files: tuple = ()  # data_quality run_files findings of the copy (refused object keys)
+    source_error: str | None = None  # the run's objects could not be read: the partition fails
 
 
 @dataclass
@@ -108,15 +114,21 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
     outcome = PartitionOutcome(job.key, job.fingerprint)
     progress = _every_tenth(lambda done, total: log(f"{job.key}: attempts derived: {done}/{total}"))
     baseline_reason = job.baseline_reason
+    if job.source_error is not None:  # the run's objects could not be fetched (bucket_io)
+        outcome.failed_stage, outcome.error = STAGES[0], job.source_error
+        outcome.seconds = time.monotonic() - started
+        return outcome
     try:
         baseline_dir = Path(job.baseline_dir) if job.baseline_dir else None
+        baseline_run_dir = Path(job.baseline_run_dir) if job.baseline_run_dir else None
         try:
             result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
-                                progress=progress, baseline_dir=baseline_dir)
+                                progress=progress, baseline_dir=baseline_dir, baseline_run_dir=baseline_run_dir,
+                                run_files=job.run_files)
         except ComparisonInputError as exc:  # the baseline's outputs cannot be read: no comparison
             baseline_reason = f"no baseline: the outputs of baseline {job.baseline!r} cannot be read ({exc})"
             result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
-                                progress=progress)
+                                progress=progress, run_files=job.run_files)
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
         outcome.failed_stage, outcome.error = STAGES[0], _failure(job, STAGES[0], exc)
         outcome.seconds = time.monotonic() - started
@@ -169,7 +181,7 @@ def _store_stages(job: PartitionJob, processed, written: dict[str, Path], compar
             "duplicate_task_attempts": len(raw.duplicate_rows),
             "suite": raw.suite or "unknown",
             "metrics_k": raw.metrics_k if raw.metrics_k is not None else "unknown",
-            "run_folder": dg.MetadataValue.path(str(raw.run_dir)),
+            "run_folder": dg.MetadataValue.path(object_store.location_text(raw.run_dir)),
             "preview": _preview(frame, ["line", "task_id", "attempt", "status", "bad_reason"]),
         }
 
@@ -200,8 +212,8 @@ def _store_stages(job: PartitionJob, processed, written: dict[str, Path], compar
         materialized[stage] = {
             **headline_metadata(processed.metrics),
             "formula_version": FORMULA_VERSION,
-            "metrics_json": dg.MetadataValue.path(str(written["metrics.json"])),
-            "attempts_jsonl": dg.MetadataValue.path(str(written["attempts.jsonl"])),
+            "metrics_json": dg.MetadataValue.path(object_store.location_text(written["metrics.json"])),
+            "attempts_jsonl": dg.MetadataValue.path(object_store.location_text(written["attempts.jsonl"])),
         }
 
         stage = "run_comparison"
@@ -210,8 +222,8 @@ def _store_stages(job: PartitionJob, processed, written: dict[str, Path], compar
         stage = "reports"
         summary = Path(written["summary.md"]).read_text(encoding="utf-8")
         materialized[stage] = {
-            "summary_md": dg.MetadataValue.path(str(written["summary.md"])),
-            "report_html": dg.MetadataValue.path(str(written["report.html"])),
+            "summary_md": dg.MetadataValue.path(object_store.location_text(written["summary.md"])),
+            "report_html": dg.MetadataValue.path(object_store.location_text(written["report.html"])),
             "report_bytes": Path(written["report.html"]).stat().st_size,
             "preview": dg.MetadataValue.md(summary[:4000]),
         }
@@ -221,16 +233,18 @@ def _store_stages(job: PartitionJob, processed, written: dict[str, Path], compar
 
 
 def _failure(job: PartitionJob, stage: str, exc: Exception) -> str:
-    """A located message for a partition that failed at ``stage``."""
+    """A located message for a partition that failed at ``stage`` (a run in a bucket is named
+    by its URL, not by its local copy)."""
+    run = object_store.location_text(job.run_dir)
     if isinstance(exc, NotARunFolderError):
-        return str(exc)
+        return str(exc).replace(str(job.run_dir), run)
     if isinstance(exc, PublicationError):
-        return f"{job.run_dir}: Langfuse publication failed: {exc}"
+        return f"{run}: Langfuse publication failed: {exc}"
     if isinstance(exc, pandera.errors.SchemaError):
-        return f"{job.run_dir}: the {stage} frame breaks {FRAME_SCHEMAS[stage].__name__}: {exc}"
+        return f"{run}: the {stage} frame breaks {FRAME_SCHEMAS[stage].__name__}: {exc}"
     ours = [f for f in traceback.extract_tb(exc.__traceback__) if "bench_pipeline" in f.filename]
     where = f" (at {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else ""
-    return (f"{job.run_dir}: {stage} failed: {type(exc).__name__}: {exc}{where}\n"
+    return (f"{run}: {stage} failed: {type(exc).__name__}: {exc}{where}\n"
             f"{''.join(traceback.format_exception(exc))}")
 
 
@@ -318,7 +332,7 @@ def comparison_metadata(comparison: dict | None, baseline: str | None, reason: s
                 out[f"{name}_{key}"] = round(float(value), METADATA_DIGITS)  # comparison.json keeps every digit
     for name in ("comparison.json", "comparison.md"):
         if name in written:
-            out[name.replace(".", "_")] = dg.MetadataValue.path(str(written[name]))
+            out[name.replace(".", "_")] = dg.MetadataValue.path(object_store.location_text(written[name]))
     return out
 
 
@@ -336,9 +350,9 @@ def publication_metadata(result) -> dict[str, Any]:
     if result.http_requests is not None:
         metadata["http_requests"] = result.http_requests
     if result.record_path is not None:
-        metadata["publication_record"] = dg.MetadataValue.path(str(result.record_path))
+        metadata["publication_record"] = dg.MetadataValue.path(object_store.location_text(result.record_path))
     if result.outbox_path is not None:
-        metadata["outbox"] = dg.MetadataValue.path(str(result.outbox_path))
+        metadata["outbox"] = dg.MetadataValue.path(object_store.location_text(result.outbox_path))
     return metadata
 
 
@@ -402,19 +416,23 @@ def _results_rows(run_dir: str) -> int:
 
 
 def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
-                   processes: int | None = None) -> Iterator[PartitionOutcome]:
+                   processes: int | None = None,
+                   on_ready: Callable[[str], None] | None = None) -> Iterator[PartitionOutcome]:
     """Each job's outcome as soon as it is done (any order). Jobs run in up to ``processes``
     (default: one per core) fresh worker processes, one partition per process, or in this
     process when ``in_worker_processes`` says they are not worth it. A job whose ``after``
     names another job of the list starts once that one is done (a run is compared with its
-    baseline's outputs as this step makes them)."""
+    baseline's outputs as this step makes them). ``on_ready(key)`` is called in this process
+    once a partition's metrics.json and attempts.jsonl are written, before a job waiting
+    for it starts (the step uploads outputs meant for a bucket there)."""
     if not jobs:
         return
+    ready = on_ready or (lambda key: None)
     if not in_worker_processes(jobs):
         for job in in_dependency_order(jobs):
-            yield process_partition(job, log)
+            yield process_partition(job, log, lambda key=job.key: ready(key))
         return
-    yield from _pooled(jobs, log, processes or default_workers())
+    yield from _pooled(jobs, log, processes or default_workers(), ready)
 
 
 def in_dependency_order(jobs: list[PartitionJob]) -> list[PartitionJob]:
@@ -452,7 +470,8 @@ def _work(job: PartitionJob) -> PartitionOutcome:
     return process_partition(job, _worker_log, lambda: _messages.put(("ready", job.key)))
 
 
-def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int) -> Iterator[PartitionOutcome]:
+def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int,
+            ready: Callable[[str], None]) -> Iterator[PartitionOutcome]:
     context = fork_server_context()
     # A SimpleQueue writes from the calling thread: a Queue would start a feeder thread in the
     # worker, which then could no longer fork for its large run (bulk.can_fork).
@@ -479,7 +498,7 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            finished |= _drain(messages, log)
+            finished |= _drain(messages, log, ready)
             for future in done:
                 job = futures[future]
                 finished.add(job.key)
@@ -491,17 +510,18 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
             before = set(futures)
             submit_ready()
             pending |= set(futures) - before
-        _drain(messages, log)
+        _drain(messages, log, ready)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _drain(messages: Any, log: Callable[[str], None]) -> set[str]:
-    """Log the workers' lines; returns the partitions whose outputs became ready."""
+def _drain(messages: Any, log: Callable[[str], None], on_ready: Callable[[str], None]) -> set[str]:
+    """Log the workers' lines and hand on the partitions whose outputs became ready; returns those."""
     ready = set()
     while not messages.empty():
         kind, value = messages.get()
         if kind == "ready":
+            on_ready(value)
             ready.add(value)
         else:
             log(value)

@@ -29,11 +29,13 @@ from dagster._core.definitions.data_version import (  # the provenance tags Dags
 )
 from dagster_pandera import pandera_schema_to_dagster_type
 
-from ..baselines import RunInfo, choose_baseline, load_pins, pins_file, run_index
+from .. import object_store
+from ..baselines import RunInfo, choose_baseline, load_pins, pins_file, processed_outputs, run_index
 from ..formula import FORMULA_VERSION
 from ..partitions import runs_partitions
 from ..resources import LangfuseResource, PipelineSettings
-from ..run_folders import fingerprint
+from ..run_folders import fingerprint, scan
+from . import bucket_io
 from .checks import CHECK_SPECS, check_evaluations
 from .partition_work import FRAME_SCHEMAS, STAGES, PartitionJob, PartitionOutcome, run_partitions
 
@@ -140,13 +142,18 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
 
     jobs = partition_jobs(context.partition_keys, settings, langfuse.settings(), default_workers())
     failed: list[PartitionOutcome] = []
-    for i, outcome in enumerate(run_partitions(jobs, context.log.info), start=1):
-        yield from partition_events(outcome)
-        if outcome.error is not None:
-            failed.append(outcome)
-            context.log.error(f"{outcome.key}: FAILED at {outcome.failed_stage}: {outcome.error}")
-        context.log.info(f"[{i}/{len(jobs)}] {outcome.key}: {'FAILED' if outcome.error else 'ok'} "
-                         f"({outcome.attempts} attempts, {outcome.seconds:.1f}s)")
+    delivery = bucket_io.Delivery(jobs)  # outputs meant for a bucket: uploaded as they are ready
+    try:
+        for i, outcome in enumerate(run_partitions(jobs, context.log.info, on_ready=delivery.ready), start=1):
+            outcome = delivery.finish(outcome)
+            yield from partition_events(outcome)
+            if outcome.error is not None:
+                failed.append(outcome)
+                context.log.error(f"{outcome.key}: FAILED at {outcome.failed_stage}: {outcome.error}")
+            context.log.info(f"[{i}/{len(jobs)}] {outcome.key}: {'FAILED' if outcome.error else 'ok'} "
+                             f"({outcome.attempts} attempts, {outcome.seconds:.1f}s)")
+    finally:
+        delivery.close()
     # The checks' evaluations went out per partition above; their outputs (nothing but the
     # dependency handles Dagster gives every check) are done once for the whole step.
     for output_name in context.assets_def.check_specs_by_output_name:
@@ -162,24 +169,27 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
 
 def partition_jobs(keys: list[str], settings: PipelineSettings, target, workers: int) -> list[PartitionJob]:
     """One job per partition key, each with its baseline (baselines.py). The runs of this
-    step count as processed: a run whose baseline is among them waits for it (``after``)."""
+    step count as processed: a run whose baseline is among them waits for it (``after``).
+    Runs and outputs in a bucket are made local first (bucket_io.prepare)."""
     in_step = set(keys)
+    folders = scan(settings.runs_root)
+    outputs = processed_outputs(settings.output_root)
     runs = [replace(r, processed=r.processed or r.run_id in in_step)
-            for r in run_index(Path(settings.runs_root), Path(settings.output_root))]
+            for r in run_index(settings.runs_root, settings.output_root, folders=folders, outputs=outputs)]
     by_id = {r.run_id: r for r in runs}
     pins = load_pins(pins_file())
     jobs = []
     for key in keys:
-        run_dir = settings.run_dir(key)
-        fp = fingerprint(str(run_dir))
+        run_dir = settings.run_location(key)
+        fp = None if object_store.is_remote(run_dir) else fingerprint(run_dir)
         baseline = choose_baseline(by_id.get(key, RunInfo(key, None, None, False)), runs, pins)
         jobs.append(PartitionJob(
-            key, str(run_dir), str(settings.output_dir(key)), settings.storage_base, target, fp[0] if fp else None,
+            key, run_dir, settings.output_location(key), settings.storage_base, target, fp[0] if fp else None,
             workers, baseline=baseline.run_id,
-            baseline_dir=str(settings.output_dir(baseline.run_id)) if baseline.run_id else None,
+            baseline_dir=settings.output_location(baseline.run_id) if baseline.run_id else None,
             baseline_reason=baseline.reason, after=baseline.run_id if baseline.run_id in in_step else None,
         ))
-    return jobs
+    return bucket_io.prepare(jobs, settings.runs_root, settings.output_root, folders, outputs)
 
 
 def partition_events(outcome: PartitionOutcome):

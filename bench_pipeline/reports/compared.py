@@ -8,13 +8,13 @@ they are rendered (autoescaping in report.html, ``md_code``/``md_text`` in markd
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..comparison import BINARY_SECTIONS, Comparison, evidence_dir, left_out
 from ..identity import RunIdentity, differences
+from ..object_store import relative_link
 from ..stats import is_number
 from ..vocabulary import COMPARISON_RESOURCE_FIELDS
 from .charts import svg_delta_intervals
@@ -231,11 +231,12 @@ def _sections(result: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
 
 
 def run_folder_base(run_dir: Path | None, out_dir: Path | None) -> str | None:
-    """A run folder relative to the report's folder (as report_view makes it), or None."""
+    """A run folder as linked from the report's folder (as report_view makes it), or None:
+    relative when both are local or in one bucket, else the run folder's URL
+    (object_store.relative_link, docs/operations.md "Object storage")."""
     if run_dir is None or out_dir is None:
         return None
-    base = Path(os.path.relpath(Path(run_dir).resolve(), Path(out_dir).resolve())).as_posix()
-    return "" if base == "." else base
+    return relative_link(run_dir, out_dir)
 
 
 def _links(comparison: Comparison, task_ids: list[str], out_dir: Path | None) -> list[dict[str, Any]]:

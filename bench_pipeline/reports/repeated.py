@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ..comparison import evidence_dir
 from ..repeats import SECTIONS, RepeatRun, group_systems
@@ -30,7 +29,7 @@ from .compared import (
 )
 from .format import fmt_int, fmt_pct, fmt_text
 from .templates import _env
-from .view import LIST_CAP, evidence_href
+from .view import LIST_CAP, evidence_href, link_href
 
 REPEATS_WARNING_TEXT = {
     "suite_differs": "The runs are of different suites: their tasks are pooled by id as the specification says, "
@@ -62,7 +61,7 @@ def _report_link(out_dir: Path | None, report: Path | None) -> str | None:
     if report is None or out_dir is None:
         return None
     base = run_folder_base(report.parent, out_dir)
-    return quote(f"{base}/report.html" if base else "report.html", safe="/._-~")
+    return link_href(f"{base}/report.html" if base else "report.html")
 
 
 def level_interval(kind: str, lower: Any, upper: Any) -> str:

@@ -25,12 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
 from ..comparison import evidence_dir
 from ..jsonio import write_atomic
+from ..object_store import location_text
 from ..repeats import RepeatRun, task_outcomes
 from ..stats import is_number
 from .charts import nice_step, svg_interval_bar
@@ -38,7 +38,7 @@ from .compared import NO_VARIATION, fmt_change, fmt_level, run_folder_base
 from .format import fmt_ci, fmt_compact, fmt_int, fmt_pct, fmt_round, fmt_text, fmt_usd
 from .repeated import level_interval, noise_sentence, repeats_view, system_text
 from .templates import _asset, _env
-from .view import LIST_CAP, evidence_href
+from .view import LIST_CAP, evidence_href, link_href
 
 CSP = ("default-src 'none'; img-src 'none'; style-src 'unsafe-inline'; script-src 'none'; "
        "base-uri 'none'; form-action 'none'")
@@ -99,7 +99,7 @@ def _href(out_dir: Path, path: Path | None) -> str | None:
     """A file's link relative to ``out_dir``, percent-encoded; None without a file."""
     if path is None:
         return None
-    return quote(run_folder_base(Path(path), out_dir) or ".", safe="/._-~")
+    return link_href(run_folder_base(Path(path), out_dir) or ".")
 
 
 # --- the cost-versus-capability chart --------------------------------------------------------
@@ -173,7 +173,8 @@ def _system_row(i: int, entry: SystemEntry, out_dir: Path) -> dict[str, Any]:
     return {
         "label": f"S{i}", "system": system_text(doc["system"]), "slug": entry.slug,
         "runs": fmt_int(len(doc["runs"])), "run_ids": [r["run_id"] for r in doc["runs"]],
-        "run_dirs": [str(r.side.run_dir) if r.side.run_dir is not None else str(r.run_id) for r in entry.runs],
+        "run_dirs": [location_text(r.side.run_dir) if r.side.run_dir is not None else str(r.run_id)
+                     for r in entry.runs],
         "fa": fmt_level("rate", fa["mean"]), "fa_interval": interval(fa), "fa_n": fmt_int(fa["n"]),
         "ts": fmt_level("rate", ts["mean"]), "ts_interval": interval(ts), "ts_n": fmt_int(ts["n"]),
         "noise": fmt_change("rate", between["noise_floor95"], signed=False) if between["noise_floor95"] is not None

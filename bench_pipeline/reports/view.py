@@ -9,6 +9,7 @@ metrics.json and the manifest.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -465,12 +466,28 @@ def _evidence_dir(rec: Mapping[str, Any], unsafe_lines: set[int]) -> tuple[str |
     return None, "n/a (unavailable)"
 
 
+#: A base that is a URL (a run folder in another bucket than the report's): ``s3://bucket/key``.
+_URL_BASE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def link_href(link: str) -> str:
+    """A link percent-encoded for an href: a relative path, or a URL whose scheme is kept."""
+    scheme = _URL_BASE.match(link)
+    prefix = scheme.group(0) if scheme else ""
+    return prefix + quote(link[len(prefix):], safe="/._-~")
+
+
 def evidence_href(base: str | None, folder: str | None) -> str | None:
-    """Percent-encoded link to an evidence folder, or None without a base or a folder."""
+    """Percent-encoded link to an evidence folder, or None without a base or a folder. A base
+    that is a URL (``s3://...``, ``file://...``) keeps its scheme and host as they are."""
     if base is None or folder is None:
         return None
-    joined = "/".join(p for p in (base.strip("/"), folder.replace("\\", "/").strip("/")) if p)
-    return quote((joined or ".") + "/", safe="/._-~")
+    scheme = _URL_BASE.match(base)
+    prefix = scheme.group(0) if scheme else ""
+    rest = base[len(prefix):]
+    joined = "/".join(p for p in (rest.strip("/") if not prefix else rest.rstrip("/"),
+                                  folder.replace("\\", "/").strip("/")) if p)
+    return prefix + quote((joined or ".") + "/", safe="/._-~")
 
 
 def _mean(values: Sequence[float]) -> float | None:

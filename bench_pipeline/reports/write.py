@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,7 +19,7 @@ from ..bulk import gc_paused
 from ..comparison import Comparison
 from ..jsonio import write_atomic
 from .charts import histograms, svg_hbar_chart, svg_stacked_bar
-from .compared import comparison_view
+from .compared import comparison_view, run_folder_base
 from .format import num, script_json, status_kind
 from .rows import FACT_LABELS, AttemptRows, _attempt_rows, failed_task_html_rows, failed_task_md_rows, task_table_rows
 from .templates import _asset, _env
@@ -118,10 +117,7 @@ def report_view(out_dir: Path, metrics: dict, attempts: list[dict], manifest: di
     """The view both reports render; with ``run_dir``, evidence links are relative to out_dir.
     ``facts`` and ``per_task_facts`` as for build_view; ``comparison``: the run compared
     with its baseline, shown as "Compared with <baseline>" (None: no such section)."""
-    base = None
-    if run_dir is not None:
-        base = Path(os.path.relpath(Path(run_dir).resolve(), Path(out_dir).resolve())).as_posix()
-        base = "" if base == "." else base
+    base = run_folder_base(run_dir, out_dir)
     return build_view(metrics, attempts, manifest, run_id, base, facts, per_task_facts,
                       comparison_view(comparison, out_dir))
 

@@ -10,6 +10,12 @@ Every setting has a default under one local folder (``BENCH_HOME``, default
 | BENCH_OUTPUT_ROOT | $BENCH_HOME/reports | metrics.json, attempts.jsonl, summary.md, report.html per run |
 | BENCH_STORAGE_BASE | $BENCH_HOME/storage | intermediate Parquet/JSON (a local path, s3://... or gs://...) |
 | BENCH_QUIET_SECONDS | 300 | a legacy run (no manifest status) is ready after this quiet time |
+
+Each of the three roots may be a local folder or a bucket URL (``s3://bucket/prefix``,
+``gs://...``), alone or together; credentials and the endpoint come from the SDK's own
+variables (object_store.py). A run in a bucket is read through its local copy, outputs for
+a bucket are written to a local staging folder and uploaded (``$BENCH_CACHE``, default
+``$BENCH_HOME/cache``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import os
 from pathlib import Path
 
 import dagster as dg
+
+from .. import object_store
 
 
 def bench_home() -> Path:
@@ -48,12 +56,26 @@ class PipelineSettings(dg.ConfigurableResource):
     storage_base: str
     quiet_seconds: int = 300
 
+    def run_location(self, run_id: str) -> str:
+        """The run folder of a partition key (a plain folder name, never a path): a local
+        path or the run's URL in a bucket."""
+        return object_store.join(self.runs_root, safe_partition_key(run_id))
+
+    def output_location(self, run_id: str) -> str:
+        """The run's output folder: a local path or its URL in a bucket."""
+        return object_store.join(self.output_root, safe_partition_key(run_id))
+
     def run_dir(self, run_id: str) -> Path:
-        """The run folder of a partition key (a plain folder name, never a path)."""
-        return Path(self.runs_root) / safe_partition_key(run_id)
+        """The local folder of a run: the run folder itself, or the local copy of a run in a
+        bucket (object_store.mirror_path; it holds what was fetched, run_folders.fetch_run)."""
+        location = self.run_location(run_id)
+        return object_store.mirror_path(location) if object_store.is_remote(location) else Path(location)
 
     def output_dir(self, run_id: str) -> Path:
-        return Path(self.output_root) / safe_partition_key(run_id)
+        """The local folder of a run's outputs: the output folder itself, or the local copy
+        of one in a bucket (read-only: outputs for a bucket are staged and uploaded)."""
+        location = self.output_location(run_id)
+        return object_store.mirror_path(location) if object_store.is_remote(location) else Path(location)
 
 
 def safe_partition_key(key: str) -> str:
