@@ -114,7 +114,7 @@ class Bucket:
             client.put_object(Bucket=self.name, Key=f"{prefix.rstrip('/')}/{path.relative_to(folder).as_posix()}",
                               Body=path.read_bytes())
 
-        with ThreadPoolExecutor(16) as pool:
+        with ThreadPoolExecutor(10) as pool:  # botocore's connection pool holds 10
             list(pool.map(put, files))
 
 

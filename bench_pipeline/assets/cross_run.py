@@ -22,7 +22,9 @@ import pandas as pd
 from ..catalog import behind_formula_markdown, catalog_frame, catalog_row, runs_behind_formula
 from ..catalog import suite_trends as build_trends
 from ..formula import FORMULA_VERSION
+from ..output_root import OutputRoot
 from ..resources import PipelineSettings
+from ..run_folders import local_run_files
 from .partition_work import STAGES
 
 GROUP = "cross_run"
@@ -77,9 +79,13 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings, c
     runs computed with another one (``runs_behind_formula``, a number the Plots tab charts,
     and the first of them by name)."""
     rows = []
-    for run_id, metrics in sorted((capability_aggregates or {}).items()):
+    measured = sorted((capability_aggregates or {}).items())
+    # each run's manifest.json: in its run folder, or in the local copy of a run in a bucket
+    # (brought up to date from one listing of the runs root: only changed manifests read)
+    folders = local_run_files(settings.runs_root, [run_id for run_id, _ in measured], ("manifest.json",))
+    for run_id, metrics in measured:
         try:
-            manifest = json.loads((settings.run_dir(run_id) / "manifest.json").read_text(encoding="utf-8"))
+            manifest = json.loads((folders[run_id] / "manifest.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             manifest = {}
         rows.append(catalog_row(run_id, metrics, manifest if isinstance(manifest, dict) else {}))
@@ -102,7 +108,9 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
     """Per suite, runs in start order, each compared by task with the run before it
     (comparison.md): the verdict of every paired section and the release gate, read from
     the runs' output folders; the change in pass_at_1 beside them is a plain difference."""
-    frame = build_trends(run_catalog, settings.output_root)
+    output_root = OutputRoot(settings.output_root)  # a bucket's: read through local copies
+    local = output_root.fetch([r for r in run_catalog["run_id"] if isinstance(r, str)], ("metrics.json", "attempts.jsonl"))
+    frame = build_trends(run_catalog, local)
     shown = ["suite", "run_id", "compared_with", "paired_tasks", "first_attempt_verdict",
              "task_success_verdict", "gate", "pass_at_1", "pass_at_1_change"]
     context.add_output_metadata({

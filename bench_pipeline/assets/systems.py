@@ -34,6 +34,8 @@ from upath import UPath
 from ..catalog import catalog_records
 from ..comparison import SIDE_FIELDS, make_side
 from ..identity import RunIdentity, read_json_object
+from ..object_store import location_text
+from ..output_root import OutputRoot
 from ..outputs import write_repeats_files
 from ..repeats import RepeatRun, System, group_systems, repeats, suite_slug, system_slug
 from ..reports.compared import NO_VARIATION, fmt_pct
@@ -131,13 +133,14 @@ def _entry(system: System, slug: str, doc: dict, repeats_md: Path) -> dict:
             "runs": [r["run_id"] for r in doc["runs"]], "repeats_md": str(repeats_md), "doc": doc}
 
 
-def _reports(output_root: Path, runs: Iterable[RepeatRun]) -> dict[str, Path]:
-    """{run id: its report.html} for the runs whose report exists (repeats.md's links)."""
+def _reports(output_root: OutputRoot, runs: Iterable[RepeatRun]) -> dict[str, Path]:
+    """{run id: its report.html} for the runs whose report exists (repeats.md's links; for
+    an output root in a bucket the path is the report's local-copy place, which names it)."""
     found = {}
     for run in runs:
-        path = output_root / safe_partition_key(run.run_id) / "report.html"
-        if path.is_file():
-            found[run.run_id] = path
+        name = safe_partition_key(run.run_id)
+        if output_root.has(name, "report.html"):
+            found[run.run_id] = output_root.local / name / "report.html"
     return found
 
 
@@ -154,26 +157,28 @@ def system_repeats(context: dg.AssetExecutionContext, settings: PipelineSettings
     the flip rate, the flaky tasks). Read from the catalog and the stored attempt_metrics
     frames, never from the run folders. Its value, for ``suite_pages``: per system folder,
     the system, its run ids, its repeats.md and its repeats.json document."""
-    output_root = Path(settings.output_root)
+    output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
     runs, missing = stored_repeat_runs(settings, catalog_records(run_catalog))
     value: dict[str, dict] = {}
     changed = 0
-    for system, members in group_systems(runs).items():
-        slug = system_slug(system)
+    systems = {system_slug(system): (system, members) for system, members in group_systems(runs).items()}
+    previous = output_root.fetch(systems, ("repeats.json",), SYSTEMS_FOLDER)  # to count the changed ones
+    for slug, (system, members) in systems.items():
         doc = repeats(members)
-        out_dir = output_root / SYSTEMS_FOLDER / slug
-        before = out_dir / "repeats.json"
+        before = previous / slug / "repeats.json"
         was = before.read_bytes() if before.is_file() else None
-        written = write_repeats_files(out_dir, doc, members, _reports(output_root, members))
+        written = write_repeats_files(output_root.staged() / SYSTEMS_FOLDER / slug, doc, members,
+                                      _reports(output_root, members))
         changed += written["repeats.json"].read_bytes() != was
-        value[slug] = _entry(system, slug, doc, written["repeats.md"])
+        value[slug] = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]))
+    output_root.publish()
     entries = list(value.values())
     metadata = {
         "systems": len(entries),
         "runs_pooled": len(runs),
         "systems_with_repeats": sum(1 for e in entries if len(e["runs"]) >= 2),
         "systems_changed": changed,
-        "systems_folder": dg.MetadataValue.path(str(output_root / SYSTEMS_FOLDER)),
+        "systems_folder": dg.MetadataValue.path(output_root.url(SYSTEMS_FOLDER)),
         "systems_table": dg.MetadataValue.md(systems_markdown(entries)),
     }
     if missing:
@@ -183,20 +188,25 @@ def system_repeats(context: dg.AssetExecutionContext, settings: PipelineSettings
     return dg.Output(value, metadata=metadata)
 
 
-def suite_runs(catalog_rows: list[dict], output_root: Path) -> dict[Any, list[dict]]:
+def suite_runs(catalog_rows: list[dict], output_root: Path | OutputRoot) -> dict[Any, list[dict]]:
     """{suite: its catalog rows, each with ``gate`` and ``baseline`` (its comparison.json's
     gate.result and baseline.run_id, None without one) and ``report`` (its report.html's
-    absolute path, None without one)}, suites in catalog order."""
+    absolute path, None without one)}, suites in catalog order. ``output_root``: a folder, or
+    an OutputRoot (a bucket's: comparison.json read through local copies, report.html's
+    existence from the listing)."""
+    root = output_root if isinstance(output_root, OutputRoot) else OutputRoot(str(output_root))
+    names = [safe_partition_key(row["run_id"]) for row in catalog_rows]
+    local = root.fetch(names, ("comparison.json",))
     suites: dict[Any, list[dict]] = {}
-    for row in catalog_rows:
-        folder = (output_root / safe_partition_key(row["run_id"])).absolute()
+    for row, name in zip(catalog_rows, names):
+        folder = (local / name).absolute()
         comparison = read_json_object(folder / "comparison.json")
         gate = comparison.get("gate") if isinstance(comparison.get("gate"), dict) else {}
         baseline = comparison.get("baseline") if isinstance(comparison.get("baseline"), dict) else {}
         report = folder / "report.html"
         suites.setdefault(row["suite"], []).append({
             **row, "gate": gate.get("result"), "baseline": baseline.get("run_id"),
-            "report": report if report.is_file() else None})
+            "report": report if root.has(name, "report.html") else None})
     return suites
 
 
@@ -208,21 +218,22 @@ def suite_pages(context: dg.AssetExecutionContext, settings: PipelineSettings, r
     side (system_repeats' documents), cost against capability and the flaky tasks."""
     from ..reports.suite_page import SystemEntry, write_suite_page
 
-    output_root = Path(settings.output_root)
+    output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
     records = catalog_records(run_catalog)
     by_id = {r.run_id: r for r in stored_repeat_runs(settings, records)[0]}
     pages = []
     for suite, runs in suite_runs(records, output_root).items():
         systems = [SystemEntry(e["slug"], e["doc"], [by_id[r] for r in e["runs"] if r in by_id], Path(e["repeats_md"]))
                    for e in (system_repeats or {}).values() if e["suite"] == suite]
-        path = write_suite_page(output_root / SUITES_FOLDER / suite_slug(suite), suite, runs, systems)
-        pages.append((suite, len(runs), len(systems), Path(path)))
+        path = write_suite_page(output_root.staged() / SUITES_FOLDER / suite_slug(suite), suite, runs, systems)
+        pages.append((suite, len(runs), len(systems), location_text(output_root.read_side(Path(path)))))
+    output_root.publish()
     lines = ["| suite | runs | systems | page |", "| --- | --- | --- | --- |"]
     lines += [f"| {_cell(s)} | {n} | {m} | `{p}` |" for s, n, m, p in pages[:LISTED]]
     if len(pages) > LISTED:
-        lines += ["", f"... and {len(pages) - LISTED} more under `{output_root / SUITES_FOLDER}`."]
+        lines += ["", f"... and {len(pages) - LISTED} more under `{output_root.url(SUITES_FOLDER)}`."]
     return dg.MaterializeResult(metadata={
         "pages_written": len(pages),
-        "suites_folder": dg.MetadataValue.path(str(output_root / SUITES_FOLDER)),
+        "suites_folder": dg.MetadataValue.path(output_root.url(SUITES_FOLDER)),
         "pages": dg.MetadataValue.md("\n".join(lines) if pages else "No processed run yet."),
     })

@@ -1,0 +1,300 @@
+"""Runs, outputs and frames in a bucket, on the whole Dagster path, against a real S3 API
+(moto's server on loopback, ``conftest.s3_server``) with the real clients (s3fs, boto3).
+
+The same generated runs are processed from local folders and from the bucket: the sensor's
+ticks, the per-run job, the reports, the catalog refresh. Every output is the same, byte for
+byte, except what names a location (metrics.json's generated_at and the outbox's publication
+times aside, as between any two processings): the suite page's ``bench-pipeline compare``
+command names the run folders, local paths against ``s3://`` URLs, and is compared with
+them replaced. A second tick processes nothing; a re-judged run is processed again; a
+missing bucket, missing credentials, an unsafe key and an unreadable object each give their
+error or finding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from bench_pipeline import object_store
+from bench_pipeline.assets import per_run_assets
+from bench_pipeline.definitions import defs
+from bench_pipeline.generate import generate_runs
+from bench_pipeline.partitions import range_tags, runs_partitions
+from bench_pipeline.resources import JsonIOManagerFactory, LangfuseResource, ParquetIOManagerFactory, PipelineSettings
+from bench_pipeline.sensors import run_folder_sensor
+
+from .run_builder import make_run, row
+
+ROOT = Path(__file__).resolve().parents[1]
+LANGFUSE = ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY")
+
+
+def resources_for(settings: PipelineSettings) -> dict:
+    return {"settings": settings, "langfuse": LangfuseResource(),
+            "parquet_io_manager": ParquetIOManagerFactory(settings=settings),
+            "json_io_manager": JsonIOManagerFactory(settings=settings)}
+
+
+def tick(instance, settings, cursor=None):
+    """One sensor tick with its partition requests applied, as the daemon does."""
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"settings": settings}) as ctx:
+        result = run_folder_sensor(ctx)
+    for req in result.dynamic_partitions_requests or []:
+        if isinstance(req, dg.AddDynamicPartitionsRequest):
+            instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+        else:
+            for key in req.partition_keys:
+                instance.delete_dynamic_partition(req.partitions_def_name, key)
+    return result
+
+
+def process_requests(instance, resources, result) -> list[str]:
+    """Each of a tick's run requests as the daemon launches it (one partition or a range)."""
+    done = []
+    for request in result.run_requests:
+        kwargs = {"partition_key": request.partition_key} if request.partition_key else {"tags": request.tags}
+        outcome = dg.materialize(per_run_assets, instance=instance, resources=resources, raise_on_error=False,
+                                 **kwargs)
+        assert outcome.success, [e.step_failure_data.error.message for e in outcome.get_step_failure_events()]
+        done += [e.materialization.partition for e in outcome.get_asset_materialization_events()
+                 if e.asset_key == dg.AssetKey("langfuse_publication")]
+    return sorted(done)
+
+
+def refresh_catalog(instance, resources) -> None:
+    job = defs.resolve_job_def("refresh_catalog")
+    outcome = job.execute_in_process(instance=instance, resources=resources, raise_on_error=False)
+    assert outcome.success, [e.step_failure_data.error.message for e in outcome.get_step_failure_events()]
+
+
+def normalized(files: dict[str, bytes], name: str) -> bytes:
+    """A file's bytes with what differs between any two processings masked: its run's
+    generated_at stamp (metrics.json's, wherever the reports repeat it) and the times the
+    outbox stamps at publication."""
+    data = files[name]
+    run = name.split("/", 1)[0]
+    if f"{run}/metrics.json" in files:
+        stamp = json.loads(files[f"{run}/metrics.json"])["generated_at"]
+        data = data.replace(stamp.encode(), b"<generated_at>")
+    if name.endswith("langfuse_outbox.jsonl"):
+        data = re.sub(rb'"(start|end)TimeUnixNano":"\d+"', rb'"\1TimeUnixNano":"<t>"', data)
+        data = re.sub(rb'"timestamp":"[0-9T:.-]+Z","type"', rb'"timestamp":"<t>","type"', data)
+    return data
+
+
+def local_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.startswith(".")}
+
+
+def bucket_files(bucket, prefix: str) -> dict[str, bytes]:
+    return {key[len(prefix) + 1:]: bucket.get(key) for key in bucket.keys(prefix + "/")}
+
+
+@pytest.fixture()
+def runs(tmp_path):
+    """Generated runs of one suite (each later one has the one before as its baseline), one
+    with the generator's edge cases."""
+    source = tmp_path / "generated"
+    generate_runs(source, runs=3, seed=11, tasks=8, repeats=2, history_messages=8)
+    generate_runs(source, runs=1, seed=12, tasks=6, repeats=2, history_messages=8, edge_cases=False, id_prefix="clean-")
+    return source
+
+
+@pytest.mark.slow
+def test_bucket_runs_and_reports_match_local_ones_byte_for_byte(runs, bucket, tmp_path, monkeypatch):
+    for var in LANGFUSE:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("BENCH_PARTITIONS_PER_RUN", "20")
+    local_root = tmp_path / "local"
+    shutil.copytree(runs, local_root / "runs")
+    local = PipelineSettings(runs_root=str(local_root / "runs"), output_root=str(local_root / "reports"),
+                             storage_base=str(local_root / "storage"), quiet_seconds=300)
+    bucket.upload_folder(runs, "runs")
+    remote = PipelineSettings(runs_root=bucket.url("runs"), output_root=bucket.url("reports"),
+                              storage_base=str(tmp_path / "bucket-storage"), quiet_seconds=300)
+    run_ids = sorted(p.name for p in runs.iterdir())
+
+    processed = {}
+    for name, settings in (("local", local), ("bucket", remote)):
+        resources = resources_for(settings)
+        with dg.instance_for_test() as instance:
+            first = tick(instance, settings)
+            processed[name] = process_requests(instance, resources, first)
+            refresh_catalog(instance, resources)
+            second = tick(instance, settings, first.cursor)
+            assert second.run_requests == [], name  # nothing changed: nothing to process
+            if name == "bucket":
+                catalog = instance.fetch_materializations(dg.AssetKey("run_catalog"), limit=1).records[0]
+                assert catalog.asset_materialization.metadata["dagster/row_count"].value == len(run_ids)
+                mat = instance.fetch_materializations(dg.AssetKey("reports"), limit=1).records[0]
+                report = mat.asset_materialization.metadata["report_html"].value
+                assert report.startswith(bucket.url("reports/")) and report.endswith("/report.html")
+    assert processed["local"] == processed["bucket"] == run_ids
+
+    here, there = local_files(local_root / "reports"), bucket_files(bucket, "reports")
+    assert sorted(here) == sorted(there)
+    assert {n.split("/", 1)[0] for n in there} == {*run_ids, "_systems", "_suites"}
+    for name in here:
+        mine, theirs = normalized(here, name), normalized(there, name)
+        if name.startswith("_suites/"):  # its compare command names the run folders
+            mine = mine.replace(str(local_root / "runs").encode(), b"<runs>")
+            theirs = theirs.replace(bucket.url("runs").encode(), b"<runs>")
+        assert mine == theirs, name
+    # the reports link each attempt's evidence in the bucket as they do on disk: relative keys
+    summary = there[f"{run_ids[1]}/summary.md"].decode()
+    assert f"](<../../runs/{run_ids[1]}/tasks/" in summary
+
+
+@pytest.mark.slow
+def test_a_rejudged_run_in_a_bucket_is_processed_again_and_its_copy_reused(bucket, tmp_path, monkeypatch):
+    for var in LANGFUSE:
+        monkeypatch.delenv(var, raising=False)
+    runs = tmp_path / "generated"
+    (run,) = generate_runs(runs, runs=1, seed=5, tasks=6, repeats=2, history_messages=8)
+    bucket.upload_folder(runs, "runs")
+    settings = PipelineSettings(runs_root=bucket.url("runs"), output_root=bucket.url("reports"),
+                                storage_base=bucket.url("storage"), quiet_seconds=300)
+    resources = resources_for(settings)
+    reads: list[str] = []
+    real = object_store.read_objects
+
+    def recorded(urls):
+        urls = list(urls)
+        reads.extend(urls)
+        return real(urls)
+
+    monkeypatch.setattr(object_store, "read_objects", recorded)
+    with dg.instance_for_test() as instance:
+        first = tick(instance, settings)
+        assert process_requests(instance, resources, first) == [run.name]
+        fetched = [u for u in reads if f"/runs/{run.name}/" in u]
+        assert any(u.endswith("/history.json") for u in fetched) and not any(u.endswith(".png") for u in fetched)
+        metrics = json.loads(bucket.get(f"reports/{run.name}/metrics.json"))
+        assert bucket.keys(f"storage/attempt_metrics/{run.name}")  # the frames in the bucket too
+
+        # re-judged: results.jsonl rewritten (one attempt now fails)
+        lines = (run / "results.jsonl").read_text().splitlines()
+        first_row = json.loads(lines[0])
+        first_row.update(status="failed", success=False, failure_class="agent")
+        bucket.put(f"runs/{run.name}/results.jsonl", "\n".join([json.dumps(first_row), *lines[1:]]) + "\n")
+        reads.clear()
+        again = tick(instance, settings, first.cursor)
+        assert [r.partition_key for r in again.run_requests] == [run.name]
+        assert again.run_requests[0].tags["bench/trigger"] == "changed"
+        assert process_requests(instance, resources, again) == [run.name]
+        fetched = [u for u in reads if f"/runs/{run.name}/" in u]
+        assert fetched == [bucket.url(f"runs/{run.name}/results.jsonl")]  # the rest reused from the local copy
+        rejudged = json.loads(bucket.get(f"reports/{run.name}/metrics.json"))
+        assert rejudged["capability"] != metrics["capability"]
+        assert tick(instance, settings, again.cursor).run_requests == []
+
+
+def test_an_unsafe_key_is_refused_with_a_located_finding(bucket, tmp_path, monkeypatch):
+    for var in LANGFUSE:
+        monkeypatch.delenv(var, raising=False)
+    local = make_run(tmp_path / "runs", [row("a", artifact_dir="tasks/a"), row("b")], run_id="run-u",
+                     artifacts={"tasks/a": {"history.json": []}})
+    bucket.upload_folder(local.parent, "runs")
+    bucket.put("runs/run-u/tasks/../../../escaped/history.json", "[]")
+    settings = PipelineSettings(runs_root=bucket.url("runs"), output_root=bucket.url("reports"),
+                                storage_base=str(tmp_path / "storage"))
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(runs_partitions.name, ["run-u"])
+        result = dg.materialize(per_run_assets, partition_key="run-u", instance=instance,
+                                resources=resources_for(settings))
+    assert result.success
+    quality = json.loads(bucket.get("reports/run-u/metrics.json"))["data_quality"]
+    (finding,) = quality["run_files"]
+    assert finding["file"] == "tasks/../../../escaped/history.json" and finding["status"] == "refused"
+    assert bucket.url("runs/run-u/tasks/../../../escaped/history.json") in finding["reason"]
+    assert not [p for p in (tmp_path / "cache").rglob("escaped")]  # nothing written outside the copy
+    assert "tasks/../../../escaped/history.json" in bucket.get("reports/run-u/summary.md").decode()
+
+
+def test_unreadable_objects_fail_their_own_partition_and_a_missing_bucket_says_so(bucket, tmp_path, monkeypatch):
+    for var in LANGFUSE:
+        monkeypatch.delenv(var, raising=False)
+    for run_id in ("good", "bad"):
+        make_run(tmp_path / "runs", [row("a")], run_id=run_id)
+    bucket.upload_folder(tmp_path / "runs", "runs")
+    settings = PipelineSettings(runs_root=bucket.url("runs"), output_root=str(tmp_path / "reports"),
+                                storage_base=str(tmp_path / "storage"))
+    real = object_store.read_objects
+
+    def one_unreadable(urls):
+        urls = list(urls)
+        for url in urls:
+            if "/runs/bad/results.jsonl" in url:
+                raise object_store.StoreError("read", url, "access denied (AccessDenied)")
+        return real(urls)
+
+    monkeypatch.setattr(object_store, "read_objects", one_unreadable)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(runs_partitions.name, ["bad", "good"])
+        result = dg.materialize(per_run_assets, instance=instance, resources=resources_for(settings),
+                                raise_on_error=False, tags=range_tags(["bad", "good"]))
+        message = result.get_step_failure_events()[0].step_failure_data.error.message
+        assert "1 of 2 run(s) failed: bad at raw_results" in message
+        assert f"cannot read {bucket.url('runs/bad/results.jsonl')}: access denied" in message
+        status = instance.get_status_by_partition(dg.AssetKey("reports"), ["bad", "good"], runs_partitions)
+        assert {k: v.value for k, v in status.items()} == {"bad": "FAILED", "good": "MATERIALIZED"}
+
+        missing = PipelineSettings(runs_root="s3://no-such-bucket-for-bench/runs", output_root=str(tmp_path / "o"),
+                                   storage_base=str(tmp_path / "s"))
+        failed = dg.materialize(per_run_assets, partition_key="good", instance=instance,
+                                resources=resources_for(missing), raise_on_error=False)
+        error, text = failed.get_step_failure_events()[0].step_failure_data.error, ""
+        while error is not None:  # the step's own error under Dagster's wrapper
+            text, error = text + error.message, error.cause
+        assert ("the runs root s3://no-such-bucket-for-bench/runs cannot be listed: the bucket "
+                "'no-such-bucket-for-bench' does not exist") in text
+
+
+@pytest.mark.slow
+def test_main_command_with_every_root_in_a_bucket(s3_server, tmp_path):
+    """`python -m bench_pipeline.main` with the three roots in a bucket: every run processed,
+    its files in the bucket; run again, nothing is processed."""
+    client = s3_server.client()
+    client.create_bucket(Bucket="bench-main")
+    generate_runs(tmp_path / "generated", runs=2, seed=3, tasks=6, repeats=2, history_messages=8)
+    from .conftest import Bucket
+
+    Bucket("bench-main", s3_server).upload_folder(tmp_path / "generated", "runs")
+    env = {**os.environ, **s3_server.env, "BENCH_HOME": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home"),
+           "BENCH_RUNS_ROOT": "s3://bench-main/runs", "BENCH_OUTPUT_ROOT": "s3://bench-main/reports",
+           "BENCH_STORAGE_BASE": "s3://bench-main/storage"}
+    for var in LANGFUSE:
+        env.pop(var, None)
+    (tmp_path / "home").mkdir()
+
+    def main() -> str:
+        done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done.stdout
+
+    first = main()
+    assert "catalog: ok" in first
+    keys = Bucket("bench-main", s3_server).keys("reports/")
+    run_ids = sorted(p.name for p in (tmp_path / "generated").iterdir())
+    for run_id in run_ids:
+        assert f"reports/{run_id}/metrics.json" in keys and f"reports/{run_id}/report.html" in keys
+    assert any(k.startswith("reports/_suites/") for k in keys)
+    second = main()
+    assert all(f"{run_id}: unchanged since it was processed" in second for run_id in run_ids)
+
+    env["BENCH_RUNS_ROOT"] = "s3://no-such-bucket-for-bench/runs"
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    assert "the bucket 'no-such-bucket-for-bench' does not exist" in done.stdout + done.stderr
