@@ -270,6 +270,16 @@ def session(scheme: str) -> Iterator[_Session]:
         opened.close()
 
 
+@contextlib.contextmanager
+def shared(*locations: object) -> Iterator[None]:
+    """One client per scheme of the locations that are in a bucket, for the block: the
+    calls made inside it (in this thread) share it instead of each starting its own."""
+    with contextlib.ExitStack() as stack:
+        for scheme in sorted({split(str(loc))[0] for loc in locations if is_remote(loc)}):
+            stack.enter_context(session(scheme))
+        yield
+
+
 def _path(url: str) -> str:
     """The client's path of a URL: ``<bucket>/<key>``."""
     _, bucket, key = split(url)
@@ -679,25 +689,56 @@ def mirror(url: str, *, wanted: Callable[[str], bool] | None = None, listing: Li
 
 
 def _fetch(url: str, local: Path, rels: list[str]) -> set[str]:
-    """Read ``url/rel`` into ``local/rel`` for each rel (atomically: a partial file never
-    takes the place of one); returns the rels that no longer exist."""
+    """Read ``url/rel`` into ``local/rel`` for each rel, CONCURRENCY at a time in one client,
+    each file written as soon as it arrives and atomically (a partial file never takes the
+    place of one); returns the rels that no longer exist. StoreError names the first object
+    that cannot be read."""
     gone: set[str] = set()
     if not rels:
         return gone
-    urls = {rel: join(url, rel) for rel in rels}
-    for start in range(0, len(rels), BATCH):
-        batch = rels[start:start + BATCH]
-        got = read_objects([urls[rel] for rel in batch])
-        for rel in batch:
-            data = got[normalize(urls[rel])]
-            if data is None:
-                gone.add(rel)
-                continue
-            target = local / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.part-{os.getpid()}")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
+
+    def place(rel: str, data: bytes) -> None:
+        target = local / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.part-{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+
+    scheme = split(url)[0]
+    urls = [join(url, rel) for rel in rels]
+    try:
+        with session(scheme) as s:
+            if getattr(s.fs, "async_impl", False):
+                kwargs = _read_kwargs(s)
+
+                async def gather() -> list:
+                    limit = asyncio.Semaphore(CONCURRENCY)
+
+                    async def one(rel: str, target_url: str):
+                        async with limit:
+                            try:
+                                data = await s.fs._cat_file(_path(target_url), **kwargs)
+                            except Exception as exc:  # noqa: BLE001 - returned, raised below
+                                return exc
+                        place(rel, data)
+                        return None
+
+                    return await asyncio.gather(*(one(r, u) for r, u in zip(rels, urls)))
+
+                errors = s.run(gather())
+            else:
+                got = read_objects(urls)
+                errors = []
+                for rel, u in zip(rels, urls):
+                    data = got[normalize(u)]
+                    errors.append(FileNotFoundError(u) if data is None else place(rel, data))
+    except Exception as exc:  # noqa: BLE001 - the client itself failed
+        raise StoreError("read", urls[0], reason(exc, urls[0])) from exc
+    for rel, u, error in zip(rels, urls, errors):
+        if isinstance(error, FileNotFoundError) and "bucket" not in str(error).lower():
+            gone.add(rel)
+        elif isinstance(error, BaseException):
+            raise StoreError("read", u, reason(error, u)) from error
     return gone
 
 

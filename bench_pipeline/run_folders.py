@@ -184,6 +184,34 @@ def manifest_status(path: str, version: str | None = None) -> str | None:
     return status
 
 
+def read_statuses(folders: list[RunFolder]) -> None:
+    """Read, in one parallel batch, the manifest.json of each run in a bucket among ``folders``
+    whose status is not known for its manifest's version, so that ``manifest_status`` (and
+    ``is_ready``) answer them without a request each. An object that cannot be read is
+    left out (``is_ready`` asks again, alone)."""
+    todo = [f for f in folders if object_store.is_remote(f.path) and f.manifest_version not in (None, "-")
+            and (object_store.normalize(f.path), f.manifest_version) not in _STATUSES]
+    if not todo:
+        return
+    try:
+        got = object_store.read_objects([object_store.join(f.path, "manifest.json") for f in todo])
+    except object_store.StoreError:
+        return
+    if len(_STATUSES) + len(todo) >= _STATUSES_LIMIT:
+        _STATUSES.clear()
+    for folder in todo:
+        data = got[object_store.normalize(object_store.join(folder.path, "manifest.json"))]
+        _STATUSES[(object_store.normalize(folder.path), folder.manifest_version)] = (
+            _status_of(data) if data is not None else None)
+
+
+def ready_folders(folders: list[RunFolder], quiet_seconds: float, now: float | None = None) -> set[str]:
+    """The run ids of ``folders`` that are ready (``is_ready``), with the manifests of runs in
+    a bucket read in one batch (``read_statuses``)."""
+    read_statuses(folders)
+    return {f.run_id for f in folders if is_ready(f, quiet_seconds, now)}
+
+
 def is_ready(folder: RunFolder, quiet_seconds: float, now: float | None = None) -> bool:
     """run-directory.md readiness: a final manifest status, or a quiet legacy run. A run in
     a bucket whose manifest.json cannot be read this time is not ready (asked again next time)."""

@@ -24,7 +24,6 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from bench_pipeline import object_store
 from bench_pipeline.assets import per_run_assets
 from bench_pipeline.definitions import defs
 from bench_pipeline.generate import generate_runs
@@ -165,15 +164,16 @@ def test_a_rejudged_run_in_a_bucket_is_processed_again_and_its_copy_reused(bucke
     settings = PipelineSettings(runs_root=bucket.url("runs"), output_root=bucket.url("reports"),
                                 storage_base=bucket.url("storage"), quiet_seconds=300)
     resources = resources_for(settings)
+    import s3fs
+
     reads: list[str] = []
-    real = object_store.read_objects
+    real = s3fs.S3FileSystem._cat_file
 
-    def recorded(urls):
-        urls = list(urls)
-        reads.extend(urls)
-        return real(urls)
+    async def recorded(self, path, *args, **kwargs):  # every GET the pipeline's client makes
+        reads.append(f"s3://{path}")
+        return await real(self, path, *args, **kwargs)
 
-    monkeypatch.setattr(object_store, "read_objects", recorded)
+    monkeypatch.setattr(s3fs.S3FileSystem, "_cat_file", recorded)
     with dg.instance_for_test() as instance:
         first = tick(instance, settings)
         assert process_requests(instance, resources, first) == [run.name]
@@ -229,23 +229,23 @@ def test_unreadable_objects_fail_their_own_partition_and_a_missing_bucket_says_s
     bucket.upload_folder(tmp_path / "runs", "runs")
     settings = PipelineSettings(runs_root=bucket.url("runs"), output_root=str(tmp_path / "reports"),
                                 storage_base=str(tmp_path / "storage"))
-    real = object_store.read_objects
+    import s3fs
 
-    def one_unreadable(urls):
-        urls = list(urls)
-        for url in urls:
-            if "/runs/bad/results.jsonl" in url:
-                raise object_store.StoreError("read", url, "access denied (AccessDenied)")
-        return real(urls)
+    real = s3fs.S3FileSystem._cat_file
 
-    monkeypatch.setattr(object_store, "read_objects", one_unreadable)
+    async def one_unreadable(self, path, *args, **kwargs):  # as S3 answers a GET it refuses
+        if path.endswith("/runs/bad/results.jsonl"):
+            raise PermissionError("Access Denied")
+        return await real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_cat_file", one_unreadable)
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(runs_partitions.name, ["bad", "good"])
         result = dg.materialize(per_run_assets, instance=instance, resources=resources_for(settings),
                                 raise_on_error=False, tags=range_tags(["bad", "good"]))
         message = result.get_step_failure_events()[0].step_failure_data.error.message
         assert "1 of 2 run(s) failed: bad at raw_results" in message
-        assert f"cannot read {bucket.url('runs/bad/results.jsonl')}: access denied" in message
+        assert f"cannot read {bucket.url('runs/bad/results.jsonl')}: access denied (Access Denied)" in message
         status = instance.get_status_by_partition(dg.AssetKey("reports"), ["bad", "good"], runs_partitions)
         assert {k: v.value for k, v in status.items()} == {"bad": "FAILED", "good": "MATERIALIZED"}
 

@@ -171,6 +171,11 @@ def partition_jobs(keys: list[str], settings: PipelineSettings, target, workers:
     """One job per partition key, each with its baseline (baselines.py). The runs of this
     step count as processed: a run whose baseline is among them waits for it (``after``).
     Runs and outputs in a bucket are made local first (bucket_io.prepare)."""
+    with object_store.shared(settings.runs_root, settings.output_root):
+        return _partition_jobs(keys, settings, target, workers)
+
+
+def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers: int) -> list[PartitionJob]:
     in_step = set(keys)
     folders = scan(settings.runs_root)
     outputs = processed_outputs(settings.output_root)

@@ -20,9 +20,10 @@ from collections.abc import Callable
 import dagster as dg
 
 from ..assets.run_stages import PARTITIONS_PER_RUN, up_to_date
+from .. import object_store
 from ..partitions import partition_batches, range_tags, runs_partitions
 from ..resources import PipelineSettings, safe_partition_key
-from ..run_folders import is_ready, scan
+from ..run_folders import ready_folders, scan
 
 
 def evaluate_run_folders(
@@ -42,6 +43,12 @@ def evaluate_run_folders(
     a full runs root) gets one Dagster run per consecutive range of ``batch_size``, as a
     backfill does.
     """
+    with object_store.shared(settings.runs_root):  # one client for the tick's listing and reads
+        return _evaluate(settings, cursor, existing, already_done, batch_size)
+
+
+def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str],
+              already_done: Callable[[dict[str, str]], set[str]], batch_size: int) -> dg.SensorResult:
     existing_keys = set(existing)
     seen: dict[str, str] = json.loads(cursor) if cursor else {}
     requests: list[dg.RunRequest] = []
@@ -57,11 +64,14 @@ def evaluate_run_folders(
         folders.append(folder)
     done = already_done({f.run_id: f.fingerprint for f in folders
                          if f.run_id in existing_keys and seen.get(f.run_id) != f.fingerprint})
+    # only new or changed folders are checked (a bucket's manifests read in one batch)
+    ready = ready_folders([f for f in folders if seen.get(f.run_id) != f.fingerprint and f.run_id not in done],
+                          settings.quiet_seconds)
     for folder in folders:
         if seen.get(folder.run_id) == folder.fingerprint or folder.run_id in done:
             current[folder.run_id] = folder.fingerprint
             continue
-        if not is_ready(folder, settings.quiet_seconds):
+        if folder.run_id not in ready:
             skipped.append(folder.run_id)
             if folder.run_id in seen:  # changed and being rewritten: keep the old state for now
                 current[folder.run_id] = seen[folder.run_id]

@@ -37,7 +37,7 @@ class Requests:
 
     def __init__(self, monkeypatch):
         self.listings, self.reads = 0, []
-        list_runs, read_bytes = object_store.list_runs, object_store.read_bytes
+        list_runs, read_bytes, read_objects = object_store.list_runs, object_store.read_bytes, object_store.read_objects
 
         def counted_list(*a, **k):
             self.listings += 1
@@ -47,8 +47,14 @@ class Requests:
             self.reads.append(url)
             return read_bytes(url)
 
+        def counted_reads(urls):
+            urls = list(urls)
+            self.reads.extend(urls)
+            return read_objects(urls)
+
         monkeypatch.setattr(object_store, "list_runs", counted_list)
         monkeypatch.setattr(object_store, "read_bytes", counted_read)
+        monkeypatch.setattr(object_store, "read_objects", counted_reads)
 
 
 def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, monkeypatch):
@@ -63,7 +69,7 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
         first = tick(instance, resources)
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
         assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
-        assert requests.listings == 1 and len(requests.reads) == 3  # each new run's manifest, once
+        assert requests.listings == 1 and len(requests.reads) == 3  # each new run's manifest, once (one batch)
 
         # Nothing changed: one listing, no object read at all.
         requests.listings, requests.reads = 0, []
@@ -131,7 +137,11 @@ def test_a_manifest_that_cannot_be_read_leaves_its_run_for_a_later_tick(bucket, 
     def unreadable(url):
         raise object_store.StoreError("read", url, "access denied (test)")
 
+    def unreadable_batch(urls):
+        unreadable(list(urls)[0])
+
     monkeypatch.setattr(object_store, "read_bytes", unreadable)
+    monkeypatch.setattr(object_store, "read_objects", unreadable_batch)
     result = evaluate_run_folders(bucket_settings(bucket, tmp_path), None, [])
     assert result.run_requests == [] and "1 not ready" in result.skip_reason.skip_message
     monkeypatch.undo()
