@@ -1,6 +1,9 @@
-# Sourced by run.sh and ui.sh: installs the project and points DAGSTER_HOME at the local
-# instance (./.dagster_home unless set), with deploy/dagster.local.yaml as its settings.
+# Sourced by run.sh, ui.sh and backfill.sh: installs the project and points DAGSTER_HOME at the
+# local instance (./.dagster_home unless set), with deploy/dagster.local.yaml as its settings.
+# $DAGSTER_HOME/dagster.yaml is the project's stamped copy: written when missing, replaced when it
+# is an unedited copy of an earlier version, never replaced once edited (a note says when the
+# project's settings have changed since): bench_pipeline/local_instance.py.
 scripts/bootstrap.sh run
 export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"
 mkdir -p "$DAGSTER_HOME"
-[ -f "$DAGSTER_HOME/dagster.yaml" ] || cp deploy/dagster.local.yaml "$DAGSTER_HOME/dagster.yaml"
+.venv/bin/python -m bench_pipeline.local_instance deploy/dagster.local.yaml "$DAGSTER_HOME/dagster.yaml"

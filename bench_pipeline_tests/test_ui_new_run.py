@@ -1,0 +1,98 @@
+"""With scripts/ui.sh running, a new run folder gets its report.html without anyone asking:
+the run-folder sensor notices it, the daemon's queue launches the per-run job, the job writes
+the reports. The bound here is generous so that a loaded CI machine does not fail it;
+benchmarks/latency_benchmark.py measures the latency itself (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bench_pipeline import local_instance
+from bench_pipeline.generate import generate_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Seconds from the run's manifest.json (written last, status completed) to its report.html.
+BOUND = 60
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_until(condition, timeout: float, step: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups as on the machines that run it")
+def test_a_new_run_folder_gets_its_report_while_the_ui_runs(tmp_path):
+    port = _free_port()
+    home, data = tmp_path / "home", tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "DAGSTER_", "LANGFUSE_"))}
+    env.update({"BENCH_HOME": str(data), "DAGSTER_HOME": str(home)})
+    log = tmp_path / "ui.log"
+    ui = subprocess.Popen(["bash", "scripts/ui.sh", "-h", "127.0.0.1", "-p", str(port)], cwd=ROOT, env=env,
+                          stdout=open(log, "wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                          start_new_session=True)
+    try:
+        def answers() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=5):
+                    return True
+            except OSError:
+                return False
+
+        assert _wait_until(answers, 180, 0.5), "the webserver did not answer:\n" + log.read_text()[-3000:]
+        # scripts/instance.sh gave the new instance the project's settings, stamped.
+        source = (ROOT / "deploy" / "dagster.local.yaml").read_text()
+        assert (home / "dagster.yaml").read_text() == local_instance.stamped(source)
+        # The sample runs ui.sh wrote into the empty runs root are processed first: the new
+        # run then has the queue to itself.
+        samples = sorted((data / "runs").iterdir())
+        assert samples
+        assert _wait_until(lambda: all((data / "reports" / s.name / "report.html").is_file() for s in samples),
+                           240, 0.5), "the sample runs were not processed:\n" + log.read_text()[-3000:]
+
+        generate_runs(data / "runs", runs=1, seed=4242, tasks=12, repeats=3, history_messages=30,
+                      edge_cases=False, id_prefix="arrived-")
+        (run,) = [p for p in (data / "runs").iterdir() if p.name.startswith("arrived-")]
+        ready = (run / "manifest.json").stat().st_mtime
+        report = data / "reports" / run.name / "report.html"
+        assert _wait_until(report.is_file, BOUND + 30, 0.1), (
+            f"no report.html for {run.name} {BOUND + 30} s after it was ready:\n" + log.read_text()[-3000:])
+        assert report.stat().st_mtime - ready <= BOUND
+        assert (data / "reports" / run.name / "summary.md").is_file()
+
+        import dagster as dg
+
+        instance = dg.DagsterInstance.from_config(str(home))
+        (record,) = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run.name}))
+        assert record.dagster_run.tags["dagster/sensor_name"] == "run_folder_sensor"
+        assert record.dagster_run.tags["bench/trigger"] == "new"
+    finally:
+        if ui.poll() is None:
+            ui.send_signal(signal.SIGTERM)
+            try:
+                ui.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(ui.pid, signal.SIGKILL)  # what is left of this test's own session
+        except (ProcessLookupError, PermissionError):
+            pass
