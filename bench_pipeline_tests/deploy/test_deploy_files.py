@@ -170,6 +170,49 @@ def _dequeue(max_runs: int, limits: list[dict], queue: list, running: list) -> l
     return launched
 
 
+def _daemon_settings() -> dict[str, dict]:
+    """The queue's timing, the sensor daemon's threads and the tick retention, as Dagster reads
+    them (snake case), from deploy/dagster.yaml and from the Helm values."""
+    local = load_yaml(DEPLOY / "dagster.yaml")
+    values = helm()
+    queue = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
+    sensors = values["dagsterDaemon"]["sensors"]
+    retention = values["retention"]
+    assert retention["enabled"] is True
+    by_type = retention["sensor"]["purgeAfterDays"]
+    # The chart's schema wants all four kinds when given by kind; -1 (kept) is Dagster's default
+    # for started ticks, which deploy/dagster.yaml leaves unset.
+    assert set(by_type) == {"skipped", "success", "failure", "started"} and by_type["started"] == -1
+    return {
+        "dagster.yaml": {
+            "queue": {k: local["run_coordinator"]["config"][k]
+                      for k in ("dequeue_interval_seconds", "dequeue_use_threads", "dequeue_num_workers")},
+            "sensors": local["sensors"],
+            "retention": {"schedule": local["retention"]["schedule"]["purge_after_days"],
+                          "sensor": local["retention"]["sensor"]["purge_after_days"]},
+        },
+        "helm": {
+            "queue": {"dequeue_interval_seconds": queue["dequeueIntervalSeconds"],
+                      "dequeue_use_threads": queue["dequeueUseThreads"],
+                      "dequeue_num_workers": queue["dequeueNumWorkers"]},
+            "sensors": {"use_threads": sensors["useThreads"], "num_workers": sensors["numWorkers"],
+                        "num_submit_workers": sensors["numSubmitWorkers"]},
+            "retention": {"schedule": retention["schedule"]["purgeAfterDays"],
+                          "sensor": {k: v for k, v in by_type.items() if k != "started"}},
+        },
+    }
+
+
+def test_the_queue_timing_sensor_threads_and_tick_retention_are_the_same_in_both_deployments():
+    settings = _daemon_settings()
+    assert settings["dagster.yaml"] == settings["helm"]
+    queue = settings["dagster.yaml"]["queue"]
+    assert queue["dequeue_interval_seconds"] == 1 and queue["dequeue_use_threads"] is True
+    assert settings["dagster.yaml"]["sensors"]["use_threads"] is True
+    # The run-folder sensor ticks every 5 s: its skipped ticks are not kept for long.
+    assert settings["dagster.yaml"]["retention"]["sensor"]["skipped"] <= 1
+
+
 @pytest.mark.parametrize("deployment", ["dagster.yaml", "helm"])
 def test_a_flood_of_runs_cannot_starve_the_catalog_schedule_or_a_backfill(deployment):
     max_runs, limits = _queue_configs()[deployment]
@@ -432,6 +475,10 @@ CHART_KEYS = {
         "maxConcurrentRuns", "tagConcurrencyLimits", "dequeueIntervalSeconds", "dequeueNumWorkers",
         "dequeueUseThreads", "blockOpConcurrencyLimitedRuns"},
     ("dagsterDaemon", "runRetries"): {"enabled", "maxRetries", "retryOnAssetOrOpFailure"},
+    ("dagsterDaemon", "sensors"): {"useThreads", "numWorkers", "numSubmitWorkers"},
+    ("retention",): {"enabled", "sensor", "schedule", "autoMaterialize"},
+    ("retention", "sensor"): {"purgeAfterDays"},
+    ("retention", "schedule"): {"purgeAfterDays"},
     ("dagsterDaemon", "runMonitoring"): {
         "enabled", "startTimeoutSeconds", "cancelTimeoutSeconds", "maxResumeRunAttempts", "pollIntervalSeconds",
         "freeSlotsAfterRunEndSeconds", "maxRuntimeSeconds"},
