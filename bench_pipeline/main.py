@@ -22,6 +22,7 @@ materializations and checks.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import time
@@ -96,9 +97,19 @@ def run_all(samples: bool = True) -> int:
     """Process every ready run that is new or changed; returns the number of failed runs."""
     import dagster as dg
 
+    from .definitions import defs  # loaded only here: --samples-only does not need it
+
+    # scripts/instance.sh seeds $DAGSTER_HOME/dagster.yaml (deploy/dagster.local.yaml); run
+    # directly, Dagster's defaults apply until such a file exists.
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").absolute())))
+    home.mkdir(parents=True, exist_ok=True)
+    with dg.DagsterInstance.get() as instance:
+        return _run_all(defs, instance, samples)
+
+
+def _run_all(defs, instance, samples: bool) -> int:
     from .assets.cross_run import catalog_behind
     from .assets.run_stages import PARTITIONS_PER_RUN, up_to_date
-    from .definitions import defs  # loaded only here: --samples-only does not need it
     from .formula import FORMULA_VERSION
     from .partitions import partition_batches, range_tags, runs_partitions
     from .resources import default_settings
@@ -108,11 +119,7 @@ def run_all(samples: bool = True) -> int:
     runs_root = Path(settings.runs_root)
     if samples:
         ensure_sample_runs(runs_root)
-    # scripts/instance.sh seeds $DAGSTER_HOME/dagster.yaml (deploy/dagster.local.yaml); run
-    # directly, Dagster's defaults apply until such a file exists.
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").absolute())))
-    home.mkdir(parents=True, exist_ok=True)
-    instance = dg.DagsterInstance.get()
+    home = Path(os.environ["DAGSTER_HOME"])
     found = scan(str(runs_root))
     folders, waiting = [], []  # ready folders; run ids left for later
     for folder in found:
@@ -238,5 +245,18 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if run_all(samples=not args.no_samples) else 0
 
 
+def entry() -> None:
+    """``python -m bench_pipeline.main``: ``main()``, then the process ends without freeing the
+    interpreter object by object (about half a second after importing Dagster, for memory the
+    operating system reclaims at once). Every output is written and closed by then, the
+    instance is closed, and the exit handlers (multiprocessing's fork server folder, logging)
+    run as at a normal exit; ``bench-pipeline`` ends the same way (cli.entry)."""
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
