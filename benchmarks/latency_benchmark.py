@@ -1,0 +1,233 @@
+"""How long from a new run folder becoming ready to its report.html, with the UI running?
+
+Starts `scripts/ui.sh` (webserver, daemon and code server through `dagster dev`) on
+127.0.0.1 and a free port, with a Dagster instance and data folders of its own under the
+work folder (a fresh DAGSTER_HOME: scripts/instance.sh seeds it with
+deploy/dagster.local.yaml, as for a user). Once the UI answers and the sample runs it
+starts with are processed, each round:
+
+1. waits until nothing is queued or running and the catalog refresh that follows each run
+   is done (so that every round starts from an idle instance), then a random 0-5 s more
+   (the sensor daemon loops every 5 s: a run lands at any point of its loop);
+2. writes one small run (12 tasks x 3 attempts) into the runs root with the generator,
+   which writes manifest.json (status completed) last: that moment is the start;
+3. waits for the run's report.html; the end is its modification time.
+
+Each round prints the total and where the time went, from the Dagster run's events:
+``sensor`` (manifest written -> run created by the sensor's tick), ``queue`` (created ->
+dequeued by the run coordinator), ``launch`` (dequeued -> the run process executing: a
+new Python process that imports Dagster and the definitions), ``step`` (-> the step
+starts) and ``work`` (step start -> report.html written). Then the median and range.
+
+    .venv/bin/python benchmarks/latency_benchmark.py [--rounds 7] [--workdir DIR] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PHASES = ("sensor", "submit", "queue", "launch", "step", "work")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ui_env(workdir: Path) -> dict:
+    """The environment of a user's shell, with the instance and data under ``workdir``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "BENCH_", "DAGSTER_"))}
+    env.update({"DAGSTER_HOME": str(workdir / "dagster_home"), "BENCH_HOME": str(workdir / "data")})
+    return env
+
+
+class UI:
+    """scripts/ui.sh in a session of its own; stopped (and its session killed) on exit."""
+
+    def __init__(self, workdir: Path, port: int) -> None:
+        self.port, self.log = port, workdir / "ui.log"
+        self.process = subprocess.Popen(
+            ["bash", "scripts/ui.sh", "-h", "127.0.0.1", "-p", str(port)], cwd=ROOT, env=ui_env(workdir),
+            stdout=open(self.log, "wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+
+    def answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/server_info", timeout=5):
+                return True
+        except OSError:
+            return False
+
+    def wait_ready(self, timeout: float) -> float:
+        started = time.monotonic()
+        while not self.answers():
+            if self.process.poll() is not None or time.monotonic() - started > timeout:
+                raise SystemExit("the UI did not start:\n" + self.log.read_text(errors="replace")[-3000:])
+            time.sleep(0.5)
+        return time.monotonic() - started
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # whatever is left of its own session
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def open_instance(workdir: Path):
+    import dagster as dg
+
+    return dg.DagsterInstance.from_config(str(workdir / "dagster_home"))
+
+
+IN_FLIGHT = ("QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING")
+
+
+def wait_idle(instance, timeout: float) -> bool:
+    """Until no run is queued or under way and the catalog refresh is not behind (the catalog
+    sensor's refresh after the last run is done). False after ``timeout``."""
+    import dagster as dg
+
+    from bench_pipeline.assets.cross_run import catalog_behind
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = instance.get_runs_count(dg.RunsFilter(statuses=[dg.DagsterRunStatus[s] for s in IN_FLIGHT]))
+        if not busy and catalog_behind(instance) is None:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def wait_for(path: Path, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.is_file():
+            return True
+        time.sleep(0.05)
+    return path.is_file()
+
+
+def phases(instance, run_id: str, ready: float, done: float) -> dict[str, float] | None:
+    """Seconds of each phase (PHASES) for the Dagster run of partition ``run_id``, from its
+    events: created (its first event, written when the sensor's tick submits it), enqueued,
+    starting (dequeued: the launcher asks the code server for a run process), start (that
+    process executes the job) and the step's start."""
+    import dagster as dg
+
+    records = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run_id}), limit=1)
+    if not records:
+        return None
+    stamps: dict[str, float] = {}
+    for event in instance.all_logs(records[0].dagster_run.run_id):
+        kind = event.dagster_event.event_type_value if event.dagster_event else None
+        stamps.setdefault("CREATED", event.timestamp)
+        if kind in ("PIPELINE_ENQUEUED", "PIPELINE_STARTING", "PIPELINE_START", "STEP_START"):
+            stamps.setdefault(kind, event.timestamp)
+    order = ["CREATED", "PIPELINE_ENQUEUED", "PIPELINE_STARTING", "PIPELINE_START", "STEP_START"]
+    if any(k not in stamps for k in order):
+        return None
+    times = [ready, *(stamps[k] for k in order), done]
+    return {name: later - earlier for name, earlier, later in zip(PHASES, times, times[1:])}
+
+
+def sensor_ticks(instance, name: str = "run_folder_sensor") -> tuple[list[float], list[float]]:
+    """(seconds between consecutive ticks, seconds each tick took) of sensor ``name``."""
+    from dagster._core.scheduler.instigation import InstigatorType
+
+    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+        if state.instigator_name == name:
+            ticks = sorted(instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=1000),
+                           key=lambda t: t.timestamp)
+            gaps = [b.timestamp - a.timestamp for a, b in zip(ticks, ticks[1:])]
+            took = [t.end_timestamp - t.timestamp for t in ticks if t.end_timestamp]
+            return gaps, took
+    return [], []
+
+
+def one_round(instance, runs_root: Path, reports: Path, number: int, timeout: float) -> tuple[float, dict | None]:
+    from bench_pipeline.generate import generate_runs
+
+    prefix = f"latency-{number:02d}-"
+    generate_runs(runs_root, runs=1, seed=5000 + number, tasks=12, repeats=3, history_messages=30,
+                  edge_cases=False, id_prefix=prefix)
+    (run_dir,) = [p for p in runs_root.iterdir() if p.name.startswith(prefix)]
+    ready = (run_dir / "manifest.json").stat().st_mtime
+    report = reports / run_dir.name / "report.html"
+    if not wait_for(report, timeout):
+        raise SystemExit(f"round {number}: no report.html for {run_dir.name} within {timeout:.0f} s")
+    done = report.stat().st_mtime
+    return done - ready, phases(instance, run_dir.name, ready, done)
+
+
+def fmt(values: list[float], digits: int = 1) -> str:
+    return (f"median {statistics.median(values):.{digits}f} s "
+            f"(range {min(values):.{digits}f}-{max(values):.{digits}f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--workdir", type=Path, default=None, help="default: a new temporary folder")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (instance, runs, logs)")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for one report.html")
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-latency-"))
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    runs_root, reports = workdir / "data" / "runs", workdir / "data" / "reports"
+    ui = UI(workdir, free_port())
+    try:
+        print(f"UI answered after {ui.wait_ready(240):.1f} s (127.0.0.1:{ui.port}, work folder {workdir})", flush=True)
+        instance = open_instance(workdir)
+        if not wait_idle(instance, 240):
+            raise SystemExit("the sample runs were not processed:\n" + ui.log.read_text(errors="replace")[-3000:])
+        totals, split = [], {p: [] for p in PHASES}
+        for number in range(1, args.rounds + 1):
+            if not wait_idle(instance, 180):
+                print(f"round {number}: the instance did not become idle within 180 s; measuring anyway", flush=True)
+            time.sleep(random.uniform(0, 5))
+            load = os.getloadavg()[0]
+            total, parts = one_round(instance, runs_root, reports, number, args.timeout)
+            totals.append(total)
+            detail = ""
+            if parts:
+                for name, value in parts.items():
+                    split[name].append(value)
+                detail = " (" + ", ".join(f"{name} {value:.1f}" for name, value in parts.items()) + ")"
+            print(f"round {number}/{args.rounds}: ready -> report.html {total:.1f} s{detail}, load {load:.1f}",
+                  flush=True)
+        print(f"new run -> report.html, {len(totals)} rounds: {fmt(totals)}; target <= 15 s")
+        for name in PHASES:
+            if split[name]:
+                print(f"  {name:<6} {fmt(split[name])}")
+        gaps, took = sensor_ticks(instance)
+        if gaps:
+            print(f"run_folder_sensor: {len(took)} ticks, every {fmt(gaps)}, each took {fmt(took, 2)}")
+    finally:
+        ui.stop()
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
