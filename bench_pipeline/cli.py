@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .run_reader import NotARunFolderError
+from .run_reader import NotARunFolderError, check_local
 
 
 #: What a finished command leaves for the process's end (see ``entry``).
@@ -158,6 +158,7 @@ def check_run_folders(folders: list[Path], distinct: bool = True) -> None:
     BadInputError for a folder given twice (by any path)."""
     seen: dict[Path, Path] = {}
     for folder in folders:
+        check_local(folder)
         if not (folder / "results.jsonl").is_file():
             raise NotARunFolderError(f"{folder}: no results.jsonl, so not a benchmark run folder")
         real = folder.resolve()

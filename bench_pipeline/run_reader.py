@@ -272,12 +272,26 @@ def read_run(run_dir: Path | str) -> RawRun:
 
     Raises NotARunFolderError naming the path when there is no readable results.jsonl.
     """
+    check_local(run_dir)
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise NotARunFolderError(f"{run_dir}: not a folder, so not a benchmark run folder")
     results = read_results_bytes(run_dir, os.path.realpath(run_dir))
     rows, bad = parse_results(results)
     return read_run_files(run_dir, rows, bad)
+
+
+def check_local(run_dir: Path | str) -> None:
+    """NotARunFolderError for a run given as a bucket URL: the stages read local folders (the
+    Dagster job copies a run in a bucket into its local cache first, object_store.py)."""
+    from .object_store import is_remote, normalize
+
+    if is_remote(run_dir):
+        url = normalize(run_dir)
+        raise NotARunFolderError(
+            f"{url}: a run in a bucket; the command line reads local run folders only: copy it first "
+            f"(e.g. aws s3 cp --recursive {url} ./{url.rsplit('/', 1)[-1]}), or let the Dagster job read it "
+            f"from the bucket (BENCH_RUNS_ROOT={url.rsplit('/', 1)[0]}, docs/operations.md \"Object storage\")")
 
 
 def read_run_files(run_dir: Path | str, rows: list[RawRow], bad_rows: list[dict]) -> RawRun:

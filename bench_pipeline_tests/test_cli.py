@@ -91,6 +91,17 @@ def test_exit_2_for_a_folder_that_is_not_a_run(tmp_path):
     assert done.returncode == 2 and "missing: no results.jsonl" in done.stderr
 
 
+@pytest.mark.parametrize("command", ["process", "compare", "repeats"])
+def test_exit_2_for_a_run_in_a_bucket_with_what_to_do_instead(tmp_path, capsys, command):
+    args = {"process": ["process", "s3://bench/runs/r1"], "compare": ["compare", "s3://bench/runs/r0", "s3://bench/runs/r1"],
+            "repeats": ["repeats", "s3://bench/runs/r1"]}[command]
+    assert cli.main([*args, "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr()
+    text = err.out + err.err
+    assert "a run in a bucket; the command line reads local run folders only" in text
+    assert "BENCH_RUNS_ROOT=s3://bench/runs" in text
+
+
 def test_exit_2_for_an_unreadable_file(tmp_path, monkeypatch, capsys):
     base, cand = _runs(tmp_path)
     real_open = open

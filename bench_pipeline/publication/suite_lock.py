@@ -10,8 +10,14 @@ releases it when a process ends, however it ends.
 
 The lock files live in ``BENCH_LOCK_DIR``, by default ``<temp dir>/bench_pipeline-locks``: every
 process of one machine (Dagster's workers, the command line) meets there; processes on several
-machines meet where it is a folder they share (the Kubernetes values put it on the reports
-volume; NFS serves ``flock`` as a byte-range lock).
+machines meet where it is a folder they share (NFS serves ``flock`` as a byte-range lock).
+
+``BENCH_LOCK_DIR`` may also be a bucket folder (``s3://bucket/locks``, what the Kubernetes values
+use with the roots in a bucket): the lock is then an object created only if none exists (one
+PUT with ``If-None-Match: *``, which S3 grants to one writer) and removed by its holder only
+(``If-Match`` its ETag). The kernel cannot release it for a process that died, so a lock older
+than ``BENCH_LOCK_LEASE_SECONDS`` (default an hour, far beyond any publication) is taken as
+left by a dead holder and removed, again only if unchanged, by one waiter.
 """
 
 from __future__ import annotations
@@ -19,13 +25,19 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
+import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .. import object_store
+
 POLL_SECONDS = 0.2
+#: How often a waiter asks again for a lock held in a bucket (each time one request).
+OBJECT_POLL_SECONDS = 1.0
 
 
 class LockError(Exception):
@@ -33,13 +45,22 @@ class LockError(Exception):
     its file cannot be made."""
 
 
-def lock_dir() -> Path:
-    return Path(os.environ.get("BENCH_LOCK_DIR") or Path(tempfile.gettempdir()) / "bench_pipeline-locks")
+def lock_dir() -> Path | str:
+    configured = os.environ.get("BENCH_LOCK_DIR")
+    if configured and object_store.is_remote(configured):
+        return object_store.normalize(configured)
+    return Path(configured or Path(tempfile.gettempdir()) / "bench_pipeline-locks")
 
 
-def lock_path(target: str, suite: str) -> Path:
+def lock_path(target: str, suite: str) -> Path | str:
     digest = hashlib.sha256(f"{target}\n{suite}".encode()).hexdigest()[:20]
-    return lock_dir() / f"langfuse-suite-{digest}.lock"
+    folder = lock_dir()
+    name = f"langfuse-suite-{digest}.lock"
+    return object_store.join(folder, name) if isinstance(folder, str) else folder / name
+
+
+def lease_seconds() -> float:
+    return float(os.environ.get("BENCH_LOCK_LEASE_SECONDS") or 3600)
 
 
 @contextlib.contextmanager
@@ -47,6 +68,10 @@ def suite_lock(target: str, suite: str, *, timeout: float, on_wait: Callable[[],
     """Hold the (target, suite) lock for the block; ``on_wait()`` is called once when another
     holder makes this one wait; LockError after ``timeout`` seconds of waiting."""
     path = lock_path(target, suite)
+    if isinstance(path, str):
+        with _object_lock(path, suite, timeout, on_wait):
+            yield
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(path, "a+b")  # noqa: SIM115 - closed below
@@ -72,3 +97,46 @@ def suite_lock(target: str, suite: str, *, timeout: float, on_wait: Callable[[],
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _object_lock(url: str, suite: str, timeout: float, on_wait: Callable[[], None] | None) -> Iterator[None]:
+    """``suite_lock`` held as an object in a bucket (see the module doc)."""
+    deadline = None
+    while True:
+        body = json.dumps({"holder": f"{socket.gethostname()}:{os.getpid()}",
+                           "expires_at": time.time() + lease_seconds()}).encode()
+        try:
+            etag = object_store.create_exclusive(url, body)
+            if etag is not None:
+                break
+            held = object_store.read_with_etag(url)
+            if held is not None and _expired(held[0]):
+                object_store.delete_if_unchanged(url, held[1])  # a dead holder's: one waiter removes it
+                continue
+        except object_store.StoreError as exc:
+            raise LockError(f"cannot take the publication lock {url} ({exc.reason}); set BENCH_LOCK_DIR to a "
+                            "folder or bucket every publisher can write") from None
+        if held is None:
+            continue  # released meanwhile: try again at once
+        if deadline is None:
+            deadline = time.monotonic() + timeout
+            if on_wait is not None:
+                on_wait()
+        if time.monotonic() >= deadline:
+            raise LockError(f"another publication of suite {suite!r} to this Langfuse server held "
+                            f"{url} for more than {timeout:.0f} s")
+        time.sleep(min(OBJECT_POLL_SECONDS, max(0.05, deadline - time.monotonic())))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(object_store.StoreError):  # not removed: it expires after its lease
+            object_store.delete_if_unchanged(url, etag)
+
+
+def _expired(data: bytes) -> bool:
+    try:
+        expires = json.loads(data).get("expires_at")
+    except (ValueError, AttributeError):
+        return True  # not a lock this code wrote: as good as none
+    return not isinstance(expires, (int, float)) or expires < time.time()

@@ -520,21 +520,49 @@ def test_helm_runs_the_code_server_with_k8s_launcher_and_external_postgres():
     assert values["dagsterWebserver"]["image"]["tag"] == daemon["image"]["tag"] == dagster_version
 
 
-def test_helm_gives_pods_shared_storage_and_the_settings():
+def test_helm_puts_runs_reports_frames_and_locks_in_one_bucket():
+    """The Kubernetes default: every root in one bucket (no shared volume), each pod's local
+    cache on its own scratch volume, the pins and the publication lock in the bucket too."""
     deployment = helm_user_deployment()
     env = deployment["env"]
     assert BENCH_SETTINGS <= set(env)
-    assert env["BENCH_STORAGE_BASE"].startswith("s3://")
-    mounts = {m["mountPath"]: m for m in deployment["volumeMounts"]}
+    bucket = env["BENCH_STORAGE_BASE"].removeprefix("s3://").split("/")[0]
+    for name in ("BENCH_RUNS_ROOT", "BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "BENCH_BASELINES", "BENCH_LOCK_DIR"):
+        assert env[name].startswith(f"s3://{bucket}/"), name
+    assert len({env[n] for n in ("BENCH_RUNS_ROOT", "BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE")}) == 3
     volumes = {v["name"]: v for v in deployment["volumes"]}
+    assert all("persistentVolumeClaim" not in v for v in volumes.values())  # nothing shared
+    (scratch,) = [m for m in deployment["volumeMounts"] if env["BENCH_CACHE"].startswith(m["mountPath"] + "/")]
+    assert "emptyDir" in volumes[scratch["name"]]
+    secrets = {s["name"] for s in deployment["envSecrets"]}
+    assert {"bench-object-storage", "bench-langfuse"} <= secrets
+    assert helm()["computeLogManager"]["config"]["s3ComputeLogManager"]["bucket"] == bucket
+
+
+def test_helm_shared_volumes_overlay_changes_only_where_runs_and_reports_live():
+    """values-shared-volumes.yaml, the alternative: the same user deployment with the run
+    folders read-only and the reports read-write on shared volumes, the lock files there."""
+    (overlay,) = load_yaml(DEPLOY / "helm" / "values-shared-volumes.yaml")["dagster-user-deployments"]["deployments"]
+    default = helm_user_deployment()
+    storage_keys = {"env", "volumes", "volumeMounts"}
+    assert {k: v for k, v in overlay.items() if k not in storage_keys} == \
+        {k: v for k, v in default.items() if k not in storage_keys}
+    env = overlay["env"]
+    assert BENCH_SETTINGS <= set(env)
+    assert {k: v for k, v in env.items() if not k.startswith(("BENCH_RUNS", "BENCH_OUTPUT", "BENCH_BASELINES",
+                                                                "BENCH_LOCK", "BENCH_CACHE"))} == \
+        {k: v for k, v in default["env"].items() if not k.startswith(("BENCH_RUNS", "BENCH_OUTPUT", "BENCH_BASELINES",
+                                                                       "BENCH_LOCK", "BENCH_CACHE"))}
+    assert env["BENCH_STORAGE_BASE"].startswith("s3://")
+    mounts = {m["mountPath"]: m for m in overlay["volumeMounts"]}
+    volumes = {v["name"]: v for v in overlay["volumes"]}
     runs = mounts[env["BENCH_RUNS_ROOT"]]
     assert runs.get("readOnly") is True and volumes[runs["name"]]["persistentVolumeClaim"]["readOnly"] is True
     reports = mounts[env["BENCH_OUTPUT_ROOT"]]
     assert not reports.get("readOnly") and "persistentVolumeClaim" in volumes[reports["name"]]
-    secrets = {s["name"] for s in deployment["envSecrets"]}
-    assert {"bench-object-storage", "bench-langfuse"} <= secrets
-    bucket = env["BENCH_STORAGE_BASE"].removeprefix("s3://").split("/")[0]
-    assert helm()["computeLogManager"]["config"]["s3ComputeLogManager"]["bucket"] == bucket
+    assert env["BENCH_LOCK_DIR"].startswith(env["BENCH_OUTPUT_ROOT"] + "/")
+    names = {n for n in env if n.startswith(("BENCH_", "LANGFUSE_"))}
+    assert names - package_env_vars() - PENDING_IN_PACKAGE == set()
 
 
 def test_the_package_selects_the_k8s_executor_the_helm_values_ask_for():
