@@ -187,7 +187,8 @@ def suite_trends(catalog: pd.DataFrame, output_root: Path | str | None = None) -
         g = group.sort_values(["started_at", "run_id"]).copy()
         previous_value = g["pass_at_1"].shift(1)
         g["pass_at_1_change"] = g["pass_at_1"] - previous_value
-        sides = [_trend_side(output_root, run_id) for run_id in g["run_id"]]
+        # A suite's only run is compared with nothing: its attempts are not read at all.
+        sides = [_trend_side(output_root, run_id) for run_id in g["run_id"]] if len(g) > 1 else [None]
         paired = [_trend_comparison(sides[i - 1], sides[i]) if i else
                   {**{c: None for c in TREND_COLUMNS if c not in g.columns}, "comparison_note": "first run of the suite"}
                   for i in range(len(sides))]

@@ -185,3 +185,22 @@ def test_a_pipe_in_a_run_id_does_not_break_the_table(tmp_path):
     metrics = {**_metrics(tmp_path, "r0", ["passed"]), "formula_version": "old"}
     behind = runs_behind_formula(catalog_frame([catalog_row("a|b", metrics, {})]), "new")
     assert behind_formula_markdown(behind, "new").splitlines()[-1] == "| a\\|b | suite-a | old |"
+
+
+def test_a_suites_only_run_is_not_read_for_its_trend(tmp_path, monkeypatch):
+    """A suite's first run is compared with nothing, so the trend never reads its output
+    folder (for a large run, its attempts.jsonl is most of the catalog refresh); a suite with
+    two runs reads both."""
+    import bench_pipeline.catalog as catalog_module
+
+    read = []
+    monkeypatch.setattr(catalog_module, "_trend_side", lambda root, run_id: read.append(run_id) or (run_id, None, "x"))
+    one = catalog_frame([catalog_row("r1", _metrics(tmp_path, "r1", ["passed"]),
+                                     {"started_at": "2026-11-01T00:00:00Z"})])
+    trend = suite_trends(one, tmp_path)
+    assert read == [] and list(trend["comparison_note"]) == ["first run of the suite"]
+    (tmp_path / "b").mkdir()
+    two = catalog_frame([catalog_row(r, _metrics(tmp_path / "b", r, ["passed"]), {"started_at": f"2026-11-0{i}T00:00:00Z"})
+                         for i, r in ((1, "r1"), (2, "r2"))])
+    suite_trends(two, tmp_path)
+    assert read == ["r1", "r2"]
