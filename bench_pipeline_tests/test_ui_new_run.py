@@ -77,7 +77,10 @@ def test_a_new_run_folder_gets_its_report_while_the_ui_runs(tmp_path):
         assert _wait_until(report.is_file, BOUND + 30, 0.1), (
             f"no report.html for {run.name} {BOUND + 30} s after it was ready:\n" + log.read_text()[-3000:])
         assert report.stat().st_mtime - ready <= BOUND
-        assert (data / "reports" / run.name / "summary.md").is_file()
+        # metrics.json and summary.md are written by a child process beside report.html, so on
+        # a loaded machine they may land a moment after it.
+        for name in ("metrics.json", "summary.md"):
+            assert _wait_until((data / "reports" / run.name / name).is_file, 30, 0.1), name
 
         import dagster as dg
 
