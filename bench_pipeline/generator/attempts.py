@@ -7,8 +7,7 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-from bench_pipeline.vocabulary import ROW_METRICS_KEYS
-
+from ..vocabulary import ROW_METRICS_KEYS
 from .edge_cases import artifact_dir_value, legacy_row
 from .episodes import apply_episode, build_episode, clear_episode_fields
 from .files import attempt_files, iso

@@ -7,9 +7,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bench_pipeline.attempt_metrics import TOKEN_SOURCES
-from bench_pipeline.vocabulary import EPISODE_FIELDS
-
+from ..attempt_metrics import TOKEN_SOURCES
+from ..vocabulary import EPISODE_FIELDS
 from .records import EpisodeFacts, Evaluation, History, ModelCall, Task, ToolStep
 
 # Episode extra key -> attempt metric it overrides (reference 3.5).

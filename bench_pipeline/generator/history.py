@@ -8,9 +8,8 @@ from typing import Any
 
 import orjson
 
-from bench_pipeline.attempt_metrics import DEVICE_ACTION_TOOLS, is_device_action
-from bench_pipeline.vocabulary import TOKEN_FIELDS
-
+from ..attempt_metrics import DEVICE_ACTION_TOOLS, is_device_action
+from ..vocabulary import TOKEN_FIELDS
 from .outcomes import EXECUTION
 from .records import History, ModelCall, Task, ToolStep
 from .world import PNG_B64, TOOL_CUM_WEIGHTS, TOOL_NAMES, TOOLS, screen_point
