@@ -290,7 +290,7 @@ def _compare_sets(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Write synthetic run folders under OUT_ROOT."""
-    from .generate import generate_runs
+    from .generator import generate_runs
 
     started = time.monotonic()
     folders = generate_runs(

@@ -82,7 +82,7 @@ def ensure_sample_runs(runs_root: Path) -> None:
 
     if scan(str(runs_root)):
         return
-    from .generate import generate_runs
+    from .generator import generate_runs
 
     count = sum(n for _, n, _, _ in SAMPLES)
     _say(f"no run folders under {runs_root}: writing {count} sample runs (one clean, "

@@ -26,7 +26,7 @@ import pytest
 
 from bench_pipeline.assets import per_run_assets
 from bench_pipeline.definitions import defs
-from bench_pipeline.generate import generate_runs
+from bench_pipeline.generator import generate_runs
 from bench_pipeline.partitions import range_tags, runs_partitions
 from bench_pipeline.resources import JsonIOManagerFactory, LangfuseResource, ParquetIOManagerFactory, PipelineSettings
 from bench_pipeline.sensors import run_folder_sensor

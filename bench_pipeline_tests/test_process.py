@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench_pipeline.frames import attempts_frame, attempts_from_frame, raw_results_frame, tasks_frame, tasks_from_frame
-from bench_pipeline.generate import generate_runs
+from bench_pipeline.generator import generate_runs
 from bench_pipeline.outputs import write_run_outputs
 from bench_pipeline.pipeline import process_run
 from bench_pipeline.process import ATTEMPT_KEYS

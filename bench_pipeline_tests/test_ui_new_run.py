@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench_pipeline import local_instance
-from bench_pipeline.generate import generate_runs
+from bench_pipeline.generator import generate_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Seconds from the run's manifest.json (written last, status completed) to its report.html.

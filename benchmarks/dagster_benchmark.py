@@ -117,7 +117,7 @@ def base_env(workdir: Path, name: str) -> dict:
 
 
 def generate(root: Path, runs: int, tasks: int, repeats: int, messages: int) -> Path:
-    from bench_pipeline.generate import generate_runs
+    from bench_pipeline.generator import generate_runs
 
     target = root / f"runs-{runs}x{tasks}x{repeats}x{messages}"
     if not (target / ".complete").exists():

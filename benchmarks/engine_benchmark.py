@@ -91,7 +91,7 @@ def warm(run_dir: Path) -> None:
 
 
 def generate(root: Path, tasks: int) -> Path:
-    from bench_pipeline.generate import generate_runs
+    from bench_pipeline.generator import generate_runs
 
     target = root / f"tasks-{tasks}"
     if target.exists():

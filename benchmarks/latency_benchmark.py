@@ -165,7 +165,7 @@ def sensor_ticks(instance, name: str = "run_folder_sensor") -> tuple[list[float]
 
 
 def one_round(instance, runs_root: Path, reports: Path, number: int, timeout: float) -> tuple[float, dict | None]:
-    from bench_pipeline.generate import generate_runs
+    from bench_pipeline.generator import generate_runs
 
     prefix = f"latency-{number:02d}-"
     generate_runs(runs_root, runs=1, seed=5000 + number, tasks=12, repeats=3, history_messages=30,

@@ -74,7 +74,7 @@ def process_once(settings) -> float:
 
 
 def run_benchmark(work: Path, bucket, rounds: int) -> None:
-    from bench_pipeline.generate import generate_runs
+    from bench_pipeline.generator import generate_runs
     from bench_pipeline.resources import PipelineSettings
 
     generated = work / "generated"

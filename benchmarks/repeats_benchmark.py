@@ -57,7 +57,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
 
-    from bench_pipeline.generate import generate_runs
+    from bench_pipeline.generator import generate_runs
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-repeats-"))
     runs_root = work / "runs"

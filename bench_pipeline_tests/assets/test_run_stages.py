@@ -164,7 +164,7 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
     """A backfill's Dagster run covers a range of partitions (worker processes): every good
     run gets its own materializations and checks, and files byte-identical to the command
     line's; the broken folder fails only its own partition, with its located message."""
-    from bench_pipeline.generate import generate_runs
+    from bench_pipeline.generator import generate_runs
     from bench_pipeline.pipeline import publish, run_stages
     from bench_pipeline.publication import LangfuseSettings
 

@@ -14,7 +14,7 @@ from bench_pipeline import cli
 from bench_pipeline.assets import cross_run_assets, per_run_assets, systems
 from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.frames import attempts_frame
-from bench_pipeline.generate import generate_runs
+from bench_pipeline.generator import generate_runs
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.pipeline import run_stages
 from bench_pipeline.repeats import System, suite_slug, system_slug

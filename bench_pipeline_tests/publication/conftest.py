@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_pipeline.generate import generate_runs
+from bench_pipeline.generator import generate_runs
 from bench_pipeline.pipeline import process_run
 from bench_pipeline.process import attempt_record
 from bench_pipeline.publication import LangfuseSettings, PublishOptions

@@ -12,7 +12,7 @@ import pytest
 
 from bench_pipeline.assets import cross_run_assets, per_run_assets
 from bench_pipeline.definitions import refresh_catalog_job
-from bench_pipeline.generate import generate_runs
+from bench_pipeline.generator import generate_runs
 from bench_pipeline.partitions import range_tags, runs_partitions
 from bench_pipeline.sensors import catalog_sensor
 

@@ -1,4 +1,4 @@
-"""Tests of the synthetic run generator (bench_pipeline/generate.py).
+"""Tests of `generate_runs` (bench_pipeline/generator/runs.py): the run folders it writes.
 
 The checks read the written files back, independently of the generator's internals, so they
 also guard the run-directory.md layout the pipeline relies on.
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from bench_pipeline.generate import DEVICE_TOOLS, generate_runs
+from bench_pipeline.attempt_metrics import is_device_action
+from bench_pipeline.generator import generate_runs
+from bench_pipeline.generator.outcomes import OUTCOMES
 from bench_pipeline.vocabulary import FAILURE_CLASSES, FAILURE_STAGES, ROW_METRICS_KEYS, STATUSES
-from bench_pipeline_tests.test_reference_examples import OUTCOME_TABLE as REFERENCE_OUTCOMES
 
 RUN_ID = re.compile(r"^2026-\d\d-\d\dT\d\d-\d\d-\d\dZ-[0-9a-f]{6}$")
 ROW_KEYS = {
@@ -28,8 +29,9 @@ ROW_KEYS = {
     "environment_state_assertions", "trace_observations", "recovery_attempted", "recovery_succeeded",
     "pre_screenshot_file", "post_screenshot_file", "started_at", "finished_at", "metrics",
 }
-# The reference's outcome table: (status, failure_class, raw success, agent_eligible).
-OUTCOME_TABLE = set(REFERENCE_OUTCOMES)
+# (status, failure_class, raw success, agent_eligible) of the generator's outcome kinds, which
+# test_outcomes.py proves to be the reference's outcome table.
+OUTCOME_TABLE = {outcome[:4] for outcome in OUTCOMES.values()}
 NUMERIC_METRICS = {"task_wall_ms", "wall_ms", "setup_ms", "screenshot_capture_ms", "cost_usd", "llm_calls",
                    "tool_calls", "input_tokens", "output_tokens", "total_tokens"}
 EDGE_CASES = [
@@ -160,15 +162,8 @@ def _json_object(text: object) -> dict:
 
 
 def _is_device(name: str, tool_input: object) -> bool:
-    if isinstance(tool_input, str):
-        tool_input = _json_object(tool_input)
-    if name not in DEVICE_TOOLS:
-        return False
-    if name == "quick_action" and tool_input.get("list") is True:
-        return False
-    action = tool_input.get("action")
-    return not (name.startswith("bridge_") and isinstance(action, str)
-                and action.lower() in {"query", "read", "get", "inspect", "list", "search"})
+    """The metric's reference 3.4 rule on a tool input as written (a JSON string or an object)."""
+    return is_device_action(name, _json_object(tool_input) if isinstance(tool_input, str) else tool_input)
 
 
 def derive(messages: list[dict], episode: dict | None) -> dict:
@@ -485,15 +480,11 @@ def test_legacy_rows_carry_top_level_metrics(edge_runs: list[Path]) -> None:
         assert "wall_ms" in row and "setup_ms" in row
 
 
-def test_systems_make_runs_that_repeat_one_model_and_git_sha(tmp_path):
-    import json as _json
-
-    from bench_pipeline.generate import generate_runs as _generate
-
-    folders = _generate(tmp_path / "s", runs=5, seed=3, tasks=3, repeats=2, history_messages=6, systems=2)
+def test_systems_make_runs_that_repeat_one_model_and_git_sha(tmp_path: Path) -> None:
+    folders = generate_runs(tmp_path / "s", runs=5, seed=3, tasks=3, repeats=2, history_messages=6, systems=2)
     builds = [(m["model"]["name"], m["code"]["git_sha"], m["code"]["dirty"])
-              for m in (_json.loads((f / "manifest.json").read_text()) for f in folders)]
+              for m in (json.loads((f / "manifest.json").read_text()) for f in folders)]
     assert builds[0] == builds[2] == builds[4] and builds[1] == builds[3] and builds[0] != builds[1]
     assert all(dirty is False for _, _, dirty in builds)
-    again = _generate(tmp_path / "t", runs=5, seed=3, tasks=3, repeats=2, history_messages=6, systems=2)
+    again = generate_runs(tmp_path / "t", runs=5, seed=3, tasks=3, repeats=2, history_messages=6, systems=2)
     assert [(f / "manifest.json").read_bytes() for f in again] == [(f / "manifest.json").read_bytes() for f in folders]
