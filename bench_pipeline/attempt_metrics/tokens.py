@@ -63,13 +63,15 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
             o = usage_count(usage, _OUTPUT, _OUTPUT_OLD)
             outputs = None if o is None or outputs is None else running_add(outputs, o)
         t = get(_TOTAL)
+        if t is None and i is not None and o is not None:
+            t = i + o  # R9: a call without a total counts its own input + output
         if type(t) is int and -limit <= t <= limit:
             if totals is not None:
                 totals += t
         else:
-            t = number_or_none(t)
+            t = usage_count(usage, _TOTAL, None)
             if t is None and i is not None and o is not None:
-                t = i + o  # R9
+                t = i + o
             totals = None if t is None or totals is None else running_add(totals, t)
         if cached is not None:
             c = get(_CACHED)
@@ -87,4 +89,10 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
             else:
                 r = number_or_none(r)
                 reasoning = None if r is None else running_add(reasoning, r)
-    return dict(zip(TOKEN_SOURCES, map(number_or_none, (inputs, outputs, totals, cached, reasoning))))
+    return {
+        "input_tokens": number_or_none(inputs),
+        "output_tokens": number_or_none(outputs),
+        "total_tokens": number_or_none(totals),
+        "cached_input_tokens": number_or_none(cached),
+        "reasoning_tokens": number_or_none(reasoning),
+    }
