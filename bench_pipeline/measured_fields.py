@@ -21,7 +21,9 @@ To add a metric:
    ``derive_history`` (attempt_metrics/history.py); ``episode``, a field of ``EpisodeMetrics``
    computed by ``derive_episode`` (attempt_metrics/episode.py); ``episode_over_history``,
    both (a token field: its ``TOKEN_SOURCES`` entry in attempt_metrics/tokens.py); a
-   ``recorded`` field needs none. Bump ``formula.FORMULA_VERSION``.
+   ``recorded`` field needs none, but the results.jsonl key it is read from belongs in
+   ``vocabulary.ROW_METRICS_KEYS`` (run-directory.md's row, which the run generator writes).
+   Bump ``formula.FORMULA_VERSION``.
 3. Write its tests: the formula's, in bench_pipeline_tests/attempt_metrics/, and the field
    in the literal orders of bench_pipeline_tests/test_vocabulary.py.
    bench_pipeline_tests/test_measured_fields.py fails while the field misses its formula's
