@@ -4,9 +4,11 @@ It is written into every metrics.json and is the Dagster ``code_version`` of eve
 whose output depends on a formula, so that changing it marks every processed run stale
 and a backfill re-computes them (see docs/operations.md).
 
-Bump rule: change this string in the same commit as any change to a formula in
-``attempt_metrics``, ``task_groups``, ``capability`` or ``stats`` (the date and a short
-word are enough; it only has to differ).
+Bump rule: change this string in the same commit as any change to a formula in the
+``attempt_metrics`` package, ``task_groups``, ``capability`` or ``stats``, to a field's
+declaration in ``measured_fields`` (its source, kind, legacy key or positivity decide its
+value; a new field is a new formula), or to the legacy outcome rules of ``vocabulary``
+(the date and a short word are enough; it only has to differ).
 """
 
 FORMULA_VERSION = "2026-12-01.3"

@@ -3,6 +3,7 @@
 Nullable integer (Int64), Boolean (boolean) and float (Float64) columns keep null distinct
 from 0 and false: the product's first rule is that unknown is not zero. Nested values
 (provenance, evidence, the raw row) travel as JSON text so that Parquet round-trips them.
+The attempt frame's measured columns are made from their declarations in ``measured_fields``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pandas as pd
 import pandera.pandas as pa
 from pandera.typing import Series
 
+from .measured_fields import COUNT, MEASURED, MeasuredField
 from .vocabulary import FAILURE_CLASSES, FAILURE_STAGES, STATUSES
 
 Int = pd.Int64Dtype
@@ -33,8 +35,8 @@ class RawResultsSchema(pa.DataFrameModel):
         coerce = True
 
 
-class AttemptMetricsSchema(pa.DataFrameModel):
-    """Stage 2: one row per usable results row (outputs.md "attempt metrics", reference 3.1-3.6)."""
+class _AttemptOutcomeColumns(pa.DataFrameModel):
+    """Stage 2's first columns: an attempt's identity and outcome (outputs.md "attempt metrics")."""
 
     run_id: Series[str] = pa.Field(description="the run folder's name (R1)")
     task_id: Series[str] = pa.Field(description="benchmark task id")
@@ -53,27 +55,28 @@ class AttemptMetricsSchema(pa.DataFrameModel):
     quality_score: Series[Float] = pa.Field(nullable=True, description="quality in [0, 1]; null = unavailable")
     rubric_pass_count: Series[Int] = pa.Field(nullable=True, description="stored rubric passes")
     rubric_total: Series[Int] = pa.Field(nullable=True, description="stored rubric checks")
-    task_wall_ms: Series[Float] = pa.Field(nullable=True, description="3.2 chat-request wall time (recorded)")
-    setup_ms: Series[Float] = pa.Field(nullable=True, description="3.2 setup time (recorded)")
-    screenshot_capture_ms: Series[Float] = pa.Field(nullable=True, description="3.2 runner screenshot time (recorded)")
-    time_to_first_token_ms: Series[Float] = pa.Field(nullable=True, gt=0, description="3.2 episode first-token time, positive only")
-    llm_calls: Series[Int] = pa.Field(nullable=True, description="3.3 usage-bearing model messages")
-    llm_time_ms: Series[Float] = pa.Field(nullable=True, description="3.3 sum of their durations")
-    vision_llm_calls: Series[Int] = pa.Field(nullable=True, description="3.3 calls after an image")
-    vision_llm_time_ms: Series[Float] = pa.Field(nullable=True, description="3.3 durations of those calls")
-    device_actions: Series[Int] = pa.Field(nullable=True, description="3.4 allowlisted device calls")
-    device_execution_ms: Series[Float] = pa.Field(nullable=True, description="3.4 episode device durations")
-    tool_calls: Series[Int] = pa.Field(nullable=True, description="3.5 tool calls in history")
-    screenshots_taken: Series[Int] = pa.Field(nullable=True, description="3.5 calls with a screenshot result")
-    tool_errors: Series[Int] = pa.Field(nullable=True, description="3.5 tool-result errors")
-    replan_count: Series[Int] = pa.Field(nullable=True, description="3.5 truthy needs_replan events")
-    retry_count: Series[Int] = pa.Field(nullable=True, description="3.5 recorded retry counter")
-    input_tokens: Series[Float] = pa.Field(nullable=True, description="3.5 input tokens")
-    output_tokens: Series[Float] = pa.Field(nullable=True, description="3.5 output tokens")
-    total_tokens: Series[Float] = pa.Field(nullable=True, description="3.5 total tokens")
-    cached_input_tokens: Series[Float] = pa.Field(nullable=True, description="3.5 cached input tokens")
-    reasoning_tokens: Series[Float] = pa.Field(nullable=True, description="3.5 reasoning tokens")
-    cost_usd: Series[Float] = pa.Field(nullable=True, description="recorded cost in dollars")
+
+
+def _measured_column(measured: MeasuredField) -> tuple[object, pa.Field]:
+    """A measured field's column: a nullable integer for a count, else a nullable float."""
+    dtype = Series[Int] if measured.kind == COUNT else Series[Float]
+    return dtype, pa.Field(nullable=True, gt=0 if measured.positive_only else None,
+                           description=f"{measured.reference} {measured.description}")
+
+
+#: Stage 2's measured columns, one per ``measured_fields.MEASURED`` field, in its order.
+_AttemptMeasuredColumns = type("AttemptMeasuredColumns", (_AttemptOutcomeColumns,), {
+    "__module__": __name__,
+    "__doc__": "Stage 2's measured columns (reference 3.2-3.5), declared in measured_fields.",
+    "__annotations__": {f.name: _measured_column(f)[0] for f in MEASURED},
+    **{f.name: _measured_column(f)[1] for f in MEASURED},
+})
+
+
+class AttemptMetricsSchema(_AttemptMeasuredColumns):
+    """Stage 2: one row per usable results row (outputs.md "attempt metrics", reference 3.1-3.6):
+    identity and outcome, the measured fields, recovery, then the JSON columns."""
+
     recovery_attempted: Series[Bool] = pa.Field(nullable=True, description="runner entered timeout recovery")
     recovery_succeeded: Series[Bool] = pa.Field(nullable=True, description="recovery's own result")
     provenance: Series[str] = pa.Field(description="JSON {field: derived|recorded} (R34)")

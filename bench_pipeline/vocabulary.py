@@ -8,9 +8,24 @@ says why.
 
 Sources: run-directory.md "results.jsonl" (the input's fields), metrics-reference.txt
 section 2 (the status, class and stage vocabularies) and outputs.md (the output's fields).
+The lists of measured attempt metrics are derived from their declarations in
+``measured_fields`` (where a metric is added).
 """
 
 from __future__ import annotations
+
+from .measured_fields import (
+    COMPARISON_RESOURCES,
+    COST_TO_FIRST_SUCCESS,
+    EFFICIENCY,
+    EFFICIENCY_ORDER,
+    EPISODE,
+    HISTORY,
+    PROVENANCE_ORDER,
+    RELIABILITY,
+    TOKENS,
+    field_names,
+)
 
 # --- Outcome vocabularies (metrics-reference 2 "Status, failure class, stage, and eligibility
 #     are different dimensions"; run-directory.md "results.jsonl") -----------------------------
@@ -38,21 +53,22 @@ INFERRED_ELIGIBLE_STATUSES = ("passed", *FAILED_STATUSES)
 #: Classes under which a missing eligibility is inferred false.
 INELIGIBLE_CLASSES = tuple(c for c in FAILURE_CLASSES if c in ("environment", "evaluation", "skipped"))
 
-# --- Fields of a results.jsonl row's ``metrics`` (run-directory.md "results.jsonl") -----------
+# --- Measured attempt metrics (measured_fields.MEASURED), by source ------------------------------
 
-#: Fields whose value comes from history.json (reference 3.3-3.5).
-HISTORY_FIELDS = (
-    "llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
-    "tool_calls", "screenshots_taken", "device_actions",
-)
-#: Fields only episode.json supplies (readings R3).
-EPISODE_FIELDS = ("device_execution_ms", "replan_count", "time_to_first_token_ms")
+#: Fields whose value comes from history.json alone (reference 3.3-3.5), in provenance order.
+HISTORY_FIELDS = field_names(source=HISTORY, order=PROVENANCE_ORDER)
+#: Fields only episode.json supplies (readings R3), in provenance order.
+EPISODE_FIELDS = field_names(source=EPISODE, order=PROVENANCE_ORDER)
 #: Token totals (reference 3.5): from history.json usage, overridden by episode.json.
-TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
-#: Every field with a provenance entry (outputs.md "attempt metrics", readings R34).
-PROVENANCE_FIELDS = HISTORY_FIELDS + EPISODE_FIELDS + TOKEN_FIELDS + (
-    "tool_errors", "first_failure_stage", "failure_event_ref",
-)
+TOKEN_FIELDS = field_names(kind=TOKENS)
+#: The failure evidence fields (reference 3.5): an outcome, with a provenance entry.
+FAILURE_EVIDENCE_FIELDS = ("first_failure_stage", "failure_event_ref")
+#: Every field with a provenance entry, in the provenance object's order (outputs.md
+#: "attempt metrics", readings R34).
+PROVENANCE_FIELDS = field_names(provenance=True, order=PROVENANCE_ORDER) + FAILURE_EVIDENCE_FIELDS
+
+# --- Fields of a results.jsonl row (run-directory.md "results.jsonl") --------------------------
+
 #: Error texts that interpret the coarse failure labels (metrics-reference 2 "Numeric
 #: suffixes and remaining interpretation details"): the attempt's own errors.
 FAILURE_ERROR_FIELDS = ("error", "agent_error", "judge_error", "environment_state_error")
@@ -72,18 +88,17 @@ ROW_METRICS_KEYS = (
 
 # --- Attempt metrics (outputs.md "attempt metrics") -------------------------------------------
 
-#: The derived numbers of an attempt (reference 3.2-3.5, and the recorded cost).
-MEASURED_FIELDS = (
-    "task_wall_ms", "setup_ms", "screenshot_capture_ms", "time_to_first_token_ms", "llm_calls",
-    "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms", "device_actions", "device_execution_ms",
-    "tool_calls", "screenshots_taken", "tool_errors", "replan_count", "retry_count",
-    *TOKEN_FIELDS, "cost_usd",
-)
+#: The derived numbers of an attempt (reference 3.2-3.5, and the recorded cost), in the row's
+#: order: the names of ``measured_fields.MEASURED``.
+MEASURED_FIELDS = field_names()
+#: The recorded outcome numbers (reference 3.6), counts among them.
+RUBRIC_COUNT_FIELDS = ("rubric_pass_count", "rubric_total")
+OUTCOME_NUMBER_FIELDS = ("quality_score", *RUBRIC_COUNT_FIELDS)
 #: Every attempt field, in outputs.md order: identity, outcome, derived numbers, recovery.
 ATTEMPT_FIELDS = (
     "run_id", "task_id", "attempt", "line", "category", "artifact_dir",
     "status", "success_raw", "success", "agent_eligible_raw", "agent_eligible", "failure_class",
-    "first_failure_stage", "failure_event_ref", "quality_score", "rubric_pass_count", "rubric_total",
+    *FAILURE_EVIDENCE_FIELDS, *OUTCOME_NUMBER_FIELDS,
     *MEASURED_FIELDS, "recovery_attempted", "recovery_succeeded",
 )
 
@@ -98,24 +113,19 @@ BOOLEAN_FIELDS = (
     "recovery_attempted", "recovery_succeeded",
 )
 #: Attempt fields exported as NUMERIC scores, in outputs.md order.
-NUMERIC_FIELDS = ("quality_score", "rubric_pass_count", "rubric_total", *MEASURED_FIELDS)
+NUMERIC_FIELDS = (*OUTCOME_NUMBER_FIELDS, *MEASURED_FIELDS)
 
 # --- Run metrics (outputs.md "metrics.json") ---------------------------------------------------
 
 #: ``efficiency``'s fields, in outputs.md order (the order of the keys in metrics.json).
-EFFICIENCY_FIELDS = (
-    "task_wall_ms", "setup_ms", "llm_time_ms", "llm_calls", "vision_llm_calls",
-    "vision_llm_time_ms", "time_to_first_token_ms", "device_execution_ms",
-    "screenshot_capture_ms", "tool_calls", "device_actions", "screenshots_taken",
-    *TOKEN_FIELDS, "cost_usd",
-)
+EFFICIENCY_FIELDS = field_names(section=EFFICIENCY, order=EFFICIENCY_ORDER)
 #: ``reliability``'s fields.
-RELIABILITY_FIELDS = ("tool_errors", "replan_count", "retry_count")
+RELIABILITY_FIELDS = field_names(section=RELIABILITY)
 #: ``cost_to_first_success``'s fields: resources summed up to the first success (reference 2).
-COST_FIELDS = ("task_wall_ms", "total_tokens", "cost_usd")
+COST_FIELDS = field_names(section=COST_TO_FIRST_SUCCESS)
 
 # --- Paired run comparison (comparison.md) -----------------------------------------------------
 
 #: ``resources.<field>`` of comparison.json, in comparison.md's order: per task, the mean of
 #: the field over eligible attempts with a value (more is worse).
-COMPARISON_RESOURCE_FIELDS = ("task_wall_ms", "total_tokens", "cost_usd")
+COMPARISON_RESOURCE_FIELDS = field_names(section=COMPARISON_RESOURCES)

@@ -1528,7 +1528,7 @@ def test_history_and_episode_formulas_accept_any_json(messages, events, extra):
 
 def test_a_formula_failure_marks_the_file_invalid_and_keeps_the_run_going(tmp_path, monkeypatch):
     """The safety net: an unforeseen error in a formula is a located data-quality finding."""
-    import bench_pipeline.attempt_metrics as am
+    import bench_pipeline.attempt_metrics.assemble as am
 
     def broken(messages):
         raise KeyError("surprise")

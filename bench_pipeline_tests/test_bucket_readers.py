@@ -17,7 +17,7 @@ from .run_builder import make_run, row
 
 def test_a_runs_copy_holds_exactly_the_files_the_stages_read(tmp_path, monkeypatch):
     """run_folders.read_by_stages names every file attempt_metrics.derive_attempt opens."""
-    import bench_pipeline.attempt_metrics as attempt_metrics
+    import bench_pipeline.attempt_metrics.assemble as attempt_metrics
     from bench_pipeline.pipeline import process_run
 
     opened = set()

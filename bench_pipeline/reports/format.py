@@ -16,43 +16,19 @@ import orjson
 from markupsafe import Markup, escape
 
 from ..jsonio import EncodedJSON, jsonable
+from ..measured_fields import DISPLAY_ORDER, MEASURED, MS, USD, field_names, in_order
 from ..stats import is_number
-from ..vocabulary import MEASURED_FIELDS, STATUSES
+from ..vocabulary import STATUSES, TOKEN_FIELDS
 
 NA = "n/a"
 
-#: The unit of a measured field is its name's suffix (metrics-reference 2: "_ms, _tokens,
-#: _usd: milliseconds, token counts, and dollars").
-MS_FIELDS = frozenset(f for f in MEASURED_FIELDS if f.endswith("_ms"))
-TOKEN_FIELDS = frozenset(f for f in MEASURED_FIELDS if f.endswith("_tokens"))
-USD_FIELDS = frozenset(f for f in MEASURED_FIELDS if f.endswith("_usd"))
+#: The measured fields in milliseconds and in dollars (their ``measured_fields`` kinds).
+MS_FIELDS = frozenset(field_names(kind=MS))
+USD_FIELDS = frozenset(field_names(kind=USD))
 
 #: Row labels of the distribution tables (efficiency, reliability, cost to first success),
-#: in the order the efficiency table shows its rows: each count before its time ("Model
-#: calls", then "Model time"), unlike metrics.json's order.
-FIELD_LABELS = {
-    "task_wall_ms": "Task wall time",
-    "setup_ms": "Setup time (all observed attempts)",
-    "llm_calls": "Model calls",
-    "llm_time_ms": "Model time",
-    "vision_llm_calls": "Visual model calls",
-    "vision_llm_time_ms": "Visual model time",
-    "time_to_first_token_ms": "Time to first token",
-    "device_execution_ms": "Device execution time",
-    "screenshot_capture_ms": "Runner screenshot capture",
-    "tool_calls": "Tool calls",
-    "device_actions": "Device actions",
-    "screenshots_taken": "Screenshots taken",
-    "input_tokens": "Input tokens",
-    "output_tokens": "Output tokens",
-    "total_tokens": "Total tokens",
-    "cached_input_tokens": "Cached input tokens",
-    "reasoning_tokens": "Reasoning tokens",
-    "cost_usd": "Cost (USD)",
-    "tool_errors": "Tool errors (incl. recovered)",
-    "replan_count": "Replans",
-    "retry_count": "Agent retries",
-}
+#: in the order the efficiency table shows its rows (``measured_fields.DISPLAY_ORDER``).
+FIELD_LABELS = {f.name: f.label for f in in_order(MEASURED, DISPLAY_ORDER)}
 
 NOTE_CAP = 140  # characters of a one-line note
 ARGS_CAP = 1_000  # characters of a JSON value shown (tool-call arguments, expected/actual)

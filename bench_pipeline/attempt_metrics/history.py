@@ -1,0 +1,148 @@
+"""What history.json supplies (reference 3.3-3.5): model calls and time, visual inference,
+tokens, tool counters and the first tool error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..stats import FLOAT_MAX_INT, number_or_none
+from ..vocabulary import TOKEN_FIELDS
+from .sums import running_add
+from .tokens import token_sums
+from .tools import is_device_call, is_error_result, is_screenshot_result, pair_tool_calls, result_object
+
+
+@dataclass
+class HistoryMetrics:
+    """Everything history.json supplies for one attempt: the ``history`` fields of
+    ``measured_fields.MEASURED``, its token sums and tool errors (which episode.json can
+    replace), and the first error's reference and stage."""
+
+    llm_calls: int | None = None
+    llm_time_ms: float | None = None
+    vision_llm_calls: int | None = None
+    vision_llm_time_ms: float | None = None
+    tool_calls: int = 0
+    screenshots_taken: int = 0
+    device_actions: int = 0
+    tool_errors: int = 0
+    tokens: dict[str, float | None] = field(default_factory=dict)
+    first_error_ref: str | None = None
+    first_error_stage: str | None = None
+
+
+def _has_image(attachments: object) -> bool:
+    """A message's ``attachments`` hold an image (3.3)."""
+    if type(attachments) is not list:
+        return False
+    return any(isinstance(a, dict) and a.get("type") == "image" for a in attachments)
+
+
+#: Kinds of the ordered events behind the pending-image flag (3.3).
+_MODEL, _RESULT, _IMAGE = 0, 1, 2
+
+
+def derive_history(messages: list) -> HistoryMetrics:
+    """Model calls, time, vision, tokens, tool counters and first error from history (3.3, 3.5).
+
+    Non-object entries are skipped but keep their index (R22). One pass collects model
+    calls, tool calls and results and the vision events; the tool counters, errors and the
+    pending-image flag then visit only those.
+    """
+    out = HistoryMetrics()
+    calls: list[int] = []
+    results: list[int] = []
+    # Ordered events for the pending-image flag: (index, kind, duration-or-None).
+    vision_events: list[tuple[int, int, object]] = []
+    n_model = 0
+    time_sum: float = 0
+    time_complete = True
+    usages: list[dict] = []  # of the model calls, for the token sums (3.5)
+
+    for i, msg in enumerate(messages):
+        if type(msg) is not dict:
+            continue
+        kind = msg.get("type")
+        if kind == "tool_result":
+            results.append(i)
+            vision_events.append((i, _RESULT, None))
+        elif kind == "assistant" or kind == "tool_call":
+            usage = msg.get("usage")
+            if type(usage) is dict:
+                n_model += 1
+                duration = msg.get("duration_ms")
+                if type(duration) is not int:
+                    duration = number_or_none(duration)
+                if duration is not None and 0 <= duration <= FLOAT_MAX_INT:
+                    time_sum = running_add(time_sum, duration)
+                else:
+                    duration = None
+                    time_complete = False
+                vision_events.append((i, _MODEL, duration))
+                usages.append(usage)
+            if kind == "tool_call":
+                calls.append(i)
+        attachments = msg.get("attachments")
+        if attachments is not None and _has_image(attachments):
+            vision_events.append((i, _IMAGE, None))
+
+    pairs = pair_tool_calls(messages, calls, results)
+    call_of = {r: c for c, r in pairs.items()}
+    parsed = {r: result_object(messages[r].get("content")) for r in results}
+
+    # Tool calls, device actions, screenshots (3.4, 3.5, R13).
+    out.tool_calls = len(calls)
+    for c in calls:
+        msg = messages[c]
+        if is_device_call(msg.get("tool_name"), msg.get("tool_input")):
+            out.device_actions += 1
+        r = pairs.get(c)
+        if r is not None:
+            content = messages[r].get("content")
+            obj = parsed[r]
+            if (obj is not None and obj.get("data")) or (
+                isinstance(content, str) and "screenshot observation" in content
+            ):
+                out.screenshots_taken += 1
+
+    # Tool errors and the first error's reference and stage (3.5, R16-R18).
+    for r in results:
+        if is_error_result(messages[r], parsed[r]):
+            out.tool_errors += 1
+            if out.first_error_ref is None:
+                c = call_of.get(r)
+                source = messages[c] if c is not None else messages[r]
+                device = is_device_call(source.get("tool_name"), source.get("tool_input"))
+                out.first_error_ref = f"history:{r}"
+                out.first_error_stage = "device_execution" if device else "unknown"
+
+    # Visual inference with the pending-image flag (3.3).
+    pending = False
+    vision_calls = 0
+    vision_time: float = 0
+    vision_complete = True
+    for i, kind, duration in vision_events:
+        if kind == _MODEL:
+            if pending:
+                vision_calls += 1
+                if duration is None:
+                    vision_complete = False
+                else:
+                    vision_time = running_add(vision_time, duration)
+                pending = False
+        elif kind == _IMAGE:
+            pending = True
+        elif not pending:  # a result can only raise the flag
+            c = call_of.get(i)
+            if is_screenshot_result(messages[i], parsed[i], messages[c] if c is not None else None):
+                pending = True
+
+    if n_model:  # R8: no qualifying model message -> all of these stay null
+        out.llm_calls = n_model
+        out.llm_time_ms = number_or_none(time_sum) if time_complete else None
+        out.vision_llm_calls = vision_calls
+        out.vision_llm_time_ms = number_or_none(vision_time) if vision_calls and vision_complete else None
+        out.tokens = token_sums(usages)
+    else:
+        out.tokens = {f: None for f in TOKEN_FIELDS}
+    return out

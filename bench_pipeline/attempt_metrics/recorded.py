@@ -1,0 +1,61 @@
+"""Values as results.jsonl records them (run-directory.md "metrics", readings R6, R7, R40, R42)."""
+
+from __future__ import annotations
+
+from ..measured_fields import COUNT, MeasuredField, field_names
+from ..stats import INT64_MAX, is_number
+from ..vocabulary import RUBRIC_COUNT_FIELDS
+
+#: Integer-valued fields (a recorded non-integral value is unavailable): the measured counts
+#: and the rubric counts.
+COUNT_FIELDS = frozenset(field_names(kind=COUNT)) | frozenset(RUBRIC_COUNT_FIELDS)
+
+#: Counts beyond a 64-bit integer are unavailable: no run gets there, and the typed frames
+#: of the Dagster stages (nullable Int64) could not hold them (docs/metric-choices.md).
+COUNT_LIMIT = INT64_MAX
+
+
+def recorded(row: dict, key: str) -> object:
+    """A recorded value: the ``metrics`` key when present (even null, R6), else top level."""
+    metrics = row.get("metrics")
+    if isinstance(metrics, dict) and key in metrics:
+        return metrics[key]
+    return row.get(key)
+
+
+def field_number(value: object, key: str) -> float | None:
+    """A number (R42), None otherwise; for count fields an integer within COUNT_LIMIT."""
+    if not is_number(value):
+        return None
+    if key in COUNT_FIELDS:
+        if isinstance(value, float):
+            if not value.is_integer():
+                return None
+            value = int(value)
+        if not -COUNT_LIMIT <= value <= COUNT_LIMIT:
+            return None
+    return value
+
+
+def recorded_number(row: dict, key: str) -> float | None:
+    """A recorded number, None when unavailable; integral for count fields."""
+    return field_number(recorded(row, key), key)
+
+
+def recorded_measure(row: dict, measured: MeasuredField) -> float | None:
+    """A measured field's recorded value: its number, else its legacy key's (R7); None
+    when not positive for a positive-only field (R40)."""
+    value = recorded_number(row, measured.name)
+    if value is None and measured.legacy_key is not None:
+        value = recorded_number(row, measured.legacy_key)
+    if measured.positive_only and value is not None and not value > 0:
+        return None
+    return value
+
+
+def bool_or_none(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
