@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from ..process import data_quality_findings, missing_attempts_count
 from ..repeats import within_run_stability
-from ..stats import is_number
+from ..stats import finite_mean, is_number
 from ..task_groups import deduplicate
 from ..vocabulary import (
     COST_FIELDS,
@@ -490,10 +490,6 @@ def evidence_href(base: str | None, folder: str | None) -> str | None:
     return prefix + quote((joined or ".") + "/", safe="/._-~")
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: Mapping[str, Any],
                k: Any) -> list[dict[str, Any]]:
     """One row per observed task (deduplicated attempts) joined with aggregate.per_task."""
@@ -544,7 +540,7 @@ def _task_rows(tasks: Mapping[str, Mapping[int, Mapping[str, Any]]], per_task: M
             "avg_quality": agg.get("avg_quality"),
             "avg_wall_ms": agg.get("avg_wall_ms"),
             "max_wall_ms": max(walls) if walls else None,
-            "mean_tokens": _mean(tokens),
+            "mean_tokens": finite_mean(tokens),
             "sum_tokens": sum(tokens) if tokens else None,
             "n_tokens": len(tokens),
             "sum_cost": sum(costs) if costs else None,
