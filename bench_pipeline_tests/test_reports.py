@@ -19,6 +19,7 @@ from bench_pipeline.capability import per_task
 from bench_pipeline.jsonio import EncodedJSON, jsonable
 from bench_pipeline.reports import render_report_html, render_summary_md, write_reports
 from bench_pipeline.reports.charts import place_labels
+from bench_pipeline.reports.view.resources import EFFICIENCY_ROWS
 from bench_pipeline.stats import percentile
 from bench_pipeline.task_groups import group_tasks
 from bench_pipeline.vocabulary import COST_FIELDS, EFFICIENCY_FIELDS, RELIABILITY_FIELDS
@@ -360,7 +361,7 @@ def test_judge_disabled_and_unlisted_labels() -> None:
 
 
 def test_distribution_tables_show_every_field_of_their_metrics_section() -> None:
-    assert sorted(reports.view.EFFICIENCY_ROWS) == sorted(EFFICIENCY_FIELDS)
+    assert sorted(EFFICIENCY_ROWS) == sorted(EFFICIENCY_FIELDS)
     assert set(RELIABILITY_FIELDS) | set(COST_FIELDS) <= set(reports.format.FIELD_LABELS)
 
 

@@ -39,7 +39,8 @@ from .compared import NO_VARIATION, fmt_change, fmt_level, run_folder_base
 from .format import fmt_ci, fmt_compact, fmt_int, fmt_pct, fmt_round, fmt_text, fmt_usd
 from .repeated import level_interval, noise_sentence, repeats_view, system_text
 from .templates import _asset, _env
-from .view import LIST_CAP, evidence_href, link_href
+from .view.evidence import evidence_href, link_href
+from .view.limits import LIST_CAP
 
 CSP = ("default-src 'none'; img-src 'none'; style-src 'unsafe-inline'; script-src 'none'; "
        "base-uri 'none'; form-action 'none'")

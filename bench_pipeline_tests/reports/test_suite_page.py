@@ -19,7 +19,7 @@ from bench_pipeline.reports.suite_page import (
     run_start_order,
     write_suite_page,
 )
-from bench_pipeline.reports.view import LIST_CAP
+from bench_pipeline.reports.view.limits import LIST_CAP
 from bench_pipeline.stats import Z_95
 from bench_pipeline_tests.fixtures_suite_page import HOSTILE_MODEL, HOSTILE_RUN, SUITE, catalog, run, suite
 
