@@ -27,7 +27,7 @@ import orjson
 
 from .identity import RunIdentity, read_identity, run_identity
 from .object_store import location_text
-from .stats import Z_95, fsum_mean, is_number, standard_error
+from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
 from .task_groups import ByAttempt, deduplicate, eligible_attempts, ek_window, in_e1, is_eligible, success_rate
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
@@ -310,10 +310,6 @@ def mcnemar_p(baseline_only: int, candidate_only: int) -> float:
     return min(1.0, 2 * tail / 2 ** m)  # integer true division: correctly rounded at any size
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and is_number(value) else None
-
-
 def paired_statistics(baseline: list[float], candidate: list[float]) -> dict:
     """comparison.md "Paired statistics" over n paired per-task values b_i, c_i:
     d_i = c_i - b_i, baseline_mean, candidate_mean, delta = mean(d),
@@ -332,8 +328,8 @@ def paired_statistics(baseline: list[float], candidate: list[float]) -> dict:
     se = standard_error(diffs, delta) if delta is not None else None
     lower = upper = mde = None
     if se is not None:
-        lower, upper = _finite(delta - Z_95 * se), _finite(delta + Z_95 * se)
-        mde = _finite((Z_95 + Z_POWER80) * se)
+        lower, upper = number_or_none(delta - Z_95 * se), number_or_none(delta + Z_95 * se)
+        mde = number_or_none((Z_95 + Z_POWER80) * se)
     return {"n": n, "baseline_mean": b_mean, "candidate_mean": c_mean, "delta": delta, "se": se,
             "ci95": {"lower": lower, "upper": upper}, "mde80": mde}
 

@@ -30,7 +30,7 @@ from .comparison import (
     mean_section,
     release_gate,
 )
-from .stats import Z_95, fsum_mean, is_number, standard_error
+from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
 from .task_groups import is_eligible
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
@@ -122,10 +122,6 @@ def pooled_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> dic
     return out
 
 
-def _finite(value: float) -> float | None:
-    return value if is_number(value) else None
-
-
 def pooled_section(values: Sequence[float], clamp: bool) -> dict[str, Any]:
     """repeated-runs.md "pooled.<section>" over the n tasks' pooled values x_i: mean,
     se = sqrt(sum((x_i - mean)^2) / (n - 1) / n) (null when n < 2), ci95 = mean -/+ z*se,
@@ -135,7 +131,7 @@ def pooled_section(values: Sequence[float], clamp: bool) -> dict[str, Any]:
     se = standard_error(values, mean) if mean is not None else None
     lower = upper = None
     if se is not None:
-        lower, upper = _finite(mean - Z_95 * se), _finite(mean + Z_95 * se)
+        lower, upper = number_or_none(mean - Z_95 * se), number_or_none(mean + Z_95 * se)
         if clamp:
             lower = None if lower is None else max(0.0, lower)
             upper = None if upper is None else min(1.0, upper)

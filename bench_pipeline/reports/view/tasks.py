@@ -14,7 +14,7 @@ from .limits import STRIP_CAP
 
 
 def task_rows(tasks: Mapping[str, ByAttempt], per_task: Mapping[str, Any],
-               k: Any) -> list[dict[str, Any]]:
+              k: Any) -> list[dict[str, Any]]:
     """One row per observed task (deduplicated attempts) joined with aggregate.per_task."""
     rows = []
     for task_id in sorted(tasks):
