@@ -17,6 +17,7 @@ from markupsafe import Markup, escape
 from ..attempt_metrics import json_key
 from ..bulk import fork_map
 from ..jsonio import EncodedJSON
+from ..task_groups import is_eligible
 from .format import (
     ARGS_CAP,
     NA,
@@ -208,7 +209,7 @@ def attempt_row(rec: Mapping[str, Any], dup_info: Mapping[tuple[Any, int], list[
                      "task-level metrics; every row counts in attempt-level populations.")
     if line_no(rec) in unsafe_lines:
         notes.append("The row's artifact_dir was refused as unsafe: its artifacts were not read.")
-    if rec.get("agent_eligible") is not True:
+    if not is_eligible(rec):
         derived_false = rec.get("success") is False and rec.get("success_raw") is None
         notes.append(exclusion_reading(rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible"),
                                         derived_false))

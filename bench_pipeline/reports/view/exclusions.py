@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...task_groups import ByAttempt
+from ...task_groups import ByAttempt, is_eligible
 from ...vocabulary import FAILURE_CLASSES, STATUSES
 from ..format import NA, fmt_bool, fmt_pct, fmt_text
 from .limits import LIST_CAP
@@ -93,7 +93,7 @@ def task_exclusions(tasks: Mapping[str, ByAttempt], k: Any) -> dict[str, list[tu
     def why(rec: Mapping[str, Any] | None, n: int) -> str | None:
         if rec is None:
             return f"attempt {n} missing"
-        if rec.get("agent_eligible") is not True:
+        if not is_eligible(rec):
             return (f"attempt {n} ineligible ({fmt_text(rec.get('status'))}"
                     f"/{fmt_text(rec.get('failure_class'))})")
         return None

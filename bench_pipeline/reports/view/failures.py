@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...task_groups import is_eligible
 from ...vocabulary import FAILURE_CLASSES, FAILURE_STAGES
 from ..format import dig, fmt_pct
 
@@ -22,7 +23,7 @@ def shown_stage(rec: Mapping[str, Any]) -> Any:
     is ``unknown``, the word failures.stage counts it under (docs/metric-choices.md), so the
     stage table and the attempt lists say the same; any other row shows its own value."""
     stage = rec.get("first_failure_stage")
-    if stage in (None, "") and rec.get("agent_eligible") is True and rec.get("success") is False:
+    if stage in (None, "") and is_eligible(rec) and rec.get("success") is False:
         return "unknown"
     return stage
 

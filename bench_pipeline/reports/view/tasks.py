@@ -45,7 +45,7 @@ def task_rows(tasks: Mapping[str, ByAttempt], per_task: Mapping[str, Any],
                 strip.append(("missing", f"#{n} missing"))
             else:
                 status = str(r.get("status"))
-                elig = "" if r.get("agent_eligible") is True else ", ineligible"
+                elig = "" if is_eligible(r) else ", ineligible"
                 strip.append((status_kind(status), f"#{n} {status}{elig}"))
         if span > STRIP_CAP:
             strip.append(("other", f"#{STRIP_CAP + 1}-#{span}: see the attempt table"))
