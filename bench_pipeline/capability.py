@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from operator import itemgetter
 
-from .stats import WILSON_Z, distribution, finite_mean, is_number, numbers, ratio, short_distribution, wilson_interval
+from .stats import Z_95, distribution, finite_mean, fsum_mean, is_number, numbers, ratio, short_distribution, wilson_interval
+from .task_groups import is_eligible
 from .vocabulary import COST_FIELDS, EFFICIENCY_FIELDS, FAILURE_CLASSES, FAILURE_STAGES, RELIABILITY_FIELDS
 
 #: Stages that count as "recognized" for failure_stage_coverage (3.8, R35).
@@ -33,7 +34,7 @@ def capability(attempts: list[dict], tasks: list[dict]) -> dict:
     total = len(tasks)
     e1 = [t for t in tasks if t["in_e1"]]
     ek = [t for t in tasks if t["in_ek"]]
-    eligible_rows = [a for a in attempts if a["agent_eligible"]]
+    eligible_rows = [a for a in attempts if is_eligible(a)]
     row_successes = sum(1 for a in eligible_rows if a["success"] is True)  # R19
     lower, upper = wilson_interval(row_successes, len(eligible_rows))
     best = [t["best_quality_k"] for t in ek if t["best_quality_k"] is not None]
@@ -67,7 +68,7 @@ def coverage(
     total = len(tasks)
     e1 = sum(1 for t in tasks if t["in_e1"])
     ek = sum(1 for t in tasks if t["in_ek"])
-    eligible = sum(1 for a in attempts if a["agent_eligible"])
+    eligible = sum(1 for a in attempts if is_eligible(a))
     return {
         "pass_at_1": e1 / total if total else 0,
         "pass_at_k": ek / total if total else 0,
@@ -84,7 +85,7 @@ def coverage(
 
 def _eligible_failures(attempts: list[dict]) -> list[dict]:
     """Eligible attempts whose success is false (R19)."""
-    return [a for a in attempts if a["agent_eligible"] and a["success"] is False]
+    return [a for a in attempts if is_eligible(a) and a["success"] is False]
 
 
 def failures(attempts: list[dict]) -> dict:
@@ -147,7 +148,7 @@ def observations(attempts: list[dict]) -> dict:
 
 def distributions(attempts: list[dict], fields: tuple[str, ...]) -> dict:
     """Numeric values of eligible rows per field; setup_ms from every row (3.8)."""
-    eligible = [a for a in attempts if a["agent_eligible"]]
+    eligible = [a for a in attempts if is_eligible(a)]
     from_eligible = [f for f in fields if f != "setup_ms"]
     columns = dict(zip(from_eligible, _columns(eligible, from_eligible)))
     if "setup_ms" in fields:
@@ -209,7 +210,7 @@ def attempt_success_uncertainty(attempts: list[dict]) -> dict:
     per_task: dict[str, list[int]] = {}
     successes = 0
     for a in attempts:
-        if a["agent_eligible"]:
+        if is_eligible(a):
             counts = per_task.setdefault(a["task_id"], [0, 0])
             counts[0] += 1
             if a["success"] is True:
@@ -230,7 +231,7 @@ def attempt_success_uncertainty(attempts: list[dict]) -> dict:
         "attempts": n,
         "se_simple": se_simple,
         "se_clustered": se_clustered,
-        "ci95": {"lower": max(0.0, p - WILSON_Z * se_clustered), "upper": min(1.0, p + WILSON_Z * se_clustered)},
+        "ci95": {"lower": max(0.0, p - Z_95 * se_clustered), "upper": min(1.0, p + Z_95 * se_clustered)},
         "design_effect": clustered_sq / (s * (n - s) * n) if 0 < s < n else None,
     }
 
@@ -259,7 +260,7 @@ def unbiased_estimators(tasks: list[dict], k: int | None) -> dict:
                 pow_k.append(math.comb(c_i, k) / total)
 
     def estimate(values: list[float]) -> dict:
-        return {"value": math.fsum(values) / len(values) if values else None, "tasks": len(values), "k": k}
+        return {"value": fsum_mean(values), "tasks": len(values), "k": k}
 
     return {"pass_at_k_unbiased": estimate(at_k), "pass_pow_k_unbiased": estimate(pow_k)}
 

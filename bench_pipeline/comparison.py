@@ -18,7 +18,6 @@ metrics_k. ``compare`` returns comparison.json's dict, keys in comparison.md's o
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,8 +27,8 @@ import orjson
 
 from .identity import RunIdentity, read_identity, run_identity
 from .object_store import location_text
-from .stats import WILSON_Z, is_number
-from .task_groups import deduplicate
+from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
+from .task_groups import ByAttempt, deduplicate, eligible_attempts, ek_window, in_e1, is_eligible, success_rate
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
 if TYPE_CHECKING:
@@ -37,9 +36,7 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 
-#: z of a two-sided 95% interval, as comparison.md writes it (the reference's Wilson z, 3.8).
-Z95 = WILSON_Z
-#: z of 80% power, as comparison.md writes it: mde80 = (Z95 + Z_POWER80) * se.
+#: z of 80% power, as comparison.md writes it: mde80 = (Z_95 + Z_POWER80) * se.
 Z_POWER80 = 0.8416212335729143
 #: The level of the McNemar test's verdicts (comparison.md "Verdicts": mcnemar_p < 0.05).
 ALPHA = 0.05
@@ -79,7 +76,7 @@ class Side:
     run_id: str | None
     suite: str | None
     metrics_k: int | None
-    tasks: Mapping[str, Mapping[int, Mapping[str, Any]]]
+    tasks: Mapping[str, ByAttempt]
     run_dir: Path | None = field(default=None, compare=False)
     identity: RunIdentity = field(default_factory=RunIdentity, compare=False)
 
@@ -178,75 +175,53 @@ def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
 
 
 # --- per-task values (comparison.md "Paired statistics", the population table) --------------
+# E1, Ek, eligibility and the task's success rate are task_groups' (reference 3.7), the same
+# ones capability reads.
 
-def _eligible(row: Mapping[str, Any] | None) -> bool:
-    return row is not None and row["agent_eligible"] is True
-
-
-def first_attempt_value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> int | None:
+def first_attempt_value(by_attempt: ByAttempt, k: int | None = None) -> int | None:
     """1 when attempt 1 succeeds, 0 when it does not; None when attempt 1 is missing or
     ineligible (outside E1, reference 3.7)."""
-    first = by_attempt.get(1)
-    if not _eligible(first):
+    if not in_e1(by_attempt):
         return None
-    return 1 if first["success"] is True else 0
+    return 1 if by_attempt[1]["success"] is True else 0
 
 
-def _window(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None) -> list[bool] | None:
-    """Successes of attempts 1..k when all of them are present and eligible (Ek, 3.7), else
-    None. The window is walked only when the task has at least k attempts (k may be any size)."""
-    if not k or len(by_attempt) < k:
-        return None
-    rows = [by_attempt.get(a) for a in range(1, k + 1)]
-    if not all(_eligible(r) for r in rows):
-        return None
-    return [r["success"] is True for r in rows]
+def _window(by_attempt: ByAttempt, k: int | None) -> list[bool] | None:
+    """Successes of attempts 1..k for a task in Ek, else None."""
+    window = ek_window(by_attempt, k)
+    return None if window is None else [r["success"] is True for r in window]
 
 
-def pass_at_k_value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None) -> int | None:
+def pass_at_k_value(by_attempt: ByAttempt, k: int | None) -> int | None:
     """1 when any of attempts 1..k succeeds; None outside Ek."""
     window = _window(by_attempt, k)
     return None if window is None else int(any(window))
 
 
-def pass_pow_k_value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None) -> int | None:
+def pass_pow_k_value(by_attempt: ByAttempt, k: int | None) -> int | None:
     """1 when every one of attempts 1..k succeeds; None outside Ek."""
     window = _window(by_attempt, k)
     return None if window is None else int(all(window))
 
 
-def task_success_value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> float | None:
+def task_success_value(by_attempt: ByAttempt, k: int | None = None) -> float | None:
     """Successful eligible attempts / eligible attempts of the task, every attempt number
-    (beyond k too); None without an eligible attempt."""
-    eligible = [r for r in by_attempt.values() if _eligible(r)]
-    if not eligible:
-        return None
-    return sum(1 for r in eligible if r["success"] is True) / len(eligible)
+    (beyond k too); None without an eligible attempt: the task's pass_rate (R31)."""
+    return success_rate(eligible_attempts(by_attempt))
 
 
-def mean_of(values: list) -> float | None:
-    """The mean of numbers (fsum), None for none or when it leaves the float range."""
-    if not values:
-        return None
-    try:
-        value = math.fsum(values) / len(values)
-    except OverflowError:
-        return None
-    return value if is_number(value) else None
-
-
-def field_mean_value(name: str) -> Callable[[Mapping[int, Mapping[str, Any]], int | None], float | None]:
+def field_mean_value(name: str) -> Callable[[ByAttempt, int | None], float | None]:
     """The per-task value of ``quality`` (name quality_score) and ``resources.<name>``: the
     mean of the field over the task's eligible attempts with a number; None when none has one."""
-    def value(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> float | None:
-        return mean_of([r[name] for r in by_attempt.values() if _eligible(r) and is_number(r[name])])
+    def value(by_attempt: ByAttempt, k: int | None = None) -> float | None:
+        return fsum_mean([r[name] for r in by_attempt.values() if is_eligible(r) and is_number(r[name])])
     value.__name__ = f"{name}_value"
     return value
 
 
 #: Every section's per-task value, by name (resources as ``resources.<field>``): the one
 #: definition the paired comparison and the pooled repeated-runs values read.
-SECTION_VALUES: dict[str, Callable[[Mapping[int, Mapping[str, Any]], int | None], Any]] = {
+SECTION_VALUES: dict[str, Callable[[ByAttempt, int | None], Any]] = {
     "first_attempt": first_attempt_value,
     "pass_at_k": pass_at_k_value,
     "pass_pow_k": pass_pow_k_value,
@@ -258,28 +233,28 @@ SECTION_VALUES: dict[str, Callable[[Mapping[int, Mapping[str, Any]], int | None]
 
 # --- why a paired task is outside a section (for the reports; comparison.json has no such key)
 
-def _why_first(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> str | None:
+def _why_first(by_attempt: ByAttempt, k: int | None = None) -> str | None:
     first = by_attempt.get(1)
     if first is None:
         return "attempt_1_missing"
-    return None if _eligible(first) else "attempt_1_ineligible"
+    return None if is_eligible(first) else "attempt_1_ineligible"
 
 
-def _why_window(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None) -> str | None:
+def _why_window(by_attempt: ByAttempt, k: int | None) -> str | None:
     if not k:
         return "k_unknown"
     if len(by_attempt) < k or any(a not in by_attempt for a in range(1, k + 1)):
         return "attempts_missing_within_k"
-    return None if all(_eligible(by_attempt[a]) for a in range(1, k + 1)) else "ineligible_within_k"
+    return None if all(is_eligible(by_attempt[a]) for a in range(1, k + 1)) else "ineligible_within_k"
 
 
-def _why_no_eligible(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> str | None:
-    return None if any(_eligible(r) for r in by_attempt.values()) else "no_eligible_attempt"
+def _why_no_eligible(by_attempt: ByAttempt, k: int | None = None) -> str | None:
+    return None if any(is_eligible(r) for r in by_attempt.values()) else "no_eligible_attempt"
 
 
-def _why_field(name: str) -> Callable[[Mapping[int, Mapping[str, Any]], int | None], str | None]:
-    def why(by_attempt: Mapping[int, Mapping[str, Any]], k: int | None = None) -> str | None:
-        eligible = [r for r in by_attempt.values() if _eligible(r)]
+def _why_field(name: str) -> Callable[[ByAttempt, int | None], str | None]:
+    def why(by_attempt: ByAttempt, k: int | None = None) -> str | None:
+        eligible = [r for r in by_attempt.values() if is_eligible(r)]
         if not eligible:
             return "no_eligible_attempt"
         return None if any(is_number(r[name]) for r in eligible) else "no_value"
@@ -335,10 +310,6 @@ def mcnemar_p(baseline_only: int, candidate_only: int) -> float:
     return min(1.0, 2 * tail / 2 ** m)  # integer true division: correctly rounded at any size
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and is_number(value) else None
-
-
 def paired_statistics(baseline: list[float], candidate: list[float]) -> dict:
     """comparison.md "Paired statistics" over n paired per-task values b_i, c_i:
     d_i = c_i - b_i, baseline_mean, candidate_mean, delta = mean(d),
@@ -348,22 +319,17 @@ def paired_statistics(baseline: list[float], candidate: list[float]) -> dict:
     n = len(baseline)
     if n != len(candidate):
         raise ValueError("paired values must have the same length")
-    b_mean, c_mean = mean_of(baseline), mean_of(candidate)
+    b_mean, c_mean = fsum_mean(baseline), fsum_mean(candidate)
     try:
         diffs = [float(c) - float(b) for b, c in zip(baseline, candidate)]
     except OverflowError:
         diffs = []
-    delta = mean_of(diffs) if len(diffs) == n and all(map(is_number, diffs)) else None
-    se = None
-    if n >= 2 and delta is not None:
-        try:
-            se = _finite(math.sqrt(math.fsum((d - delta) ** 2 for d in diffs) / (n - 1) / n))
-        except OverflowError:
-            se = None
+    delta = fsum_mean(diffs) if len(diffs) == n and all(map(is_number, diffs)) else None
+    se = standard_error(diffs, delta) if delta is not None else None
     lower = upper = mde = None
     if se is not None:
-        lower, upper = _finite(delta - Z95 * se), _finite(delta + Z95 * se)
-        mde = _finite((Z95 + Z_POWER80) * se)
+        lower, upper = number_or_none(delta - Z_95 * se), number_or_none(delta + Z_95 * se)
+        mde = number_or_none((Z_95 + Z_POWER80) * se)
     return {"n": n, "baseline_mean": b_mean, "candidate_mean": c_mean, "delta": delta, "se": se,
             "ci95": {"lower": lower, "upper": upper}, "mde80": mde}
 

@@ -24,15 +24,14 @@ from .comparison import (
     BINARY_SECTIONS,
     MEAN_SECTIONS,
     SECTION_VALUES,
-    Z95,
     Side,
     check_max_drop,
     make_side,
-    mean_of,
     mean_section,
     release_gate,
 )
-from .stats import is_number
+from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
+from .task_groups import is_eligible
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
 SCHEMA_VERSION = 1
@@ -117,14 +116,10 @@ def pooled_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> dic
                 sums.setdefault(task_id, []).append(float(v))
     out = {}
     for task_id, values in sums.items():
-        mean = mean_of(values)
+        mean = fsum_mean(values)
         if mean is not None:
             out[task_id] = mean
     return out
-
-
-def _finite(value: float) -> float | None:
-    return value if is_number(value) else None
 
 
 def pooled_section(values: Sequence[float], clamp: bool) -> dict[str, Any]:
@@ -132,15 +127,11 @@ def pooled_section(values: Sequence[float], clamp: bool) -> dict[str, Any]:
     se = sqrt(sum((x_i - mean)^2) / (n - 1) / n) (null when n < 2), ci95 = mean -/+ z*se,
     clamped to [0, 1] when ``clamp``; all null with n = 0."""
     n = len(values)
-    mean = mean_of(values)
-    se = lower = upper = None
-    if n >= 2 and mean is not None:
-        try:
-            se = _finite(math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1) / n))
-        except OverflowError:
-            se = None
+    mean = fsum_mean(values)
+    se = standard_error(values, mean) if mean is not None else None
+    lower = upper = None
     if se is not None:
-        lower, upper = _finite(mean - Z95 * se), _finite(mean + Z95 * se)
+        lower, upper = number_or_none(mean - Z_95 * se), number_or_none(mean + Z_95 * se)
         if clamp:
             lower = None if lower is None else max(0.0, lower)
             upper = None if upper is None else min(1.0, upper)
@@ -165,11 +156,11 @@ def between_runs(pass_at_1: Iterable[float | None]) -> dict[str, Any]:
     noise_floor95 = z * sqrt(2) * sd (how far apart two single runs land by chance)."""
     values = [float(v) for v in pass_at_1 if is_number(v)]
     n = len(values)
-    mean = mean_of(values)
+    mean = fsum_mean(values)
     sd = noise = None
     if n >= 2 and mean is not None:
         sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
-        noise = Z95 * math.sqrt(2) * sd
+        noise = Z_95 * math.sqrt(2) * sd
     return {"runs": n, "pass_at_1_mean": mean, "pass_at_1_sd": sd, "noise_floor95": noise}
 
 
@@ -187,7 +178,7 @@ def task_outcomes(runs: Iterable[RepeatRun]) -> dict[str, tuple[int, int]]:
         for task_id, by_attempt in run.side.tasks.items():
             c = counts.setdefault(task_id, [0, 0])
             for row in by_attempt.values():
-                if row["agent_eligible"] is True:
+                if is_eligible(row):
                     c[0] += 1
                     c[1] += row["success"] is True
     return {t: (n, s) for t, (n, s) in counts.items()}
@@ -213,7 +204,7 @@ def stability(runs: Iterable[RepeatRun]) -> dict[str, Any]:
             flaky.append({"task_id": task_id, "attempts": n, "successes": c, "flip": f})
     flaky.sort(key=lambda t: (-t["flip"], t["task_id"]))
     return {"tasks_classified": classified, "stable_pass": stable_pass, "stable_fail": stable_fail,
-            "flaky": len(flaky), "flip_rate": mean_of(flips), "flaky_tasks": flaky}
+            "flaky": len(flaky), "flip_rate": fsum_mean(flips), "flaky_tasks": flaky}
 
 
 def within_run_stability(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

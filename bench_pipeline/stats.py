@@ -9,8 +9,10 @@ import math
 import sys
 from typing import Iterable, Sequence
 
-#: z for a two-sided 95% interval, exactly as the reference writes it (3.8).
-WILSON_Z = 1.959963984540054
+#: The 97.5% quantile of the standard normal distribution: z of a two-sided 95% interval,
+#: exactly as the reference (3.8) and comparison.md write it. The Wilson interval and the
+#: normal (Wald, clustered, paired) intervals all use it.
+Z_95 = 1.959963984540054
 
 
 #: The largest integer that still converts to a float (larger ones are unavailable, R42).
@@ -88,11 +90,43 @@ def finite_sum(values: Iterable[float]) -> int | float | None:
 
 
 def finite_mean(values: Sequence[float]) -> float | None:
-    """The mean of numbers (None for none, or when their sum leaves the float range)."""
+    """Reference 3.8's ``mean = sum / count``, the sum added up in the values' order exactly
+    as ``distribution``'s ``sum`` is, so a run aggregate's mean is its sum over its count.
+    None for no values, or when their sum leaves the float range (R42).
+
+    Not ``fsum_mean``: the two can differ in the last bit ([0.1, 0.2, 0.3]), and each
+    output keeps the one it has always been computed with."""
     total = finite_sum(values)
     if total is None or not values:
         return None
     return total / len(values)
+
+
+def fsum_mean(values: Sequence[float]) -> float | None:
+    """The mean of numbers with a correctly rounded sum (``math.fsum``): the mean of
+    comparison.md and repeated-runs.md (per-task values, paired and pooled means) and of
+    the unbiased estimators. None for no values, or when it leaves the float range."""
+    if not values:
+        return None
+    try:
+        value = math.fsum(values) / len(values)
+    except OverflowError:
+        return None
+    return value if is_number(value) else None
+
+
+def standard_error(values: Sequence[float], mean: float) -> float | None:
+    """The standard error of a mean, sqrt(sum((x_i - mean)^2) / (n - 1) / n) (comparison.md
+    "Paired statistics", repeated-runs.md "pooled"); None when n < 2 or when it leaves the
+    float range."""
+    n = len(values)
+    if n < 2:
+        return None
+    try:
+        value = math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1) / n)
+    except OverflowError:
+        return None
+    return value if is_number(value) else None
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float | None:
@@ -135,7 +169,7 @@ def distribution(values: Iterable[float]) -> dict:
     return {
         "count": n,
         "sum": total,
-        "mean": total / n if total is not None else None,
+        "mean": total / n if total is not None else None,  # finite_mean, the sum computed once
         "p50": percentile(xs, 50),
         "p90": percentile(xs, 90),
         "p95": percentile(xs, 95),
@@ -148,7 +182,7 @@ def short_distribution(values: Iterable[float]) -> dict:
     return {"count": full["count"], "mean": full["mean"], "p50": full["p50"]}
 
 
-def wilson_interval(successes: int, n: int, z: float = WILSON_Z) -> tuple[float | None, float | None]:
+def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float | None, float | None]:
     """Wilson score interval for s successes in n trials, clipped to [0, 1] (reference 3.8).
 
     Both bounds are None when n = 0.

@@ -7,10 +7,51 @@ metrics and ``aggregate.per_task`` need, so the run aggregates are simple sums o
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .stats import finite_mean, finite_sum, is_number
 from .vocabulary import COST_FIELDS  # resources summed up to the first success
+
+#: A task's attempts by actual attempt number, after de-duplication (3.7, R29).
+ByAttempt = Mapping[int, Mapping[str, Any]]
+
+
+def is_eligible(row: Mapping[str, Any]) -> bool:
+    """The attempt counts in capability denominators: its agent_eligible, after the legacy
+    derivation and inference (reference 2 "legacy compatibility", R28), is true. After that
+    derivation the value is always a Boolean; anything else (a hand-edited attempts.jsonl)
+    is not eligible."""
+    return row.get("agent_eligible") is True
+
+
+def in_e1(by_attempt: ByAttempt) -> bool:
+    """The task is in E1: its attempt 1 is present and eligible (3.7)."""
+    first = by_attempt.get(1)
+    return first is not None and is_eligible(first)
+
+
+def ek_window(by_attempt: ByAttempt, k: int | None) -> list[Mapping[str, Any]] | None:
+    """Attempts 1..k when the task is in Ek (every one of them present and eligible, 3.7),
+    else None (also when k is unknown). The window is walked only when the task has at
+    least k attempts: k may be any size (R26)."""
+    if not k or len(by_attempt) < k:
+        return None
+    window = [by_attempt.get(a) for a in range(1, k + 1)]
+    return window if all(r is not None and is_eligible(r) for r in window) else None
+
+
+def eligible_attempts(by_attempt: ByAttempt) -> list[Mapping[str, Any]]:
+    """The task's eligible attempts, in attempt order, every attempt number (beyond k too)."""
+    return [by_attempt[a] for a in sorted(by_attempt) if is_eligible(by_attempt[a])]
+
+
+def success_rate(eligible: Sequence[Mapping[str, Any]]) -> float | None:
+    """A task's pass_rate (reference 2 "aggregate.per_task", R31), comparison.md's
+    task_success value: successful / all of its eligible attempts; None without one."""
+    if not eligible:
+        return None
+    return sum(1 for r in eligible if r["success"] is True) / len(eligible)
 
 
 def deduplicate(attempts: Iterable[dict]) -> dict[str, dict[int, dict]]:
@@ -29,7 +70,7 @@ def first_success(by_attempt: dict[int, dict]) -> tuple[int | None, dict[str, fl
     cost field, the sum through that success, None unless every value through it is numeric.
     """
     n = 1
-    while n in by_attempt and by_attempt[n]["agent_eligible"]:
+    while n in by_attempt and is_eligible(by_attempt[n]):
         if by_attempt[n]["success"] is True:
             costs: dict[str, float | None] = {}
             for f in COST_FIELDS:
@@ -48,18 +89,15 @@ def task_group(task_id: str, by_attempt: dict[int, dict], k: int | None) -> dict
     first_attempt_passed, best_quality, avg_quality and avg_wall_ms use the eligible ones.
     A task without an eligible attempt keeps its row, with its counts and nulls.
     """
-    first = by_attempt.get(1)
-    in_e1 = first is not None and bool(first["agent_eligible"])
-    window = range(1, k + 1) if k else range(0)
-    # The window is walked only as far as the task has attempts: k may be any size (R26).
-    in_ek = bool(k) and all(a in by_attempt and by_attempt[a]["agent_eligible"] for a in window)
-    window_rows = [by_attempt[a] for a in window] if in_ek else []
+    first_in_e1 = in_e1(by_attempt)
+    window = ek_window(by_attempt, k)
+    window_rows = window if window is not None else []
     successes_k = [r["success"] is True for r in window_rows]
     qualities_k = [r["quality_score"] for r in window_rows if is_number(r["quality_score"])]
     fs_attempt, fs_costs = first_success(by_attempt)
 
     ordered = [by_attempt[a] for a in sorted(by_attempt)]
-    eligible = [r for r in ordered if r["agent_eligible"]]
+    eligible = [r for r in ordered if is_eligible(r)]
     passed = sum(1 for r in eligible if r["success"] is True)
     failed = sum(1 for r in eligible if r["success"] is False)
     # R30: best/avg quality and avg_wall_ms over the eligible attempts with a number (an
@@ -76,17 +114,17 @@ def task_group(task_id: str, by_attempt: dict[int, dict], k: int | None) -> dict
         "eligible_attempts": len(eligible),
         "passed": passed,
         "failed": failed,
-        "pass_rate": passed / len(eligible) if eligible else None,  # R31
+        "pass_rate": success_rate(eligible),  # R31
         "best_quality": max(qualities) if qualities else None,  # R30
         "avg_quality": finite_mean(qualities),
         "avg_wall_ms": finite_mean(walls),
         # Reference 2: the first *eligible* attempt after sorting, unlike pass_at_1 (R31).
         "first_attempt_passed": eligible[0]["success"] if eligible else None,
-        "in_e1": in_e1,
-        "attempt1_success": in_e1 and first["success"] is True,
-        "in_ek": in_ek,
-        "any_success_k": in_ek and any(successes_k),
-        "all_success_k": in_ek and all(successes_k),
+        "in_e1": first_in_e1,
+        "attempt1_success": first_in_e1 and by_attempt[1]["success"] is True,
+        "in_ek": window is not None,
+        "any_success_k": window is not None and any(successes_k),
+        "all_success_k": window is not None and all(successes_k),
         "best_quality_k": max(qualities_k) if qualities_k else None,
         "first_success_attempt": fs_attempt,
         **{f"cost_to_first_success_{f}": fs_costs[f] for f in COST_FIELDS},

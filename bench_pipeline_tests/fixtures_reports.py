@@ -4,14 +4,23 @@
 with evidence (recovery attempted) and one without, ineligible skipped / environment /
 evaluation rows, nulls in many numeric fields, a duplicate row, a bad row, a missing planned
 attempt, an unsafe artifact_dir and injected HTML in run strings. Its capability, coverage,
-failures and data_quality blocks are written out by hand (values in the module docstring of
-each block); distributions, per-task aggregates and categories are filled by ``fill_metrics``,
-a small test-only reading of the reference so the numbers are internally consistent.
+failures and data_quality blocks are written out by hand (the arithmetic below); the other
+sections (distributions, per-task aggregates, categories, uncertainty, estimators, cost to
+first success) are computed by the package's own stage functions (``fill_metrics``): these
+fixtures feed tests of what the reports show, and each formula has tests of its own
+(test_stats, test_task_groups, test_capability, test_reference_examples).
 
 Hand calculation for main_run (k=3, 8 observed tasks, 24 attempt rows):
   E1 = 6 tasks (recall_contact and toggle_wifi have an ineligible attempt 1); 4 pass -> 4/6.
   Ek = 5 tasks (also read_notification: attempt 3 missing); any success 4/5; all success 1/5.
   attempt success: 12 successes / 20 eligible rows (duplicate included) of 24 rows.
+  Wilson bounds (reference 3.8, z = 1.959963984540054): d = 1 + z^2/n,
+  center = (p + z^2/(2n)) / d, margin = z * sqrt(p(1-p)/n + z^2/(4n^2)) / d:
+    4/6 -> [0.29999, 0.90323]; 4/5 -> [0.37553, 0.96378]; 1/5 -> [0.03622, 0.62447];
+    12/20 -> [0.38658, 0.78119].
+  oracle: best quality within attempts 1..3 of the 5 Ek tasks: 1, 1, 0.75, 1, 1 -> 4.75 / 5 = 0.95.
+  first success: attempts 1, 1, 2, 1, 1 over the 5 tasks that succeed in their eligible prefix
+  (send_sms never does; recall_contact and toggle_wifi start ineligible) -> mean 6/5 = 1.2, p50 1.
 """
 
 from __future__ import annotations
@@ -20,9 +29,13 @@ import copy
 import hashlib
 import math
 import random
+import re
 import zlib
-from collections import defaultdict
 from typing import Any
+
+from bench_pipeline.capability import attempt_sections, diagnostics, failures, task_sections
+from bench_pipeline.task_groups import group_tasks
+from bench_pipeline.vocabulary import FAILURE_STAGES
 
 RUN_ID = "2026-11-28T10-00-00Z-a1b2c3"
 XSS_FINAL_RESPONSE = "<script>window.__xss = 1; alert(1)</script>Search done."
@@ -30,22 +43,12 @@ XSS_ERROR = '<img src=x onerror="window.__xss = 2">chat request failed'
 XSS_REASON = "</script><script>window.__xss = 3</script>"
 XSS_ARG = "<svg onload=\"window.__xss = 4\">"
 
-Z = 1.959963984540054
-CLASSES = ("agent", "environment", "evaluation", "skipped", "unknown")
-STAGES = ("setup", "perception", "planning", "action_selection", "device_execution",
-          "state_verification", "recovery", "final_response", "evaluation", "unknown")
 NUMERIC_FIELDS = (
     "task_wall_ms", "setup_ms", "screenshot_capture_ms", "time_to_first_token_ms", "llm_calls",
     "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms", "device_actions", "device_execution_ms",
     "tool_calls", "screenshots_taken", "tool_errors", "replan_count", "retry_count", "input_tokens",
     "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens", "cost_usd",
 )
-EFFICIENCY = ("task_wall_ms", "setup_ms", "llm_time_ms", "llm_calls", "vision_llm_calls",
-              "vision_llm_time_ms", "time_to_first_token_ms", "device_execution_ms",
-              "screenshot_capture_ms", "tool_calls", "device_actions", "screenshots_taken",
-              "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens",
-              "reasoning_tokens", "cost_usd")
-RELIABILITY = ("tool_errors", "replan_count", "retry_count")
 PROVENANCE_FIELDS = ("llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
                      "device_actions", "device_execution_ms", "tool_calls", "screenshots_taken",
                      "tool_errors", "replan_count", "time_to_first_token_ms", "input_tokens",
@@ -80,6 +83,24 @@ MANIFEST: dict[str, Any] = {
     "metrics_k": 3,
     "planned": [{"task_id": t, "attempts": 3} for t in SUITE_TASKS],
 }
+
+
+# ----------------------------------------------------------------------------------------------
+# reading summary.md
+# ----------------------------------------------------------------------------------------------
+
+
+def section(md: str, title: str) -> str:
+    """The markdown between a '## title' heading and the next '## ' heading."""
+    start = md.index(f"## {title}")
+    end = md.find("\n## ", start + 3)
+    return md[start:end if end != -1 else None]
+
+
+def table_rows(md: str) -> list[list[str]]:
+    """Cells of every markdown table row (header and separator rows included)."""
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            for line in md.splitlines() if line.startswith("|")]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -143,6 +164,8 @@ def record(task_id: str, attempt: int, line: int, status: str, *, success: bool 
         "quality_score": quality, "rubric_pass_count": rubric[0], "rubric_total": rubric[1],
         **nums,
         "recovery_attempted": recovery[0], "recovery_succeeded": recovery[1],
+        # {id: passed in this row}, as the stages' attempt rows carry it (ids are unique here)
+        "observations": {o["id"]: o["passed"] is True for o in observations or []},
         "provenance": {f: ("recorded" if recorded else "derived") for f in PROVENANCE_FIELDS},
         "evidence": {
             "dir": folder,
@@ -315,202 +338,29 @@ def _attempts() -> list[dict[str, Any]]:
     return rows
 
 
-def wilson(successes: int, n: int) -> dict[str, float | None]:
-    """Wilson 95% bounds (reference 3.8)."""
-    if n == 0:
-        return {"lower": None, "upper": None}
-    p = successes / n
-    d = 1 + Z * Z / n
-    center = (p + Z * Z / (2 * n)) / d
-    margin = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / d
-    return {"lower": max(0.0, center - margin), "upper": min(1.0, center + margin)}
-
-
-def _pass_metric(successes: int, eligible: int, total: int) -> dict[str, Any]:
-    return {"value": successes / eligible if eligible else None, "successes": successes,
-            "eligible_tasks": eligible, "total_tasks": total, "ci95": wilson(successes, eligible)}
-
-
-def _percentile(values: list[float], p: float) -> float | None:
-    if not values:
-        return None
-    v = sorted(values)
-    h = (len(v) - 1) * p / 100
-    f = math.floor(h)
-    c = min(f + 1, len(v) - 1)
-    return v[f] + (v[c] - v[f]) * (h - f)
-
-
-def _dist(values: list[float]) -> dict[str, Any]:
-    if not values:
-        return {"count": 0, "sum": None, "mean": None, "p50": None, "p90": None, "p95": None}
-    return {"count": len(values), "sum": sum(values), "mean": sum(values) / len(values),
-            "p50": _percentile(values, 50), "p90": _percentile(values, 90), "p95": _percentile(values, 95)}
-
-
-def _isnum(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _grouped(attempts: list[dict[str, Any]]) -> dict[str, dict[int, dict[str, Any]]]:
-    tasks: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
-    for rec in sorted(attempts, key=lambda r: r["line"]):
-        tasks[rec["task_id"]][rec["attempt"]] = rec
-    return tasks
-
-
 def capability_and_coverage(attempts: list[dict[str, Any]], k: int, planned: int | None,
                             missing: int | None) -> dict[str, Any]:
-    """capability + coverage + failures + diagnostics (test-only reading of reference 3.7-3.8)."""
-    tasks = _grouped(attempts)
-    e1 = [t for t, a in tasks.items() if a.get(1, {}).get("agent_eligible") is True]
-    ek = [t for t, a in tasks.items() if all(a.get(n, {}).get("agent_eligible") is True for n in range(1, k + 1))]
-    s1 = sum(tasks[t][1]["success"] is True for t in e1)
-    sk = sum(any(tasks[t][n]["success"] is True for n in range(1, k + 1)) for t in ek)
-    spow = sum(all(tasks[t][n]["success"] is True for n in range(1, k + 1)) for t in ek)
-    eligible = [r for r in attempts if r["agent_eligible"] is True]
-    successes = sum(r["success"] is True for r in eligible)
-    best = [max(q) for t in ek if (q := [tasks[t][n]["quality_score"] for n in range(1, k + 1)
-                                         if _isnum(tasks[t][n]["quality_score"])])]
-    firsts, costs = [], defaultdict(list)
-    for a in tasks.values():
-        n, acc = 1, defaultdict(float)
-        ok_fields = {"task_wall_ms", "total_tokens", "cost_usd"}
-        while n in a and a[n]["agent_eligible"] is True:
-            for f in list(ok_fields):
-                if _isnum(a[n][f]):
-                    acc[f] += a[n][f]
-                else:
-                    ok_fields.discard(f)
-            if a[n]["success"] is True:
-                firsts.append(n)
-                for f in ok_fields:
-                    costs[f].append(acc[f])
-                break
-            n += 1
-    failed = [r for r in eligible if r["success"] is False]
-    stage = dict.fromkeys(STAGES, 0)
-    for r in failed:
-        stage[r["first_failure_stage"] or "unknown"] = stage.get(r["first_failure_stage"] or "unknown", 0) + 1
-    klass = dict.fromkeys(CLASSES, 0)
-    for r in attempts:
-        if r["failure_class"] is not None:
-            klass[r["failure_class"]] = klass.get(r["failure_class"], 0) + 1
-    known = sum(1 for r in failed if r["first_failure_stage"] not in (None, "unknown"))
-    n_tasks = len(tasks)
-    return {
-        "capability": {
-            "pass_at_1": _pass_metric(s1, len(e1), n_tasks),
-            "pass_at_k": _pass_metric(sk, len(ek), n_tasks),
-            "pass_pow_k": _pass_metric(spow, len(ek), n_tasks),
-            "attempt_success_rate": {
-                "value": successes / len(eligible) if eligible else None, "successes": successes,
-                "eligible_attempts": len(eligible), "total_attempts": len(attempts),
-                "ci95": wilson(successes, len(eligible)),
-                "coverage": len(eligible) / len(attempts) if attempts else 0,
-            },
-            "oracle_best_score_at_k": {"value": sum(best) / len(best) if best else None,
-                                       "count": len(best), "eligible_tasks": len(ek)},
-            "first_success_attempt": {"mean": sum(firsts) / len(firsts) if firsts else None,
-                                      "p50": _percentile(firsts, 50), "count": len(firsts)},
-        },
-        "coverage": {
-            "pass_at_1": len(e1) / n_tasks if n_tasks else 0, "pass_at_k": len(ek) / n_tasks if n_tasks else 0,
-            "pass_pow_k": len(ek) / n_tasks if n_tasks else 0, "unique_tasks": n_tasks,
-            "attempts": len(attempts), "metrics_k": k, "agent_eligible_attempts": len(eligible),
-            "invalid_attempts": len(attempts) - len(eligible), "planned_attempts": planned,
-            "missing_attempts": missing,
-        },
-        "failures": {"class": klass, "stage": stage},
-        "diagnostics": {"failure_stage_coverage": known / len(failed) if failed else None},
-        "cost_to_first_success": {f: {"count": len(costs[f]), "mean": (sum(costs[f]) / len(costs[f])) if costs[f] else None,
-                                      "p50": _percentile(costs[f], 50)} for f in ("task_wall_ms", "total_tokens", "cost_usd")},
-    }
+    """capability, coverage, failures, diagnostics and cost_to_first_success of the records,
+    by the package's own stage functions."""
+    part = task_sections(attempts, group_tasks(attempts, k), metrics_k=k, planned_attempts=planned,
+                         missing_attempts=missing)
+    return {"capability": part["capability"], "coverage": part["coverage"], "failures": failures(attempts),
+            "diagnostics": diagnostics(attempts), "cost_to_first_success": part["cost_to_first_success"]}
 
 
 def fill_metrics(metrics: dict[str, Any], attempts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Add efficiency, reliability, category, observations and aggregate blocks from attempts."""
-    eligible = [r for r in attempts if r["agent_eligible"] is True]
-    metrics["efficiency"] = {f: _dist([r[f] for r in (attempts if f == "setup_ms" else eligible) if _isnum(r[f])])
-                             for f in EFFICIENCY}
-    metrics["reliability"] = {f: _dist([r[f] for r in eligible if _isnum(r[f])]) for f in RELIABILITY}
-    cats: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in attempts:
-        cats[r["category"]].append(r)
-    metrics["category"] = {}
-    for name, rows in sorted(cats.items()):
-        pairs = [(r["rubric_pass_count"], r["rubric_total"]) for r in rows
-                 if _isnum(r["rubric_pass_count"]) and _isnum(r["rubric_total"])]
-        total = sum(t for _, t in pairs)
-        metrics["category"][name] = {"pass_rate": sum(r["status"] == "passed" for r in rows) / len(rows),
-                                     "rubric_pass_rate": sum(c for c, _ in pairs) / total if total else None,
-                                     "attempts": len(rows)}
-    obs: dict[str, list[bool]] = defaultdict(list)
-    for r in attempts:
-        seen: dict[str, bool] = {}
-        for o in r["evidence"]["trace_observations"] or []:
-            seen[o["id"]] = seen.get(o["id"], False) or o["passed"] is True
-        for oid, passed in seen.items():
-            obs[oid].append(passed)
-    metrics["observations"] = {oid: {"pass_rate": sum(v) / len(v), "passed_tasks": sum(v), "observed_tasks": len(v)}
-                               for oid, v in sorted(obs.items())}
-    per_task = {}
-    for task_id, by_n in sorted(_grouped(attempts).items()):
-        recs = [by_n[n] for n in sorted(by_n)]
-        elig = [r for r in recs if r["agent_eligible"] is True]
-        passed = sum(r["success"] is True for r in elig)
-        qs = [r["quality_score"] for r in elig if _isnum(r["quality_score"])]  # R30: eligible only
-        walls = [r["task_wall_ms"] for r in elig if _isnum(r["task_wall_ms"])]
-        per_task[task_id] = {
-            "attempts": len(recs), "eligible_attempts": len(elig), "passed": passed,
-            "failed": sum(r["success"] is False for r in elig),
-            "pass_rate": passed / len(elig) if elig else None,
-            "best_quality": max(qs) if qs else None, "avg_quality": sum(qs) / len(qs) if qs else None,
-            "avg_wall_ms": sum(walls) / len(walls) if walls else None,
-            "first_attempt_passed": elig[0]["success"] if elig else None,
-        }
-    metrics["aggregate"] = {"tasks": len(attempts), "per_task": per_task}
-    metrics["uncertainty"] = {"attempt_success_rate": grouped_uncertainty(attempts)}
-    metrics["estimators"] = enumerated_estimators(attempts, (metrics.get("coverage") or {}).get("metrics_k"))
+    """Add efficiency, reliability, category, observations, aggregate, uncertainty and
+    estimators, by the package's own stage functions (k: the metrics' coverage.metrics_k)."""
+    k = (metrics.get("coverage") or {}).get("metrics_k")
+    task_part = task_sections(attempts, group_tasks(attempts, k), metrics_k=k, planned_attempts=None,
+                              missing_attempts=None)
+    attempt_part = attempt_sections(attempts)
+    for name in ("efficiency", "reliability", "category", "observations"):
+        metrics[name] = attempt_part[name]
+    metrics["aggregate"] = task_part["aggregate"]
+    metrics["uncertainty"] = attempt_part["uncertainty"]
+    metrics["estimators"] = task_part["estimators"]
     return metrics
-
-
-def grouped_uncertainty(attempts: list[dict[str, Any]]) -> dict[str, Any]:
-    """uncertainty.attempt_success_rate, test-only reading of comparison.md: the formulas as
-    written, in floats, clusters by task id over every eligible row (duplicates included)."""
-    eligible = [r for r in attempts if r["agent_eligible"] is True]
-    if not eligible:
-        return {"value": None, "tasks": 0, "attempts": 0, "se_simple": None, "se_clustered": None,
-                "ci95": {"lower": None, "upper": None}, "design_effect": None}
-    x = {id(r): 1.0 if r["success"] is True else 0.0 for r in eligible}
-    n = len(eligible)
-    p = sum(x.values()) / n
-    clusters: dict[str, float] = defaultdict(float)
-    for r in eligible:
-        clusters[r["task_id"]] += x[id(r)] - p
-    se_simple = math.sqrt(p * (1 - p) / n)
-    se_clustered = math.sqrt(sum(v * v for v in clusters.values())) / n
-    z = 1.959963984540054
-    return {"value": p, "tasks": len(clusters), "attempts": n, "se_simple": se_simple, "se_clustered": se_clustered,
-            "ci95": {"lower": max(0.0, p - z * se_clustered), "upper": min(1.0, p + z * se_clustered)},
-            "design_effect": (se_clustered / se_simple) ** 2 if se_simple else None}
-
-
-def enumerated_estimators(attempts: list[dict[str, Any]], k: Any) -> dict[str, Any]:
-    """estimators, test-only reading of comparison.md: per task with at least k eligible
-    (de-duplicated) attempts, the share of its k-subsets of eligible attempts with a success
-    (pass@k) and with only successes (pass^k), enumerated; averaged over those tasks."""
-    import itertools
-
-    at_k, pow_k = [], []
-    for by_n in (_grouped(attempts).values() if isinstance(k, int) else ()):
-        outcomes = [r["success"] is True for r in by_n.values() if r["agent_eligible"] is True]
-        if len(outcomes) >= k:
-            subsets = list(itertools.combinations(outcomes, k))
-            at_k.append(sum(any(s) for s in subsets) / len(subsets))
-            pow_k.append(sum(all(s) for s in subsets) / len(subsets))
-    return {"pass_at_k_unbiased": {"value": sum(at_k) / len(at_k) if at_k else None, "tasks": len(at_k), "k": k},
-            "pass_pow_k_unbiased": {"value": sum(pow_k) / len(pow_k) if pow_k else None, "tasks": len(pow_k), "k": k}}
 
 
 def _main_metrics(attempts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -618,7 +468,7 @@ def large_run(n_attempts: int = 10_000, k: int = 3, seed: int = 7) -> tuple[dict
                              verdicts=[YES, YES], **common)
             elif roll < 0.88:
                 rec = record(base, 1, line, "failed", success=False, eligible=True, cls="agent",
-                             stage=rng.choice(STAGES[1:8] + ("unknown", "unknown")), quality=0.5, rubric=(1, 2),
+                             stage=rng.choice(FAILURE_STAGES[1:8] + ("unknown", "unknown")), quality=0.5, rubric=(1, 2),
                              verdicts=[YES, ("no", text[:120])], **common)
             elif roll < 0.93:
                 rec = record(base, 1, line, "timeout", success=False, eligible=True, cls="agent", stage="unknown",

@@ -12,7 +12,6 @@ from scipy.stats import binomtest
 from bench_pipeline.comparison import (
     GATE_REASONS,
     WARNINGS,
-    Z95,
     Z_POWER80,
     ComparisonInputError,
     check_max_drop,
@@ -24,10 +23,11 @@ from bench_pipeline.comparison import (
     side_from_processed,
 )
 from bench_pipeline.pipeline import run_stages
+from bench_pipeline.stats import Z_95
 
 from .run_builder import make_run, row
 
-Z_SUM = Z95 + Z_POWER80
+Z_SUM = Z_95 + Z_POWER80
 BINARY_KEYS = ["n", "both_pass", "baseline_only", "candidate_only", "both_fail", "baseline_rate", "candidate_rate",
                "delta", "se", "ci95", "mde80", "mcnemar_p", "verdict"]
 MEAN_KEYS = ["n", "baseline_mean", "candidate_mean", "delta", "se", "ci95", "mde80", "verdict"]
@@ -99,7 +99,7 @@ def test_the_reference_example_against_a_hand_written_candidate(processed):
     assert (fa["baseline_rate"], fa["candidate_rate"], fa["delta"]) == (0.75, 0.5, -0.25)
     se = math.sqrt(11 / 48)
     assert fa["se"] == approx(se)
-    assert fa["ci95"] == {"lower": approx(-0.25 - Z95 * se), "upper": approx(-0.25 + Z95 * se)}
+    assert fa["ci95"] == {"lower": approx(-0.25 - Z_95 * se), "upper": approx(-0.25 + Z_95 * se)}
     assert fa["ci95"]["lower"] == pytest.approx(-1.18826, abs=1e-5)  # not clamped to -1
     assert fa["mde80"] == approx(Z_SUM * se) and fa["mde80"] == pytest.approx(1.34116, abs=1e-5)
     assert fa["mcnemar_p"] == 1.0 and fa["verdict"] == "no_significant_change"
@@ -118,7 +118,7 @@ def test_the_reference_example_against_a_hand_written_candidate(processed):
     assert (pp["n"], pp["both_pass"], pp["baseline_only"], pp["candidate_only"], pp["both_fail"]) == (3, 0, 1, 1, 1)
     assert pp["baseline_rate"] == approx(1 / 3) and pp["candidate_rate"] == approx(1 / 3) and pp["delta"] == 0.0
     assert pp["se"] == approx(math.sqrt(1 / 3))
-    assert pp["ci95"] == {"lower": approx(-Z95 * math.sqrt(1 / 3)), "upper": approx(Z95 * math.sqrt(1 / 3))}
+    assert pp["ci95"] == {"lower": approx(-Z_95 * math.sqrt(1 / 3)), "upper": approx(Z_95 * math.sqrt(1 / 3))}
     assert pp["mcnemar_p"] == 1.0 and pp["verdict"] == "no_significant_change"
 
     # task_success over A, B, C, D (every eligible attempt; D's ineligible attempt 2 left out):
@@ -129,7 +129,7 @@ def test_the_reference_example_against_a_hand_written_candidate(processed):
     assert (ts["n"], ts["baseline_mean"], ts["candidate_mean"], ts["delta"]) == (4, 0.75, 0.625, -0.125)
     se = math.sqrt(0.6875 / 12)
     assert ts["se"] == approx(se) and ts["mde80"] == approx(Z_SUM * se)
-    assert ts["ci95"] == {"lower": approx(-0.125 - Z95 * se), "upper": approx(-0.125 + Z95 * se)}
+    assert ts["ci95"] == {"lower": approx(-0.125 - Z_95 * se), "upper": approx(-0.125 + Z_95 * se)}
     assert ts["verdict"] == "no_significant_change"
 
     # quality: per-task means of eligible scores. b = 0.75, 0.625, 1, 1; c = 0.75, 1, 0.5, 0.5.
@@ -151,7 +151,7 @@ def test_the_reference_example_against_a_hand_written_candidate(processed):
     tokens = c["resources"]["total_tokens"]
     se = math.sqrt(400 / 12)
     assert (tokens["n"], tokens["delta"]) == (4, -20) and tokens["se"] == approx(se)
-    assert tokens["ci95"]["upper"] == approx(-20 + Z95 * se) and tokens["ci95"]["upper"] < 0
+    assert tokens["ci95"]["upper"] == approx(-20 + Z_95 * se) and tokens["ci95"]["upper"] < 0
     assert tokens["verdict"] == "improvement"
     # cost_usd: only task A has a cost in both runs: n = 1, a delta but no se, interval or verdict.
     cost = c["resources"]["cost_usd"]
@@ -334,7 +334,7 @@ def test_the_gate_with_and_without_a_margin():
     assert (fa["delta"], fa["mcnemar_p"], fa["verdict"]) == (-0.05, 1.0, "no_significant_change")
     # d: one -1, nineteen 0: sum (d - delta)^2 = 0.95^2 + 19 * 0.05^2 = 0.95, se = sqrt(0.95 / 19 / 20)
     se = math.sqrt(0.95 / 19 / 20)
-    assert fa["se"] == approx(se) and fa["ci95"]["lower"] == approx(-0.05 - Z95 * se)
+    assert fa["se"] == approx(se) and fa["ci95"]["lower"] == approx(-0.05 - Z_95 * se)
     lower = fa["ci95"]["lower"]  # about -0.148
     assert plain["gate"] == {"result": "pass", "max_drop": None, "reasons": []}
     wide = compare(baseline, candidate, max_drop=0.2)

@@ -50,7 +50,7 @@ def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
     each run with data problems fails at least one, because of its data."""
     from bench_pipeline.main import ensure_sample_runs
     from bench_pipeline.pipeline import process_run
-    from bench_pipeline.quality import run_checks
+    from bench_pipeline.data_quality_checks import run_checks
 
     ensure_sample_runs(tmp_path)
     names = sorted(p.name for p in tmp_path.iterdir())

@@ -6,12 +6,9 @@ asserts the reference's own numbers.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from bench_pipeline.pipeline import process_run
-from bench_pipeline.stats import WILSON_Z
 
 from .run_builder import make_run, row
 
@@ -141,15 +138,9 @@ def test_3_8_single_sample_percentiles(tmp_path):
 
 
 def test_3_8_wilson_bounds(tmp_path):
-    """3.8: Wilson 95% bounds of pass_at_1 with 3 of 4, computed from the reference's formula."""
+    """3.8: Wilson 95% bounds of pass_at_1 with 3 of 4, the reference's worked values."""
     rows = [row("a"), row("b"), row("c"), row("d", status="failed")]
     ci = process_run(make_run(tmp_path, rows)).metrics["capability"]["pass_at_1"]["ci95"]
-    z, n, p = WILSON_Z, 4, 0.75
-    d = 1 + z * z / n
-    center = (p + z * z / (2 * n)) / d
-    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    assert ci["lower"] == pytest.approx(center - margin)
-    assert ci["upper"] == pytest.approx(center + margin)
     assert ci["lower"] == pytest.approx(0.300641, abs=1e-6)
     assert ci["upper"] == pytest.approx(0.954412, abs=1e-6)
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from bench_pipeline.comparison import Z95, compare, make_side
+from bench_pipeline.comparison import compare, make_side
 from bench_pipeline.identity import RunIdentity
 from bench_pipeline.repeats import (
     REPEATS_WARNINGS,
@@ -22,6 +22,7 @@ from bench_pipeline.repeats import (
     repeats,
     system_of,
 )
+from bench_pipeline.stats import Z_95
 
 
 def approx(value):
@@ -71,7 +72,7 @@ def test_three_runs_of_one_system_by_hand():
     fa = doc["pooled"]["first_attempt"]
     se = math.sqrt(1 / 18)
     assert fa["n"] == 4 and fa["mean"] == approx(2 / 3) and fa["se"] == approx(se)
-    assert fa["ci95"] == {"lower": approx(2 / 3 - Z95 * se), "upper": 1.0}  # 2/3 + 0.46 clamped to 1
+    assert fa["ci95"] == {"lower": approx(2 / 3 - Z_95 * se), "upper": 1.0}  # 2/3 + 0.46 clamped to 1
     # task_success is the same here (one attempt per task); pass@k with k = 1 too
     assert doc["pooled"]["task_success"]["mean"] == approx(2 / 3)
     assert doc["pooled"]["pass_at_k"]["mean"] == approx(2 / 3) and doc["pooled"]["pass_pow_k"]["n"] == 4
@@ -87,7 +88,7 @@ def test_three_runs_of_one_system_by_hand():
     br = doc["between_runs"]
     sd = math.sqrt(7) / 12
     assert br["runs"] == 3 and br["pass_at_1_mean"] == approx(7 / 12) and br["pass_at_1_sd"] == approx(sd)
-    assert br["noise_floor95"] == approx(Z95 * math.sqrt(2) * sd)
+    assert br["noise_floor95"] == approx(Z_95 * math.sqrt(2) * sd)
 
     # stability over every eligible attempt: a 3/3 stable pass, b 2/3 flaky (flip 2*2*1/(3*2) = 2/3),
     # c 0/3 stable fail, d one attempt: not classified. flip_rate = (0 + 2/3 + 0) / 3 = 2/9.
@@ -116,7 +117,7 @@ def test_noise_floor_needs_two_runs_and_one_run_with_repeats_has_stability():
     assert between_runs([0.5]) == {"runs": 1, "pass_at_1_mean": 0.5, "pass_at_1_sd": None, "noise_floor95": None}
     two = between_runs([0.5, 0.7, None])  # the null run is not counted
     assert two["runs"] == 2 and two["pass_at_1_sd"] == approx(math.sqrt(0.02))
-    assert two["noise_floor95"] == approx(Z95 * math.sqrt(2) * math.sqrt(0.02))
+    assert two["noise_floor95"] == approx(Z_95 * math.sqrt(2) * math.sqrt(0.02))
     assert between_runs([])["pass_at_1_mean"] is None
     one = repeats([run("r1", {"a": [True, False, True], "b": [True, True, True]}, k=3, pass_at_1=1.0)])
     assert one["stability"]["flip_rate"] == approx((2 / 3 + 0) / 2)
@@ -136,7 +137,7 @@ def test_pooled_section_edges():
     assert pooled_section([], clamp=True) == {"n": 0, "mean": None, "se": None, "ci95": {"lower": None, "upper": None}}
     assert pooled_section([0.4], clamp=True)["se"] is None
     unclamped = pooled_section([-5.0, 5.0], clamp=False)
-    assert unclamped["mean"] == 0.0 and unclamped["ci95"]["lower"] == approx(-Z95 * 5.0)
+    assert unclamped["mean"] == 0.0 and unclamped["ci95"]["lower"] == approx(-Z_95 * 5.0)
 
 
 # --- systems -----------------------------------------------------------------------------------
@@ -192,7 +193,7 @@ def test_two_sets_pooled_by_hand_with_the_gate():
     assert result["tasks"] == {"paired": 2, "only_baseline": ["c"], "only_candidate": ["d"]}
     fa = result["first_attempt"]
     assert (fa["n"], fa["baseline_mean"], fa["candidate_mean"], fa["delta"]) == (2, 0.75, 0.5, -0.25)
-    assert fa["se"] == approx(0.75) and fa["ci95"]["lower"] == approx(-0.25 - Z95 * 0.75)
+    assert fa["se"] == approx(0.75) and fa["ci95"]["lower"] == approx(-0.25 - Z_95 * 0.75)
     assert fa["verdict"] == "no_significant_change"
     assert result["regressions"] == ["a"] and result["improvements"] == []  # b's baseline pooled value is 1/2
     assert result["warnings"] == [] and result["gate"] == {"result": "pass", "max_drop": None, "reasons": []}

@@ -19,6 +19,7 @@ from bench_pipeline.capability import per_task
 from bench_pipeline.jsonio import EncodedJSON, jsonable
 from bench_pipeline.reports import render_report_html, render_summary_md, write_reports
 from bench_pipeline.reports.charts import place_labels
+from bench_pipeline.reports.view.resources import EFFICIENCY_ROWS
 from bench_pipeline.stats import percentile
 from bench_pipeline.task_groups import group_tasks
 from bench_pipeline.vocabulary import COST_FIELDS, EFFICIENCY_FIELDS, RELIABILITY_FIELDS
@@ -32,6 +33,8 @@ from bench_pipeline_tests.fixtures_reports import (
     main_run,
     numbers,
     record,
+    section,
+    table_rows,
 )
 
 K1_CAUTION = "a single attempt cannot demonstrate repeatability"
@@ -50,19 +53,6 @@ def summary(run: tuple) -> str:
 @pytest.fixture(scope="module")
 def page(run: tuple) -> str:
     return render_report_html(*run)
-
-
-def section(md: str, title: str) -> str:
-    """The markdown between a '## title' heading and the next '## ' heading."""
-    start = md.index(f"## {title}")
-    end = md.find("\n## ", start + 3)
-    return md[start:end if end != -1 else None]
-
-
-def table_rows(md: str) -> list[list[str]]:
-    """Cells of every markdown table row (header and separator rows included)."""
-    return [[c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
-            for line in md.splitlines() if line.startswith("|")]
 
 
 def without_code_spans(md: str) -> str:
@@ -360,7 +350,7 @@ def test_judge_disabled_and_unlisted_labels() -> None:
 
 
 def test_distribution_tables_show_every_field_of_their_metrics_section() -> None:
-    assert sorted(reports.view.EFFICIENCY_ROWS) == sorted(EFFICIENCY_FIELDS)
+    assert sorted(EFFICIENCY_ROWS) == sorted(EFFICIENCY_FIELDS)
     assert set(RELIABILITY_FIELDS) | set(COST_FIELDS) <= set(reports.format.FIELD_LABELS)
 
 

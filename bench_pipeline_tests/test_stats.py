@@ -12,18 +12,19 @@ import math
 import pytest
 
 from bench_pipeline.pipeline import process_run
-from bench_pipeline.stats import WILSON_Z, distribution, is_number, numbers, percentile, wilson_interval
+from bench_pipeline.stats import (
+    Z_95,
+    distribution,
+    finite_mean,
+    fsum_mean,
+    is_number,
+    numbers,
+    percentile,
+    standard_error,
+    wilson_interval,
+)
 
 from .run_builder import make_run, row
-
-
-def _reference_wilson(s: int, n: int) -> tuple[float, float]:
-    z = 1.959963984540054
-    p = s / n
-    d = 1 + z * z / n
-    center = (p + z * z / (2 * n)) / d
-    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0, center - margin), min(1, center + margin)
 
 
 # --- percentiles (3.8) -----------------------------------------------------------------
@@ -86,26 +87,41 @@ def test_wilson_null_with_no_trials():
     assert wilson_interval(0, 0) == (None, None)
 
 
-@pytest.mark.parametrize(("s", "n"), [(1, 1), (0, 1), (1, 10), (5, 7), (3, 4), (50, 100), (99, 100)])
-def test_wilson_matches_reference_formula(s, n):
-    lower, upper = wilson_interval(s, n)
-    ref_lower, ref_upper = _reference_wilson(s, n)
-    assert lower == pytest.approx(ref_lower, abs=1e-12)
-    assert upper == pytest.approx(ref_upper, abs=1e-12)
-    assert 0 <= lower <= s / n <= upper <= 1
+#: Wilson bounds at z = 1.959963984540054 (reference 3.8): p = s/n, d = 1 + z^2/n,
+#: center = (p + z^2/(2n)) / d, margin = z * sqrt(p(1-p)/n + z^2/(4n^2)) / d, evaluated once
+#: and written out. 3 of 4 is the reference's worked example (0.300641, 0.954412).
+WILSON_BOUNDS = [
+    (1, 1, 0.20654931437723745, 1.0),
+    (0, 1, 0.0, 0.7934506856227626),
+    (1, 10, 0.017876213095072896, 0.4041500267952385),
+    (5, 7, 0.35893445183261935, 0.9177810759959433),
+    (3, 4, 0.30064184258240184, 0.9544127391902995),
+    (50, 100, 0.4038315303659956, 0.5961684696340044),
+    (99, 100, 0.9455138038212946, 0.9982325679358593),
+    (1, 2, 0.09453120573423074, 0.9054687942657693),
+]
+
+
+@pytest.mark.parametrize(("s", "n", "lower", "upper"), WILSON_BOUNDS)
+def test_wilson_matches_reference_formula(s, n, lower, upper):
+    got_lower, got_upper = wilson_interval(s, n)
+    assert got_lower == pytest.approx(lower, abs=1e-12)
+    assert got_upper == pytest.approx(upper, abs=1e-12)
+    assert 0 <= got_lower <= s / n <= got_upper <= 1
 
 
 def test_wilson_clipped_at_zero_and_one():
+    # s = 0: center = margin exactly, so the lower bound is 0; s = n: the upper bound is 1.
     lower, upper = wilson_interval(0, 5)
     assert lower == 0
-    assert upper == pytest.approx(_reference_wilson(0, 5)[1])
+    assert upper == pytest.approx(0.43448246478317476)
     lower, upper = wilson_interval(5, 5)
-    assert upper <= 1 and upper == pytest.approx(1)
-    assert lower == pytest.approx(_reference_wilson(5, 5)[0])
+    assert upper == 1
+    assert lower == pytest.approx(0.5655175352168251)
 
 
 def test_wilson_z_is_the_reference_constant():
-    assert WILSON_Z == 1.959963984540054
+    assert Z_95 == 1.959963984540054
 
 
 # --- what is a number (run-directory.md, R42) ------------------------------------------
@@ -142,9 +158,9 @@ def test_distribution_through_pipeline_skips_unavailable_values(tmp_path):
 def test_attempt_success_interval_through_pipeline(tmp_path):
     rows = [row("a"), row("b", status="failed"), row("c", status="failed"), row("d", status="skipped")]
     asr = process_run(make_run(tmp_path, rows)).metrics["capability"]["attempt_success_rate"]
-    lower, upper = _reference_wilson(1, 3)
-    assert asr["ci95"]["lower"] == pytest.approx(lower)
-    assert asr["ci95"]["upper"] == pytest.approx(upper)
+    # 1 success of 3 eligible rows (the skipped row is ineligible): Wilson bounds at s = 1, n = 3
+    assert asr["ci95"]["lower"] == pytest.approx(0.06149194472039621)
+    assert asr["ci95"]["upper"] == pytest.approx(0.7923403991979522)
 
 
 def test_the_float_range_boundary_is_the_largest_float():
@@ -211,3 +227,33 @@ def test_numbers_keeps_exactly_the_numbers_in_order(values):
     got = numbers(iter(values))
     expected = [v for v in values if is_number(v)]
     assert got == expected and all(a is b for a, b in zip(got, expected))
+
+
+def test_the_two_means_differ_in_the_last_bit_and_each_keeps_its_rule():
+    """finite_mean is reference 3.8's mean = sum / count with the sum added up in order (the
+    run aggregates, whose sum metrics.json shows beside it); fsum_mean sums exactly first
+    (comparison.md, repeated-runs.md, the estimators). 0.1 + 0.2 + 0.3 in order is
+    0.6000000000000001; exactly rounded it is 0.6."""
+    values = [0.1, 0.2, 0.3]
+    assert finite_mean(values) == 0.6000000000000001 / 3
+    assert fsum_mean(values) == 0.6 / 3
+    assert finite_mean(values) != fsum_mean(values)
+    assert distribution(values)["mean"] == finite_mean(values)
+    assert finite_mean([1, 2]) == fsum_mean([1, 2]) == 1.5
+    assert fsum_mean([]) is None and fsum_mean([1.7e308, 1.7e308]) is None
+
+
+def test_standard_error_of_a_mean():
+    # x = 0, 1, 1, 0: mean 0.5, sum of squares 4 * 0.25 = 1, se = sqrt(1 / 3 / 4) = sqrt(1/12)
+    assert standard_error([0, 1, 1, 0], 0.5) == math.sqrt(1 / 3 / 4)
+    assert standard_error([0.5], 0.5) is None and standard_error([], 0) is None
+    assert standard_error([0, 0, 0], 0.0) == 0.0
+    assert standard_error([-1.7e308, 1.7e308], 0.0) is None  # squares beyond the float range
+
+
+def test_z_95_is_the_normal_quantile_of_both_interval_kinds():
+    """One z for the Wilson interval and the normal intervals (reference 3.8, comparison.md):
+    the default z of wilson_interval is Z_95."""
+    assert Z_95 == 1.959963984540054
+    assert wilson_interval(1, 2) == wilson_interval(1, 2, z=1.959963984540054)
+    assert wilson_interval(1, 2) != wilson_interval(1, 2, z=1.96)

@@ -12,7 +12,16 @@ import pytest
 
 from bench_pipeline.capability import per_task
 from bench_pipeline.pipeline import process_run
-from bench_pipeline.task_groups import task_group
+from bench_pipeline.attempt_metrics import outcome
+from bench_pipeline.comparison import first_attempt_value, pass_at_k_value, task_success_value
+from bench_pipeline.task_groups import (
+    ek_window,
+    eligible_attempts,
+    in_e1,
+    is_eligible,
+    success_rate,
+    task_group,
+)
 
 from .run_builder import make_run, row
 
@@ -311,3 +320,67 @@ def test_per_task_avg_wall_uses_legacy_wall_ms(tmp_path):
     m = _metrics(tmp_path, rows, k=1)
     assert m["aggregate"]["per_task"]["L"]["avg_wall_ms"] == 200
     assert m["cost_to_first_success"]["task_wall_ms"] == {"count": 1, "mean": 400, "p50": 400}
+
+
+# --- E1, Ek and the task's success rate, in memory (3.7; one definition, read by comparison) --
+
+def _att(success, eligible) -> dict:
+    return {"success": success, "agent_eligible": eligible, "quality_score": None}
+
+
+def test_e1_and_ek_membership_in_memory():
+    full = {1: _att(False, True), 2: _att(True, True), 3: _att(True, True)}
+    assert in_e1(full) and ek_window(full, 3) == [full[1], full[2], full[3]]
+    assert ek_window(full, 2) == [full[1], full[2]]
+    gap = {1: _att(True, True), 3: _att(True, True), 4: _att(True, True)}  # 3 rows, attempt 2 missing
+    assert in_e1(gap) and ek_window(gap, 3) is None
+    late = {2: _att(True, True)}
+    assert not in_e1(late) and ek_window(late, 1) is None
+    ineligible_first = {1: _att(None, False), 2: _att(True, True)}
+    assert not in_e1(ineligible_first) and ek_window(ineligible_first, 2) is None
+    assert ek_window(full, None) is None and ek_window(full, 0) is None  # k unknown
+    assert ek_window(full, 10**12) is None  # k far beyond the task's attempts (R26)
+
+
+def test_success_rate_over_every_eligible_attempt():
+    by_attempt = {1: _att(True, True), 2: _att(False, True), 3: _att(None, True), 4: _att(None, False),
+                  5: _att(True, True)}
+    eligible = eligible_attempts(by_attempt)
+    assert eligible == [by_attempt[1], by_attempt[2], by_attempt[3], by_attempt[5]]
+    assert success_rate(eligible) == 0.5  # 2 successes / 4 eligible (unknown counts, R19; beyond k too)
+    assert success_rate([]) is None
+
+
+@pytest.mark.parametrize("raw", [True, False, None, 1, 0, "true", "yes", "", [], {}])
+def test_eligibility_after_derivation_is_boolean_so_both_readings_agree(raw):
+    """The attempt frame's agent_eligible comes from attempt_metrics.outcome: a raw value that is
+    not a Boolean (1, "true", null, ...) is inferred from status and class, so the value E1/Ek
+    read is always True or False and "truthy" and "is True" cannot differ on it. The one rule
+    (``is_eligible``: only True) is what task groups and comparison both read."""
+    for status in ("passed", "failed", "timeout", "skipped", "judge_error"):
+        derived = outcome({"status": status, "agent_eligible": raw, "failure_class": None, "success": None})
+        assert type(derived["agent_eligible"]) is bool
+        assert is_eligible(derived) is bool(derived["agent_eligible"])
+
+
+def test_non_boolean_eligibility_is_not_eligible():
+    """A truthy non-Boolean (a hand-edited attempts.jsonl) is not eligible: the rule is
+    "agent_eligible is true", for task groups and comparison alike."""
+    by_attempt = {1: _att(True, 1), 2: _att(True, "yes")}
+    assert not is_eligible(by_attempt[1]) and not in_e1(by_attempt) and ek_window(by_attempt, 2) is None
+    assert first_attempt_value(by_attempt) is None and pass_at_k_value(by_attempt, 2) is None
+    assert task_success_value(by_attempt) is None
+    row = task_group("A", {a: {**r, "line": a, "task_id": "A", "attempt": a, "category": None, "task_wall_ms": None,
+                               "total_tokens": None, "cost_usd": None} for a, r in by_attempt.items()}, 2)
+    assert (row["in_e1"], row["in_ek"], row["eligible_attempts"], row["pass_rate"]) == (False, False, 0, None)
+
+
+def test_task_group_and_comparison_read_the_same_membership():
+    by_attempt = {1: _att(True, True), 2: _att(False, True), 3: _att(True, False)}
+    rows = {a: {**r, "line": a, "task_id": "A", "attempt": a, "category": None, "task_wall_ms": None,
+                "total_tokens": None, "cost_usd": None} for a, r in by_attempt.items()}
+    for k in (1, 2, 3):
+        group = task_group("A", rows, k)
+        assert group["in_e1"] is (first_attempt_value(rows) is not None)
+        assert group["in_ek"] is (pass_at_k_value(rows, k) is not None)
+        assert group["pass_rate"] == task_success_value(rows) == 0.5

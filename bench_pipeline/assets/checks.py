@@ -1,10 +1,10 @@
-"""Asset checks: the data quality of every run (``quality.CHECKS``), with a severity that says
+"""Asset checks: the data quality of every run (``data_quality_checks.CHECKS``), with a severity that says
 what it means.
 
 The per-run step reports them itself, per partition, from the data it has just derived
-(``quality.run_checks``): nothing is loaded or validated a second time. ERROR: the run's
+(``data_quality_checks.run_checks``): nothing is loaded or validated a second time. ERROR: the run's
 numbers cannot be trusted as they are; WARN: the run stays measurable but deserves a look
-(see ``quality.run_checks``).
+(see ``data_quality_checks.run_checks``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import dagster as dg
 from dagster_shared.utils.warnings import PreviewWarning
 
 from ..partitions import runs_partitions
-from ..quality import CHECKS, CheckOutcome
+from ..data_quality_checks import CHECKS, CheckOutcome
 
 # Per-run checks need partitioned asset checks, a "preview" feature of Dagster 1.13
 # (docs/operations.md).

@@ -39,7 +39,7 @@ from ..frames import attempts_frame, raw_results_frame, tasks_frame
 from ..pipeline import publish, run_stages
 from ..process import PARALLEL_MIN_ROWS, data_quality_findings, workers_for
 from ..publication import LangfuseSettings, PublicationError
-from ..quality import CheckOutcome, run_checks
+from ..data_quality_checks import CheckOutcome, run_checks
 from ..reports.compared import gate_statement
 from ..resources.io_managers import store_partition
 from ..run_reader import NotARunFolderError

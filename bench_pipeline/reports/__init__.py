@@ -13,8 +13,9 @@ The modules, in the order they build on one another:
 
 - ``format``: formatters of values and field labels, markdown and JSON escaping;
 - ``charts``: the inline SVG charts and report.html's histograms;
-- ``view``: the view model both reports render (``build_view``, ``attempt_facts``,
-  ``task_facts``, ``FailedTask``);
+- ``view``: the view model both reports render, a package with one module per report
+  section; ``view.run_view.build_view`` assembles them into a ``RunView``
+  (``view.facts``: ``attempt_facts``, ``task_facts``);
 - ``compared``: the view of a comparison with a baseline (``comparison_view``): the
   reports' "Compared with <baseline>" section and comparison.md;
 - ``rows``: the table rows rendered in plain loops (the attempt table with its details,
@@ -44,7 +45,11 @@ from .format import (
 )
 from .rows import FACT_LABELS, AttemptRows, duplicate_lines, failed_task_html_rows, join_attempt_rows, render_attempt_rows
 from .templates import TemplateCache, _env
-from .view import LIST_CAP, STRIP_CAP, FailedTask, attempt_facts, build_view, task_facts, view_k
+from .view.facts import attempt_facts, task_facts
+from .view.failed_tasks import FailedTask
+from .view.limits import LIST_CAP, STRIP_CAP
+from .view.run_facts import view_k
+from .view.run_view import build_view
 from .compared import comparison_view
 from .write import (
     render_comparison_md,

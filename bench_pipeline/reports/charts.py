@@ -14,6 +14,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from ..stats import is_number, numbers, percentile
+from ..task_groups import is_eligible
 from .format import FIELD_LABELS, MS_FIELDS, USD_FIELDS, dig, fmt_ci, fmt_int, fmt_pct, formatter_for
 
 #: report.html's histograms: a few per-attempt distributions, titled "<label> per attempt".
@@ -531,7 +532,7 @@ def svg_histogram(values: Sequence[float], field: str, *, markers: Mapping[str, 
 def histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """report.html's charts of per-attempt distributions over eligible attempts with a value
     (the efficiency population); only ``metrics["efficiency"]`` is read (p50/p90 markers)."""
-    eligible = [a for a in attempts if a.get("agent_eligible") is True]
+    eligible = [a for a in attempts if is_eligible(a)]
     charts = []
     for field in HISTOGRAM_FIELDS:
         values = list(map(float, numbers(a.get(field) for a in eligible)))

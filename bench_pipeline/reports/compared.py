@@ -19,7 +19,8 @@ from ..stats import is_number
 from ..vocabulary import COMPARISON_RESOURCE_FIELDS
 from .charts import svg_delta_intervals
 from .format import FIELD_LABELS, NA, fmt_int, fmt_ms, fmt_pct, fmt_text, fmt_usd
-from .view import LIST_CAP, evidence_href
+from .view.evidence import evidence_href
+from .view.limits import LIST_CAP
 
 #: A table cell for the interval and MDE of a section without variation (``no_variation``).
 NO_VARIATION = "n/a (no variation)"

@@ -29,7 +29,8 @@ from .compared import (
 )
 from .format import fmt_int, fmt_pct, fmt_text
 from .templates import _env
-from .view import LIST_CAP, evidence_href, link_href
+from .view.evidence import evidence_href, link_href
+from .view.limits import LIST_CAP
 
 REPEATS_WARNING_TEXT = {
     "suite_differs": "The runs are of different suites: their tasks are pooled by id as the specification says, "

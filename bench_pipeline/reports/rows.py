@@ -17,6 +17,7 @@ from markupsafe import Markup, escape
 from ..attempt_metrics import json_key
 from ..bulk import fork_map
 from ..jsonio import EncodedJSON
+from ..task_groups import is_eligible
 from .format import (
     ARGS_CAP,
     NA,
@@ -37,7 +38,11 @@ from .format import (
     script_json,
     status_pill,
 )
-from .view import FailedTask, _evidence_dir, _exclusion_reading, shown_stage
+from .view.evidence import evidence_dir
+from .view.exclusions import exclusion_reading
+from .view.failed_tasks import FailedTask
+from .view.failures import shown_stage
+from .view.run_view import RunView
 
 TEXT_CAP = 8_000  # characters of a text section (an error, a final response, a reason)
 TOOL_CALLS_CAP = 100  # tool calls listed per attempt
@@ -194,7 +199,7 @@ def attempt_row(rec: Mapping[str, Any], dup_info: Mapping[tuple[Any, int], list[
                 unsafe_lines: set[int]) -> tuple[list[str], list[Any], list[Any]]:
     """One attempt's table cells, sort/filter keys and expandable details."""
     task_id, n = rec.get("task_id"), attempt_no(rec)
-    _, folder_text = _evidence_dir(rec, unsafe_lines)
+    _, folder_text = evidence_dir(rec, unsafe_lines)
     notes = []
     lines = dup_info.get((task_id, n))
     dup = bool(lines) and len(lines) > 1
@@ -204,9 +209,9 @@ def attempt_row(rec: Mapping[str, Any], dup_info: Mapping[tuple[Any, int], list[
                      "task-level metrics; every row counts in attempt-level populations.")
     if line_no(rec) in unsafe_lines:
         notes.append("The row's artifact_dir was refused as unsafe: its artifacts were not read.")
-    if rec.get("agent_eligible") is not True:
+    if not is_eligible(rec):
         derived_false = rec.get("success") is False and rec.get("success_raw") is None
-        notes.append(_exclusion_reading(rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible"),
+        notes.append(exclusion_reading(rec.get("status"), rec.get("failure_class"), rec.get("agent_eligible"),
                                         derived_false))
     elif rec.get("success") is None:
         notes.append("Eligible with unknown success: in every denominator, not a success.")
@@ -275,10 +280,10 @@ def join_attempt_rows(parts: Sequence[AttemptRows]) -> AttemptRows:
                        b",".join(p.details for p in parts if p.details))
 
 
-def _attempt_rows(attempts: Sequence[Mapping[str, Any]], view: Mapping[str, Any], workers: int = 1) -> AttemptRows:
+def _attempt_rows(attempts: Sequence[Mapping[str, Any]], view: RunView, workers: int = 1) -> AttemptRows:
     """The attempt table in line order, in chunks (in forked workers for large runs)."""
-    dup_info = duplicate_lines(view["dq"]["duplicate_rows"])
-    unsafe_lines = view["unsafe_lines"]
+    dup_info = duplicate_lines(view.data_quality.duplicate_rows)
+    unsafe_lines = view.tasks.unsafe_lines
     ordered = sorted(attempts, key=line_no)
     parts = fork_map(lambda start, chunk: render_attempt_rows(start, chunk, dup_info, unsafe_lines), ordered,
                      workers=workers if len(ordered) >= PARALLEL_MIN_ATTEMPTS else 1, chunk_size=_CHUNK_ATTEMPTS)

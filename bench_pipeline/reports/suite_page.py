@@ -32,13 +32,15 @@ from ..comparison import evidence_dir
 from ..jsonio import write_atomic
 from ..object_store import location_text
 from ..repeats import RepeatRun, task_outcomes
-from ..stats import is_number
+from ..stats import fsum_mean, is_number
+from ..task_groups import is_eligible
 from .charts import nice_step, svg_interval_bar
 from .compared import NO_VARIATION, fmt_change, fmt_level, run_folder_base
 from .format import fmt_ci, fmt_compact, fmt_int, fmt_pct, fmt_round, fmt_text, fmt_usd
 from .repeated import level_interval, noise_sentence, repeats_view, system_text
 from .templates import _asset, _env
-from .view import LIST_CAP, evidence_href, link_href
+from .view.evidence import evidence_href, link_href
+from .view.limits import LIST_CAP
 
 CSP = ("default-src 'none'; img-src 'none'; style-src 'unsafe-inline'; script-src 'none'; "
        "base-uri 'none'; form-action 'none'")
@@ -65,11 +67,8 @@ def mean_per_attempt(runs: Sequence[RepeatRun], field: str) -> tuple[float | Non
     of the runs, each run's attempts after its de-duplication, that has a number for it;
     (None, 0) when none has one: unknown values are left out, never counted as 0."""
     values = [float(row[field]) for run in runs for by_attempt in run.side.tasks.values()
-              for row in by_attempt.values() if row["agent_eligible"] is True and is_number(row.get(field))]
-    if not values:
-        return None, 0
-    mean = math.fsum(values) / len(values)
-    return (mean if is_number(mean) else None), len(values)
+              for row in by_attempt.values() if is_eligible(row) and is_number(row.get(field))]
+    return fsum_mean(values), len(values)
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:

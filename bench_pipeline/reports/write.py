@@ -23,7 +23,8 @@ from .compared import comparison_view, run_folder_base
 from .format import num, script_json, status_kind
 from .rows import FACT_LABELS, AttemptRows, _attempt_rows, failed_task_html_rows, failed_task_md_rows, task_table_rows
 from .templates import _asset, _env
-from .view import _sort_key_class, _sort_key_status, build_view
+from .view.exclusions import class_sort_key, status_sort_key
+from .view.run_view import RunView, build_view
 
 HTML_FAILED_TASKS_CAP = 300  # failed tasks report.html lists (summary.md lists every one)
 
@@ -43,8 +44,8 @@ def render_summary_md(metrics: dict, attempts: list[dict], manifest: dict, run_i
                                   comparison=comparison_view(comparison)))
 
 
-def _summary_md(view: Mapping[str, Any]) -> str:
-    return _env(False).get_template("summary.md.j2").render(v=view, failed_rows=failed_task_md_rows(view["failed_tasks"]))
+def _summary_md(view: RunView) -> str:
+    return _env(False).get_template("summary.md.j2").render(v=view, failed_rows=failed_task_md_rows(view.failed_tasks))
 
 
 def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
@@ -59,12 +60,12 @@ def render_report_html(metrics: dict, attempts: list[dict], manifest: dict, run_
     return _report_html(view, metrics, attempts, workers)
 
 
-def _report_html(view: Mapping[str, Any], metrics: dict, attempts: list[dict], workers: int,
+def _report_html(view: RunView, metrics: dict, attempts: list[dict], workers: int,
                  rows: AttemptRows | None = None) -> str:
     return b"".join(_report_html_parts(view, metrics, attempts, workers, rows)).decode()
 
 
-def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[dict], workers: int,
+def _report_html_parts(view: RunView, metrics: dict, attempts: list[dict], workers: int,
                        rows: AttemptRows | None = None, charts: list[dict[str, Any]] | None = None) -> list[bytes]:
     """report.html as consecutive UTF-8 pieces: the page is rendered around two markers that
     the attempt rows and their details (the bulk of a large page, already encoded) replace,
@@ -76,23 +77,23 @@ def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[di
     task_keys = [[t["task_id"], t["category"], t["attempts"], t["eligible"], t["passed"], t["failed"],
                   num(t["pass_rate"]), num(t["best_quality"]), num(t["avg_quality"]),
                   num(t["avg_wall_ms"]), t["mean_tokens"], t["has_nonpass"]]
-                 for t in view["task_rows"]]
+                 for t in view.tasks.rows]
     script = _asset("report.js")
     payload = {"tasks": {"keys": task_keys}, "attempts": {"keys": keys}}
-    statuses = sorted({k[2] for k in keys if isinstance(k[2], str)}, key=_sort_key_status)
-    classes = sorted({k[3] for k in keys if isinstance(k[3], str)}, key=_sort_key_class)
+    statuses = sorted({k[2] for k in keys if isinstance(k[2], str)}, key=status_sort_key)
+    classes = sorted({k[3] for k in keys if isinstance(k[3], str)}, key=class_sort_key)
     marker = f"\x00{uuid.uuid4().hex}"
     rows_marker, details_marker = f"{marker}:rows\x00", f"{marker}:details\x00"
     page = _env(True).get_template("report.html.j2").render(
         v=view,
         histograms=charts if charts is not None else histograms(metrics if isinstance(metrics, dict) else {}, records),
-        class_svg=svg_hbar_chart(view["class_items"], css="bar cls"),
-        stage_svg=svg_hbar_chart(view["stage_items"], css="bar stg", label_width=150),
+        class_svg=svg_hbar_chart(view.failures.class_items, css="bar cls"),
+        stage_svg=svg_hbar_chart(view.failures.stage_items, css="bar stg", label_width=150),
         status_svg=svg_stacked_bar([(s, c, f"st-{status_kind(s)}")
-                                    for s, c in view["status_items"]]),
+                                    for s, c in view.capability.status_items]),
         attempt_rows=Markup(rows_marker),
-        task_rows=task_table_rows(view["task_rows"]),
-        failed_rows=failed_task_html_rows(view["failed_tasks"][:HTML_FAILED_TASKS_CAP]),
+        task_rows=task_table_rows(view.tasks.rows),
+        failed_rows=failed_task_html_rows(view.failed_tasks[:HTML_FAILED_TASKS_CAP]),
         n_attempts=len(keys),
         statuses=statuses,
         classes=classes,
@@ -113,7 +114,7 @@ def _report_html_parts(view: Mapping[str, Any], metrics: dict, attempts: list[di
 def report_view(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
                 run_dir: Path | None = None, facts: Mapping[str, Any] | None = None,
                 per_task_facts: Mapping[str, Any] | None = None,
-                comparison: Comparison | None = None) -> dict[str, Any]:
+                comparison: Comparison | None = None) -> RunView:
     """The view both reports render; with ``run_dir``, evidence links are relative to out_dir.
     ``facts`` and ``per_task_facts`` as for build_view; ``comparison``: the run compared
     with its baseline, shown as "Compared with <baseline>" (None: no such section)."""
@@ -135,14 +136,14 @@ def write_comparison_md(out_dir: Path, comparison: Comparison) -> dict[str, Path
     return {"comparison.md": path}
 
 
-def write_summary_md(out_dir: Path, view: Mapping[str, Any]) -> dict[str, Path]:
+def write_summary_md(out_dir: Path, view: RunView) -> dict[str, Path]:
     """summary.md from a report_view; returns {"summary.md": path}."""
     path = Path(out_dir) / "summary.md"
     write_atomic(path, _summary_md(view).encode())
     return {"summary.md": path}
 
 
-def write_report_html(out_dir: Path, view: Mapping[str, Any], metrics: dict, attempts: list[dict],
+def write_report_html(out_dir: Path, view: RunView, metrics: dict, attempts: list[dict],
                       workers: int = 1, rows: AttemptRows | None = None,
                       charts: list[dict[str, Any]] | None = None) -> dict[str, Path]:
     """report.html from a report_view; returns {"report.html": path}.

@@ -12,15 +12,17 @@ from typing import Any
 
 import pytest
 
-from bench_pipeline.reports import render_report_html, render_summary_md, view as view_module, write_reports
+from bench_pipeline.repeats import within_run_stability
+from bench_pipeline.reports import render_report_html, render_summary_md, write_reports
 from bench_pipeline_tests.fixtures_reports import (
     MANIFEST,
     capability_and_coverage,
     fill_metrics,
     numbers,
     record,
+    section,
+    table_rows,
 )
-from bench_pipeline_tests.test_reports import section, table_rows
 
 RUN = "stability-run"
 LOWER_BOUND = "a lower bound on how much separate runs of this system disagree"
@@ -195,12 +197,12 @@ def test_run_text_is_escaped() -> None:
 
 def test_stability_is_computed_once_for_both_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = view_module.within_run_stability
+    real = within_run_stability
 
     def counted(rows):
         calls.append(1)
         return real(rows)
 
-    monkeypatch.setattr(view_module, "within_run_stability", counted)
+    monkeypatch.setattr("bench_pipeline.reports.view.stability.within_run_stability", counted)
     write_reports(tmp_path, *run_of(THREE))
     assert len(calls) == 1

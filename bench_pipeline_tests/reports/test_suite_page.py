@@ -9,7 +9,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-from bench_pipeline.comparison import Z95, make_side
+from bench_pipeline.comparison import make_side
 from bench_pipeline.repeats import RepeatRun, repeats
 from bench_pipeline.reports.format import fmt_ci, fmt_pct
 from bench_pipeline.reports.suite_page import (
@@ -19,7 +19,8 @@ from bench_pipeline.reports.suite_page import (
     run_start_order,
     write_suite_page,
 )
-from bench_pipeline.reports.view import LIST_CAP
+from bench_pipeline.reports.view.limits import LIST_CAP
+from bench_pipeline.stats import Z_95
 from bench_pipeline_tests.fixtures_suite_page import HOSTILE_MODEL, HOSTILE_RUN, SUITE, catalog, run, suite
 
 
@@ -137,7 +138,7 @@ def test_systems_show_repeats_json_numbers(tmp_path):
         assert row[6] == (f"{flip:.3f}" if flip is not None else "n/a")
     assert rows[0][1] == f"{SUITE} / alpha / sha-a" and rows[1][1] == f"{SUITE} / {HOSTILE_MODEL} / sha-b"
     assert [r[3].split()[0] for r in rows] == ["62.5%", "37.5%", "75.0%", "50.0%"]
-    assert rows[0][5] == f"{Z95 * 0.25 * 100:.1f} pp"  # z * sqrt 2 * sd, sd of 0.75 and 0.5 = 0.25 / sqrt 2
+    assert rows[0][5] == f"{Z_95 * 0.25 * 100:.1f} pp"  # z * sqrt 2 * sd, sd of 0.75 and 0.5 = 0.25 / sqrt 2
     assert rows[0][6] == "0.250"  # 4 classified tasks, t2 flaky with flip 1: 1/4
     # mean cost and tokens per attempt, unknown as n/a (never $0)
     assert [r[7] for r in rows] == ["$0.0200 8 attempts", "$0.0100 8 attempts", "n/a 0 attempts", "$0.0300 4 attempts"]

@@ -1,4 +1,8 @@
-"""The per-run data-quality checks and the findings they report.
+"""The per-run data-quality checks (the asset checks of the stages) and the findings they
+report, read from metrics.json's ``data_quality`` section and the run's rows.
+
+"Data quality" is the run's input (bad or duplicate rows, missing attempts, unsafe or
+invalid artifacts), not ``quality_score``, the judge's score of an attempt.
 
 Pure functions; the Dagster wiring (``assets/checks.py``) turns their outcomes into asset
 check results of the stage assets.
@@ -81,9 +85,9 @@ def _outcome(name: str, findings: list, severity: str, what: str, count: int | N
                         count, findings[:EXAMPLES])
 
 
-def run_checks(raw: RawRun, attempts: list[dict], quality: dict) -> list[CheckOutcome]:
-    """Every check of ``CHECKS`` for one processed run (``quality`` is metrics.json's
-    data_quality), in that order.
+def run_checks(raw: RawRun, attempts: list[dict], data_quality: dict) -> list[CheckOutcome]:
+    """Every check of ``CHECKS`` for one processed run (``data_quality``: metrics.json's
+    data_quality section), in that order.
 
     ERROR: duplicate task/attempt rows make task grouping depend on line order; an artifact
     folder pointing outside the run folder is a corrupted or hostile input; no usable row at
@@ -100,8 +104,8 @@ def run_checks(raw: RawRun, attempts: list[dict], quality: dict) -> list[CheckOu
         _outcome("no_duplicate_rows", raw.duplicate_rows, "ERROR", "duplicated task/attempt rows"),
         _outcome("no_missing_attempts", raw.missing_attempts or [], "WARN", "planned attempts missing",
                  count=raw.missing_count),
-        _outcome("no_unsafe_artifact_dirs", quality["unsafe_artifact_dirs"], "ERROR", "unsafe artifact folders"),
-        _outcome("no_invalid_artifacts", quality["invalid_artifacts"], "WARN", "invalid or unreadable artifacts"),
+        _outcome("no_unsafe_artifact_dirs", data_quality["unsafe_artifact_dirs"], "ERROR", "unsafe artifact folders"),
+        _outcome("no_invalid_artifacts", data_quality["invalid_artifacts"], "WARN", "invalid or unreadable artifacts"),
         _outcome("recorded_matches_derived", recorded_vs_derived(raw, attempts), "WARN",
                  "attempts with recorded/derived disagreement"),
     ]

@@ -1,0 +1,112 @@
+"""The report's header and "Run facts": what was evaluated (the manifest) and with which k."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..format import NA, dig, fmt_text
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    """The page's title line and its "Run facts" table (``facts``: (label, text) pairs)."""
+
+    run_id: str
+    suite: str | None
+    model: str | None
+    k: Any
+    k_text: str
+    generated_at: Any
+    formula_version: Any
+    facts: list[tuple[str, str]]
+
+
+def view_k(metrics: Mapping[str, Any], manifest: Mapping[str, Any]) -> Any:
+    """The k the reports use: coverage.metrics_k, else the manifest's."""
+    metrics = metrics if isinstance(metrics, dict) else {}
+    manifest = manifest if isinstance(manifest, dict) else {}
+    coverage = metrics.get("coverage") if isinstance(metrics.get("coverage"), dict) else {}
+    return coverage.get("metrics_k", manifest.get("metrics_k"))
+
+
+def manifest_facts(manifest: Mapping[str, Any], metrics: Mapping[str, Any], run_id: str) -> list[tuple[str, str]]:
+    """(label, text) pairs describing what was evaluated."""
+
+    def named(value: Any, *keys: str) -> str | None:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict):
+            bits = [str(value[k]) for k in keys if value.get(k) not in (None, "")]
+            return " / ".join(bits) if bits else None
+        return None
+
+    suite = manifest.get("suite")
+    suite_name = metrics.get("suite") or named(suite, "name")
+    suite_version = dig(suite, "version")
+    suite_text = fmt_text(suite_name)
+    if suite_version is not None:
+        suite_text += f" (version {suite_version})"
+
+    judge = manifest.get("judge")
+    if isinstance(judge, dict):
+        enabled = judge.get("enabled")
+        model = judge.get("model")
+        if enabled is False:
+            judge_text = "disabled (--no-judge: passing attempts get quality 1 without semantic rubric evaluation)"
+        else:
+            judge_text = f"{fmt_text(model)}" + (" (enabled)" if enabled is True else "")
+    else:
+        judge_text = fmt_text(judge)
+
+    code = manifest.get("code")
+    if isinstance(code, dict):
+        code_text = fmt_text(code.get("git_sha"))
+        if code.get("dirty") is True:
+            code_text += " (dirty working tree)"
+        elif code.get("dirty") is False:
+            code_text += " (clean)"
+    else:
+        code_text = fmt_text(code)
+
+    platform = manifest.get("platform")
+    if isinstance(platform, dict) and platform:
+        platform_text = ", ".join(f"{k} {fmt_text(v)}" for k, v in platform.items())
+    else:
+        platform_text = fmt_text(platform)
+
+    skills = manifest.get("active_skills")
+    skills_text = ", ".join(str(s) for s in skills) if isinstance(skills, list) and skills else (
+        "none" if isinstance(skills, list) else NA)
+
+    planned = manifest.get("planned")
+    plan_bits = [f"repeats {fmt_text(manifest.get('repeats'))}",
+                 f"metrics_k {fmt_text(manifest.get('metrics_k'))}"]
+    if isinstance(planned, list):
+        plan_bits.append(f"{len(planned):,} planned tasks")
+    status = fmt_text(manifest.get("status"))
+    times = f"{fmt_text(manifest.get('started_at'))} to {fmt_text(manifest.get('finished_at'))}"
+    return [
+        ("Run id", run_id),
+        ("Run status", f"{status}, {times}"),
+        ("Suite", suite_text),
+        ("Model", fmt_text(named(manifest.get("model"), "provider", "name"))),
+        ("Judge", judge_text),
+        ("Code", code_text),
+        ("Platform", platform_text),
+        ("Active skills", skills_text),
+        ("Repeat plan", " · ".join(plan_bits)),
+        ("Metrics", f"schema {fmt_text(metrics.get('schema_version'))} · formula "
+                    f"{fmt_text(metrics.get('formula_version'))} · generated {fmt_text(metrics.get('generated_at'))}"),
+    ]
+
+
+def run_header(metrics: Mapping[str, Any], manifest: Mapping[str, Any], run_id: str, k: Any) -> RunHeader:
+    """The header: run id, suite and model names (metrics.json first, then the manifest), k."""
+    suite = metrics.get("suite") or dig(manifest, "suite", "name") or (
+        manifest.get("suite") if isinstance(manifest.get("suite"), str) else None)
+    model = dig(manifest, "model", "name") or (manifest.get("model") if isinstance(manifest.get("model"), str) else None)
+    return RunHeader(run_id=run_id, suite=suite, model=model, k=k, k_text=fmt_text(k),
+                     generated_at=metrics.get("generated_at"), formula_version=metrics.get("formula_version"),
+                     facts=manifest_facts(manifest, metrics, run_id))
