@@ -41,7 +41,7 @@ from bench_pipeline.measured_fields import (
 )
 from bench_pipeline.process import ATTEMPT_KEYS
 from bench_pipeline.reports.format import FIELD_LABELS, fmt_mean, fmt_ms, fmt_round, fmt_usd, formatter_for
-from bench_pipeline.reports.view import EFFICIENCY_ROWS
+from bench_pipeline.reports.view.resources import EFFICIENCY_ROWS
 from bench_pipeline.run_reader import RawRow
 from bench_pipeline.schemas import AttemptMetricsSchema
 from bench_pipeline.vocabulary import (
