@@ -1,6 +1,6 @@
-"""A moto S3 server on loopback for the object-storage tests, in a process of its own.
+"""A moto S3 server on loopback for the object-storage tests and benchmarks, in a process of its own.
 
-``python -m bench_pipeline_tests.moto_server`` serves moto's S3 API on 127.0.0.1 (a free
+``python -m standins.moto_server`` serves moto's S3 API on 127.0.0.1 (a free
 port, printed as ``port <n>`` once it listens) until it is terminated. Its own process keeps
 the pytest process free of server threads (a test process that forks must have none, see
 ``bulk.can_fork``) and gives the server a core of its own.
