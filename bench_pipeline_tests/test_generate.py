@@ -17,7 +17,7 @@ import pytest
 
 from bench_pipeline.generate import DEVICE_TOOLS, generate_runs
 from bench_pipeline.vocabulary import FAILURE_CLASSES, FAILURE_STAGES, ROW_METRICS_KEYS, STATUSES
-from bench_pipeline_tests.test_reference_examples import OUTCOME_TABLE as REFERENCE_OUTCOMES
+from bench_pipeline_tests.support.reference_tables import OUTCOME_TABLE as REFERENCE_OUTCOMES
 
 RUN_ID = re.compile(r"^2026-\d\d-\d\dT\d\d-\d\d-\d\dZ-[0-9a-f]{6}$")
 ROW_KEYS = {

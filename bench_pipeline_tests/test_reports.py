@@ -33,6 +33,7 @@ from bench_pipeline_tests.fixtures_reports import (
     numbers,
     record,
 )
+from bench_pipeline_tests.support.markdown import section, table_rows
 
 K1_CAUTION = "a single attempt cannot demonstrate repeatability"
 
@@ -50,19 +51,6 @@ def summary(run: tuple) -> str:
 @pytest.fixture(scope="module")
 def page(run: tuple) -> str:
     return render_report_html(*run)
-
-
-def section(md: str, title: str) -> str:
-    """The markdown between a '## title' heading and the next '## ' heading."""
-    start = md.index(f"## {title}")
-    end = md.find("\n## ", start + 3)
-    return md[start:end if end != -1 else None]
-
-
-def table_rows(md: str) -> list[list[str]]:
-    """Cells of every markdown table row (header and separator rows included)."""
-    return [[c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
-            for line in md.splitlines() if line.startswith("|")]
 
 
 def without_code_spans(md: str) -> str:

@@ -20,7 +20,7 @@ from bench_pipeline_tests.fixtures_reports import (
     numbers,
     record,
 )
-from bench_pipeline_tests.test_reports import section, table_rows
+from bench_pipeline_tests.support.markdown import section, table_rows
 
 RUN = "stability-run"
 LOWER_BOUND = "a lower bound on how much separate runs of this system disagree"

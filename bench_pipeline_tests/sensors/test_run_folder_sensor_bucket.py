@@ -15,8 +15,8 @@ from bench_pipeline.resources import PipelineSettings
 from bench_pipeline.run_folders import RunsRootError, is_ready, scan
 from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
 
+from ..dagster_helpers import tick_run_folder_sensor
 from ..run_builder import row
-from .test_run_folder_sensor import tick
 
 
 def put_run(bucket, run_id: str, rows: list[dict], manifest: dict | None = None, suite: dict | None = None,
@@ -66,14 +66,14 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
     requests = Requests(monkeypatch)
     with dg.instance_for_test() as instance:
         resources = {"settings": settings}
-        first = tick(instance, resources)
+        first = tick_run_folder_sensor(instance, resources)
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
         assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
         assert requests.listings == 1 and len(requests.reads) == 3  # each new run's manifest, once (one batch)
 
         # Nothing changed: one listing, no object read at all.
         requests.listings, requests.reads = 0, []
-        second = tick(instance, resources, first.cursor)
+        second = tick_run_folder_sensor(instance, resources, first.cursor)
         assert second.run_requests == [] and json.loads(second.cursor) == json.loads(first.cursor)
         assert requests.listings == 1 and requests.reads == []
 
@@ -81,7 +81,7 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
         requests.reads = []
         bucket.put("runs/run-b/manifest.json", json.dumps({"status": "completed"}))
         bucket.put("runs/run-a/results.jsonl", json.dumps(row("t")) + "\n" + json.dumps(row("u")) + "\n")
-        third = tick(instance, resources, second.cursor)
+        third = tick_run_folder_sensor(instance, resources, second.cursor)
         requested = {r.partition_key: r for r in third.run_requests}
         assert set(requested) == {"run-a", "run-b"}
         assert requested["run-a"].tags["bench/trigger"] == "changed"
@@ -94,7 +94,7 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
         client = bucket.server.client()
         for key in bucket.keys("runs/run-b/"):
             client.delete_object(Bucket=bucket.name, Key=key)
-        fourth = tick(instance, resources, third.cursor)
+        fourth = tick_run_folder_sensor(instance, resources, third.cursor)
         assert fourth.run_requests == []
         assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
         assert set(json.loads(fourth.cursor)) == {"run-a"}
