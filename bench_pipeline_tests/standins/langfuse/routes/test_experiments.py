@@ -9,6 +9,8 @@ import pytest
 from langfuse.api.core.api_error import ApiError as LangfuseApiError
 
 from bench_pipeline_tests.support.langfuse_clients import FIXED_TS, SEED_ROOT, SEED_TRACE, raw, score_event, sdk5
+from standins.langfuse.messages import ApiError
+from standins.langfuse.routes.experiments import item_in_window, latest_by_id, score_limit, score_window
 
 
 @sdk5
@@ -87,3 +89,28 @@ def test_v4_experiment_item_scores_are_read_within_a_day_of_the_item(standin):
         items = c.get("/api/public/experiment-items", params={
             "fromStartTime": iso(start - timedelta(days=2)), "fields": "core,scores"}).json()["data"]
     assert [s["id"] for s in items[0]["scores"]] == ["near"]  # repository.ts: [start - 1 day, start + 1 day)
+
+
+def test_the_score_limit_is_1_to_50_with_50_by_default():
+    assert score_limit({}) == 50 and score_limit({"scoreLimit": ""}) == 50 and score_limit({"scoreLimit": "7"}) == 7
+    for bad in ("0", "51", "x"):
+        with pytest.raises(ApiError):
+            score_limit({"scoreLimit": bad})
+
+
+def test_the_score_window_is_a_day_around_the_pages_rows_and_never_after_now():
+    newest = datetime(2020, 1, 10, tzinfo=timezone.utc)
+    oldest = datetime(2020, 1, 5, tzinfo=timezone.utc)
+    assert score_window(newest, oldest) == (datetime(2020, 1, 4, tzinfo=timezone.utc),
+                                            datetime(2020, 1, 11, tzinfo=timezone.utc))
+    future = datetime.now(timezone.utc) + timedelta(days=5)
+    assert score_window(future, oldest)[1] <= datetime.now(timezone.utc)
+
+
+def test_items_in_window_and_one_row_per_score_id():
+    span = {"start_time_unix_nano": int(datetime(2020, 1, 5, tzinfo=timezone.utc).timestamp() * 1e9)}
+    day = datetime(2020, 1, 5, tzinfo=timezone.utc)
+    assert item_in_window(span, day, None) and item_in_window(span, day, day + timedelta(seconds=1))
+    assert not item_in_window(span, day, day) and not item_in_window(span, day + timedelta(seconds=1), None)
+    rows = [{"id": "a", "updatedAt": "1"}, {"id": "a", "updatedAt": "3"}, {"id": "b", "updatedAt": "2"}]
+    assert latest_by_id(rows) == [{"id": "a", "updatedAt": "3"}, {"id": "b", "updatedAt": "2"}]

@@ -9,6 +9,7 @@ import pytest
 from langfuse.api.scores.types.create_score_batch_results import CreateScoreBatchResults
 
 from bench_pipeline_tests.support.langfuse_clients import FIXED_TS, SEED_ROOT, SEED_TRACE, raw, score_event, sdk5
+from standins.langfuse.routes.scores import score_row, score_view
 
 
 @sdk5
@@ -101,3 +102,27 @@ def test_a_resent_score_replaces_itself_only_on_the_same_day(standin):
     # 0003_scores.up.sql: ORDER BY (project_id, toDate(timestamp), name, id)
     assert sorted((k[1], v["value"]) for k, v in standin.score_rows.items()) == [
         ("2026-11-30", 0.5), ("2026-12-01", 0.75)]
+
+
+STORED = {"id": "s", "projectId": "p", "name": "n", "dataType": "BOOLEAN", "source": "API",
+          "timestamp": "2026-11-30T10:00:00.000Z", "environment": "default", "createdAt": "c", "updatedAt": "u",
+          "value": 1.0, "comment": "why", "configId": None, "metadata": [1], "authorUserId": None, "queueId": "q",
+          "traceId": "t", "observationId": None, "sessionId": None, "datasetRunId": None}
+
+
+def test_score_view_returns_the_field_groups_asked_for():
+    core = score_view(STORED, set())
+    assert core == {"id": "s", "projectId": "p", "name": "n", "dataType": "BOOLEAN", "source": "API",
+                    "timestamp": "2026-11-30T10:00:00.000Z", "environment": "default", "createdAt": "c",
+                    "updatedAt": "u", "value": True}
+    full = score_view(STORED, {"details", "annotation", "subject"})
+    assert (full["comment"], full["metadata"], full["queueId"]) == ("why", None, "q")  # metadata: objects only
+    assert full["subject"] == {"kind": "trace", "id": "t"}
+    on_run = score_view({**STORED, "traceId": None, "datasetRunId": "r", "dataType": "NUMERIC"}, {"subject"})
+    assert on_run["subject"] == {"kind": "experiment", "id": "r"} and on_run["value"] == 1.0
+
+
+def test_a_validated_score_becomes_a_row_stamped_with_the_given_time():
+    row = score_row({"id": None, "name": "n", "value": 0.5}, "proj", FIXED_TS, now="2026-01-01T00:00:00.000Z")
+    assert row["id"] and row["projectId"] == "proj" and row["timestamp"] == "2025-03-01T12:00:00.000Z"
+    assert (row["createdAt"], row["updatedAt"], row["authorUserId"]) == ("2026-01-01T00:00:00.000Z",) * 2 + (None,)
