@@ -1,4 +1,5 @@
-"""Fixtures shared by every test folder: a real S3 API on loopback (moto's server).
+"""Fixtures shared by every test folder: a real S3 API on loopback (moto's server), and a
+headless Chromium for the page tests (``browser``, see browser.py).
 
 ``s3_server`` starts ``standins/moto_server.py`` once per session, in a process of its own on
 a free 127.0.0.1 port, points the AWS SDK variables at it (``standins.s3.s3_environment``)
@@ -13,9 +14,11 @@ import multiprocessing.forkserver
 import os
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from bench_pipeline_tests.browser import launch_chromium
 from standins.s3 import Bucket, S3Server, s3_environment, start_moto_server
 
 
@@ -50,3 +53,14 @@ def bucket(s3_server: S3Server, tmp_path, monkeypatch) -> Bucket:
     s3_server.client().create_bucket(Bucket=name)
     monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
     return Bucket(name, s3_server)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium through Playwright, one per test module."""
+    from playwright import sync_api
+
+    with sync_api.sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()
