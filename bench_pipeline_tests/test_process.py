@@ -16,7 +16,6 @@ from bench_pipeline.generate import generate_runs
 from bench_pipeline.outputs import write_run_outputs
 from bench_pipeline.pipeline import process_run
 from bench_pipeline.process import ATTEMPT_KEYS
-from bench_pipeline.run_reader import read_run
 from bench_pipeline.vocabulary import EFFICIENCY_FIELDS, FAILURE_CLASSES, FAILURE_STAGES, RELIABILITY_FIELDS
 
 # outputs.md "metrics.json", key by key.

@@ -1,15 +1,17 @@
 """Finding run folders: fingerprints, readiness, the files the stages read, scanning a
-local runs root (the bucket side is in sensors/test_run_folder_sensor_bucket.py)."""
+runs root on disk or in a bucket (moto's server)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
+import time
 
 import pytest
 
-from bench_pipeline import run_folders
+from bench_pipeline import object_store, run_folders
 from bench_pipeline.object_store import ObjectInfo
 from bench_pipeline.run_folders import (
     RunFolder,
@@ -24,7 +26,7 @@ from bench_pipeline.run_folders import (
     scan,
 )
 
-from .run_builder import make_run, row, write_json
+from .run_builder import make_run, put_run, row, write_json
 
 
 def test_object_fingerprint_hashes_the_three_files_versions_and_needs_results():
@@ -115,3 +117,39 @@ def test_a_runs_copy_holds_exactly_the_files_the_stages_read(tmp_path, monkeypat
     assert run_folders.read_by_stages("results.jsonl") and run_folders.read_by_stages("tasks/a/attempt-2/trace.json")
     assert not run_folders.read_by_stages("tasks/a/pre.png") and not run_folders.read_by_stages("notes/results.jsonl")
     assert not run_folders.read_by_stages("history.json")  # at the top it is no attempt's
+
+
+def test_a_legacy_run_in_a_bucket_is_quiet_from_its_last_modified(bucket, tmp_path):
+    put_run(bucket, "legacy", [row("t")], manifest={"schema_version": 1})
+    (folder,) = scan(bucket.url("runs"))
+    assert folder.path == bucket.url("runs/legacy")
+    assert abs(folder.results_mtime - time.time()) < 120  # results.jsonl's last-modified
+    assert not is_ready(folder, 60, now=folder.results_mtime + 30)
+    assert is_ready(folder, 60, now=folder.results_mtime + 61)
+
+
+def test_the_fingerprint_follows_size_etag_and_last_modified(bucket):
+    put_run(bucket, "r", [row("t")])
+    (before,) = scan(bucket.url("runs"))
+    bucket.put("runs/r/tasks/t/history.json", "[1]")  # an artifact: not part of the fingerprint
+    assert scan(bucket.url("runs"))[0].fingerprint == before.fingerprint
+    time.sleep(1.1)  # last-modified has whole seconds
+    bucket.put("runs/r/suite.json", json.dumps({"name": "suite-x", "tasks": []}))  # same bytes, rewritten
+    assert scan(bucket.url("runs"))[0].fingerprint != before.fingerprint
+
+
+def test_a_local_runs_root_that_cannot_be_listed_is_an_error(tmp_path):
+    assert scan(str(tmp_path / "not-made-yet")) == []  # a folder not made yet holds no run
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(RunsRootError, match="a-file cannot be listed: Not a directory"):
+        scan(str(tmp_path / "a-file"))
+
+
+def test_status_cache_is_by_object_version(monkeypatch):
+    reads = []
+    monkeypatch.setattr(object_store, "read_bytes", lambda url: reads.append(url) or b'{"status": "running"}')
+    assert run_folders.manifest_status("s3://b/runs/x", "1:e:1") == "running"
+    assert run_folders.manifest_status("s3://b/runs/x", "1:e:1") == "running"
+    assert len(reads) == 1
+    assert run_folders.manifest_status("s3://b/runs/x", "2:f:2") == "running" and len(reads) == 2
+    assert run_folders.manifest_status("s3://b/runs/x", "-") is None and len(reads) == 2  # listed: no manifest
