@@ -40,6 +40,19 @@ def make_client(standin: LangfuseStandIn, **overrides) -> Langfuse:
     return Langfuse(**kwargs)
 
 
+def close_client(client: Langfuse) -> None:
+    """Shut the client down with every thread it started: the SDK's shutdown leaves the tracer
+    provider's exporter and the prompt cache's refresh consumers running, and a test process
+    with threads besides the main one cannot fork (``bulk.can_fork``), so later tests of the
+    forked paths would run them in one process without saying so."""
+    client.shutdown()
+    resources = client._resources  # the SDK offers no public way to end these threads
+    if resources is not None:
+        if resources.tracer_provider is not None:
+            resources.tracer_provider.shutdown()
+        resources.prompt_cache._task_manager.shutdown()
+
+
 def raw(standin: LangfuseStandIn, **kw) -> httpx.Client:
     return httpx.Client(base_url=standin.base_url, auth=(standin.public_key, standin.secret_key), timeout=2, **kw)
 

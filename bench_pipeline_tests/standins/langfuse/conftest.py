@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from bench_pipeline_tests.support.langfuse_clients import make_client
+from bench_pipeline_tests.support.langfuse_clients import close_client, make_client
 from standins.langfuse import LangfuseStandIn
 
 
@@ -29,4 +29,4 @@ def standin(request):
 def lf(standin):
     client = make_client(standin)
     yield client
-    client.shutdown()
+    close_client(client)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from langfuse.api.commons.errors.unauthorized_error import UnauthorizedError
 
-from bench_pipeline_tests.support.langfuse_clients import make_client
+from bench_pipeline_tests.support.langfuse_clients import close_client, make_client
 from standins.langfuse.auth import DatasetRateLimit, basic_auth, check_auth
 from standins.langfuse.messages import ApiError
 
@@ -23,7 +23,7 @@ def test_bad_auth_gets_401(standin):
         with pytest.raises(UnauthorizedError):
             bad.create_dataset(name="nope")
     finally:
-        bad.shutdown()
+        close_client(bad)
     assert httpx.get(f"{standin.base_url}/api/public/projects").status_code == 401
     assert httpx.get(f"{standin.base_url}/api/public/projects", auth=(standin.public_key, "x")).status_code == 401
     assert standin.datasets == {}
