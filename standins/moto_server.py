@@ -6,8 +6,8 @@ the pytest process free of server threads (a test process that forks must have n
 ``bulk.can_fork``) and gives the server a core of its own.
 
 One change to moto's server, for speed only: moto resolves the service of every request
-by listing its own package folder (``moto.backends.list_of_moto_modules``, ~2 ms a
-request); here that list is made once.
+by listing its own package folder (``moto.backends.list_of_moto_modules``); here that
+list is made once.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The HTTP/1.1 loop the stand-in serves on: a threading TCP server on loopback whose
 handler reads requests (keep-alive, Content-Length or chunked bodies) and hands each to
-``LangfuseStandIn.serve_request``. Parsing a request costs a few microseconds, so a
-10,000-attempt publication measures the publisher, not ``http.server``'s header parsing."""
+``LangfuseStandIn.serve_request``. Leaner than ``http.server``, so that a large publication
+measures the publisher, not the stand-in's header parsing."""
 
 from __future__ import annotations
 
