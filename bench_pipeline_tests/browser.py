@@ -1,10 +1,10 @@
 """Headless Chromium for the page tests (Debian's /usr/bin/chromium via Playwright): the
 browser fixture, a page opened from disk with every request, console error and dialog
-recorded (``open_report``), and the check that it stayed clean (``assert_clean``)."""
+recorded (``open_report``), and the check that it stayed clean (``assert_clean``); the
+``browser`` fixture itself is in conftest.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,16 +28,11 @@ class Watched:
     dialogs: list[str] = field(default_factory=list)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright import sync_api
-
+def launch_chromium(playwright: Any) -> Any:
+    """Debian's Chromium, headless (the ``browser`` fixture of conftest.py)."""
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: scripts/bootstrap.sh test installs Debian's chromium")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        yield chromium
-        chromium.close()
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
 
 
 def open_report(browser: Any, path: Path, width: int = 1440) -> Watched:

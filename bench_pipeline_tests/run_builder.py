@@ -1,4 +1,4 @@
-"""Builds run folders on disk from Python values, for tests (run-directory.md layout)."""
+"""Builds run folders on disk (or in a bucket) from Python values, for tests (run-directory.md layout)."""
 
 from __future__ import annotations
 
@@ -61,3 +61,13 @@ def row(task_id: str, attempt: int = 1, status: str = "passed", **fields: Any) -
     }
     base.update(fields)
     return base
+
+
+def put_run(bucket, run_id: str, rows: list[dict], manifest: dict | None = None, suite: dict | None = None,
+            root: str = "runs") -> None:
+    """A run folder in a bucket (``standins.s3.Bucket``): manifest, suite, results and one
+    history.json for the first row's task."""
+    bucket.put(f"{root}/{run_id}/manifest.json", json.dumps({"status": "completed"} if manifest is None else manifest))
+    bucket.put(f"{root}/{run_id}/suite.json", json.dumps(suite or {"name": "suite-x", "tasks": []}))
+    bucket.put(f"{root}/{run_id}/results.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    bucket.put(f"{root}/{run_id}/tasks/{rows[0]['task_id']}/history.json", "[]")

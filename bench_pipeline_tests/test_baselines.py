@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
-from bench_pipeline.baselines import Baseline, RunInfo, choose_baseline, load_pins, run_index
+import pytest
+
+from bench_pipeline import object_store
+from bench_pipeline.baselines import Baseline, RunInfo, choose_baseline, load_pins, pins_file, run_index
 
 from .run_builder import make_run, row
 
@@ -86,3 +89,32 @@ def test_pins_file(tmp_path):
     assert load_pins(tmp_path / "p.json") == {"s": "r1"}
     (tmp_path / "p.json").write_text("not json")
     assert load_pins(tmp_path / "p.json") == {}
+
+
+def test_the_run_index_reads_manifests_through_copies_and_processed_from_one_listing(bucket, tmp_path):
+    for run_id, started in (("r1", "2026-01-01T00:00:00Z"), ("r2", "2026-01-02T00:00:00Z")):
+        make_run(tmp_path / "runs", [row("a")], run_id=run_id,
+                 manifest={"status": "completed", "started_at": started}, suite={"name": "s", "tasks": []})
+    bucket.upload_folder(tmp_path / "runs", "runs")
+    bucket.put("reports/r1/metrics.json", "{}")
+    bucket.put("reports/r1/attempts.jsonl", "")
+    bucket.put("reports/r2/metrics.json", "{}")  # no attempts.jsonl: not processed
+    index = run_index(bucket.url("runs"), bucket.url("reports"))
+    assert [(r.run_id, r.suite, r.started_at, r.processed) for r in index] == [
+        ("r1", "s", "2026-01-01T00:00:00Z", True), ("r2", "s", "2026-01-02T00:00:00Z", False)]
+    assert (object_store.mirror_path(bucket.url("runs/r1")) / "manifest.json").is_file()
+    # runs in the bucket, outputs on disk
+    (tmp_path / "out" / "r2").mkdir(parents=True)
+    for name in ("metrics.json", "attempts.jsonl"):
+        (tmp_path / "out" / "r2" / name).write_text("")
+    assert [r.processed for r in run_index(bucket.url("runs"), tmp_path / "out")] == [False, True]
+
+
+def test_a_pins_file_in_a_bucket(bucket, monkeypatch):
+    monkeypatch.setenv("BENCH_BASELINES", bucket.url("config/baselines.json"))
+    assert pins_file() == bucket.url("config/baselines.json")
+    assert load_pins(pins_file()) == {}  # no object: no pins
+    bucket.put("config/baselines.json", json.dumps({"suite-x": "r1", "bad": 3}))
+    assert load_pins(pins_file()) == {"suite-x": "r1"}
+    with pytest.raises(object_store.StoreError, match="does not exist"):
+        load_pins("s3://no-such-bucket-for-bench/baselines.json")  # a pin silently lost would change comparisons

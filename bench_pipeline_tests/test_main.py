@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.resources import PipelineSettings
 from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
 
+from .support.network import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 
 ASSETS_QUERY = """
@@ -28,12 +29,6 @@ ASSETS_QUERY = """
   assetOrError(assetKey: {path: ["capability_aggregates"]}) {
     ... on Asset { assetMaterializations(limit: 100) { partition } } } }
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _graphql(port: int, query: str) -> dict:
@@ -156,7 +151,7 @@ def test_main_command_then_ui_serves_the_materializations(tmp_path):
                                 lambda fingerprints: up_to_date(instance, fingerprints))
     assert tick.run_requests == [] and set(json.loads(tick.cursor)) == set(runs)
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("dagster-webserver")), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

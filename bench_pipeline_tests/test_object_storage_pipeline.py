@@ -30,6 +30,7 @@ from bench_pipeline.generator import generate_runs
 from bench_pipeline.partitions import range_tags, runs_partitions
 from bench_pipeline.resources import JsonIOManagerFactory, LangfuseResource, ParquetIOManagerFactory, PipelineSettings
 from bench_pipeline.sensors import run_folder_sensor
+from standins.s3 import Bucket
 
 from .run_builder import make_run, row
 
@@ -267,8 +268,6 @@ def test_main_command_with_every_root_in_a_bucket(s3_server, tmp_path):
     client = s3_server.client()
     client.create_bucket(Bucket="bench-main")
     generate_runs(tmp_path / "generated", runs=2, seed=3, tasks=6, repeats=2, history_messages=8)
-    from .conftest import Bucket
-
     Bucket("bench-main", s3_server).upload_folder(tmp_path / "generated", "runs")
     env = {**os.environ, **s3_server.env, "BENCH_HOME": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home"),
            "BENCH_RUNS_ROOT": "s3://bench-main/runs", "BENCH_OUTPUT_ROOT": "s3://bench-main/reports",

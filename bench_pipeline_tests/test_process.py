@@ -16,7 +16,6 @@ from bench_pipeline.generator import generate_runs
 from bench_pipeline.outputs import write_run_outputs
 from bench_pipeline.pipeline import process_run
 from bench_pipeline.process import ATTEMPT_KEYS
-from bench_pipeline.run_reader import read_run
 from bench_pipeline.vocabulary import EFFICIENCY_FIELDS, FAILURE_CLASSES, FAILURE_STAGES, RELIABILITY_FIELDS
 
 # outputs.md "metrics.json", key by key.
@@ -369,50 +368,6 @@ def test_data_quality_findings_counts_every_missing_planned_attempt():
     metrics["coverage"]["missing_attempts"] = None  # no plan: nothing is missing
     metrics["data_quality"]["missing_attempts"] = []
     assert data_quality_findings(metrics) == 4
-
-
-def test_write_atomic_writes_pieces_and_leaves_no_temporary_file(tmp_path):
-    from bench_pipeline.jsonio import write_atomic
-
-    target = tmp_path / "attempts.jsonl"
-    write_atomic(target, [b'{"a":1}\n', b'{"a":2}\n'])
-    assert target.read_bytes() == b'{"a":1}\n{"a":2}\n'
-    write_atomic(target, b"replaced\n")
-    assert target.read_bytes() == b"replaced\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["attempts.jsonl"]
-    with pytest.raises(FileNotFoundError):
-        write_atomic(tmp_path / "no-such-folder" / "attempts.jsonl", [b"x"])
-
-    def pieces():  # made as they are written; making the third fails
-        yield b"new 1\n"
-        yield b"new 2\n"
-        raise RuntimeError("payload refused")
-
-    with pytest.raises(RuntimeError, match="payload refused"):
-        write_atomic(target, pieces())
-    assert target.read_bytes() == b"replaced\n"  # as it was
-    assert [p.name for p in tmp_path.iterdir()] == ["attempts.jsonl"]  # no temporary file left
-
-
-def test_frames_keep_large_integers_next_to_nulls_exact(tmp_path):
-    """A column of integers and nulls must not pass through float64: 2**53 + 1 and
-    2**63 - 1 come back exactly from the Dagster frames (attempt numbers, recorded counts)."""
-    from bench_pipeline_tests.run_builder import make_run, row
-
-    big = 2 ** 53 + 1
-    run = make_run(tmp_path, [
-        row("a", 1, metrics={"llm_calls": big, "retry_count": 2 ** 63 - 1}),
-        row("a", 2 ** 63 - 1, metrics={}),
-        "not json",
-    ])
-    processed = process_run(run)
-    frame = raw_results_frame(processed.raw)
-    assert frame["attempt"].tolist()[:2] == [1, 2 ** 63 - 1] and frame["attempt"].isna().tolist()[2]
-    back = attempts_from_frame(attempts_frame(processed.attempts))
-    assert back == processed.attempts
-    assert back[0]["llm_calls"] == big and back[0]["retry_count"] == 2 ** 63 - 1 and back[1]["llm_calls"] is None
-    tasks = tasks_from_frame(tasks_frame(processed.tasks))
-    assert tasks == processed.tasks and tasks[0]["max_attempt"] == 2 ** 63 - 1
 
 
 def test_nan_next_to_a_huge_integer_in_row_evidence_is_written_as_null(tmp_path):

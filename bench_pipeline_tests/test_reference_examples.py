@@ -11,6 +11,7 @@ import pytest
 from bench_pipeline.pipeline import process_run
 
 from .run_builder import make_run, row
+from .support.reference_tables import OUTCOME_TABLE
 
 
 def _attempt(processed, task_id: str, attempt: int = 1) -> dict:
@@ -143,20 +144,6 @@ def test_3_8_wilson_bounds(tmp_path):
     ci = process_run(make_run(tmp_path, rows)).metrics["capability"]["pass_at_1"]["ci95"]
     assert ci["lower"] == pytest.approx(0.300641, abs=1e-6)
     assert ci["upper"] == pytest.approx(0.954412, abs=1e-6)
-
-
-# Reference 2, "Example / Status / Class / Raw success / Eligible".
-OUTCOME_TABLE = [
-    ("passed", None, True, True),
-    ("failed", "agent", False, True),
-    ("timeout", "agent", False, True),
-    ("timeout", "unknown", None, False),
-    ("failed", "unknown", False, True),
-    ("failed", "unknown", None, False),
-    ("skipped", "skipped", None, False),
-    ("failed", "environment", False, False),
-    ("judge_error", "evaluation", None, False),
-]
 
 
 @pytest.mark.parametrize(("status", "failure_class", "raw_success", "eligible"), OUTCOME_TABLE)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench_pipeline.reports import write_reports
-from bench_pipeline_tests.browser import ARTIFACTS, Watched, assert_clean, browser, open_report  # noqa: F401 (browser: a fixture)
+from bench_pipeline_tests.browser import ARTIFACTS, Watched, assert_clean, open_report
 from bench_pipeline_tests.fixtures_reports import (
     XSS_FINAL_RESPONSE,
     XSS_RUN,

@@ -10,7 +10,7 @@ import pytest
 
 from bench_pipeline.reports.format import fmt_pct
 from bench_pipeline.reports.suite_page import write_suite_page
-from bench_pipeline_tests.browser import ARTIFACTS, assert_clean, browser, open_report  # noqa: F401 (browser: a fixture)
+from bench_pipeline_tests.browser import ARTIFACTS, assert_clean, open_report
 from bench_pipeline_tests.fixtures_suite_page import HOSTILE_MODEL, HOSTILE_RUN, SUITE, suite
 
 pytestmark = pytest.mark.slow

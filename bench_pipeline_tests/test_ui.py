@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from .support.network import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: A stand-in for `dagster dev`: records how SIGINT reaches it, starts a process that ignores
@@ -116,12 +118,6 @@ def test_launcher_kills_a_command_that_does_not_stop_after_its_timeout():
             launcher.kill()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -129,7 +125,7 @@ def test_ui_script_in_the_background_stops_on_signal(tmp_path, stop):
     """`setsid scripts/ui.sh &` from a non-interactive bash, as a service manager starts it:
     once the webserver answers, one signal to the script's pid stops the webserver, the
     daemon, the code server and everything else of its session, and frees the port."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home")}
     for var in ("BENCH_RUNS_ROOT", "BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY",
                 "LANGFUSE_SECRET_KEY"):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,15 +18,11 @@ import pytest
 from bench_pipeline import local_instance
 from bench_pipeline.generator import generate_runs
 
+from .support.network import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Seconds from the run's manifest.json (written last, status completed) to its report.html.
 BOUND = 60
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_until(condition, timeout: float, step: float = 0.2) -> bool:
@@ -42,7 +37,7 @@ def _wait_until(condition, timeout: float, step: float = 0.2) -> bool:
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups as on the machines that run it")
 def test_a_new_run_folder_gets_its_report_while_the_ui_runs(tmp_path):
-    port = _free_port()
+    port = free_port()
     home, data = tmp_path / "home", tmp_path / "data"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "DAGSTER_", "LANGFUSE_"))}
     env.update({"BENCH_HOME": str(data), "DAGSTER_HOME": str(home)})

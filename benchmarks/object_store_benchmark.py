@@ -1,6 +1,6 @@
 """Runs in a bucket against runs on disk: the per-run step, and a sensor tick.
 
-Against moto's S3 server on loopback (``bench_pipeline_tests/moto_server.py``, a process of
+Against moto's S3 server on loopback (``standins/moto_server.py``, a process of
 its own on a free port) with the pipeline's own clients (s3fs), side by side in one
 invocation, rounds alternating, each figure the median of --rounds with its range:
 
@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,15 +32,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_ID = "bench-1000-attempts"
-
-
-def start_server() -> tuple[subprocess.Popen, int]:
-    process = subprocess.Popen([sys.executable, "-m", "bench_pipeline_tests.moto_server"], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = process.stdout.readline()
-    if not line.startswith("port "):
-        raise SystemExit(f"moto server did not start: {line!r}")
-    return process, int(line.split()[1])
 
 
 def figure(values: list[float]) -> str:
@@ -170,9 +160,9 @@ def main() -> None:
     parser.add_argument("--only", choices=("run", "tick"))
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from bench_pipeline_tests.conftest import Bucket, S3Server, s3_environment
+    from standins.s3 import Bucket, S3Server, s3_environment, start_moto_server
 
-    server, port = start_server()
+    server, port = start_moto_server()
     try:
         os.environ.update(s3_environment(port))
         for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):

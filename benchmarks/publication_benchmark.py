@@ -11,7 +11,7 @@ Without ``--run-dir`` a run folder is generated first, as
 * ``process``: ``bench-pipeline process RUN --output-dir OUT`` (the reference);
 * ``outbox``: the same with ``--publish`` and no Langfuse keys (the outbox is written);
 * ``v4`` / ``v3``: the same with ``--publish`` against a fresh stand-in in that mode, running in
-  its own process like a server (``bench_pipeline_tests.langfuse_standin``), with the execution
+  its own process like a server (``standins.langfuse``), with the execution
   traces of ``--seeded`` of the attempts that have one already there (those become ``available``).
 
 Besides wall time: the CPU seconds (user + system) of the command's processes, so that what the
@@ -45,7 +45,7 @@ BULK = ("POST /api/public/ingestion", "POST /api/public/otel/v1/traces", "POST /
 SERVER = r"""
 import gc, json, sys
 sys.path.insert(0, sys.argv[1])
-from bench_pipeline_tests.langfuse_standin import LangfuseStandIn
+from standins.langfuse import LangfuseStandIn
 gc.disable()  # a short-lived server holding some 300,000 score rows: collections would dominate
 standin = LangfuseStandIn(public_key="pk-lf-bench", secret_key="sk-lf-bench-secret", mode=sys.argv[2]).start()
 for line in open(sys.argv[3]):

@@ -14,7 +14,6 @@ import glob
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,13 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from ..support.network import free_port
+
 SUPERUSER = "postgres"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _pg_bin() -> Path | None:

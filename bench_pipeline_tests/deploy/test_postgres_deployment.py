@@ -37,7 +37,7 @@ from bench_pipeline.assets import per_run_assets
 from bench_pipeline.formula import FORMULA_VERSION
 
 from ..run_builder import make_run, row
-from .conftest import free_port
+from ..support.network import free_port
 
 pytestmark = pytest.mark.slow
 

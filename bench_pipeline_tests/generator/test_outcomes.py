@@ -21,19 +21,10 @@ from bench_pipeline.generator.outcomes import (
 )
 from bench_pipeline.generator.records import RunDraw, Task
 from bench_pipeline.vocabulary import FAILURE_CLASSES, FAILURE_STAGES, STATUSES
+from bench_pipeline_tests.support.reference_tables import OUTCOME_TABLE
 
 # metrics-reference.txt section 2, the outcome table: (status, failure_class, raw success, agent_eligible).
-REFERENCE_OUTCOME_TABLE = {
-    ("passed", None, True, True),
-    ("failed", "agent", False, True),
-    ("timeout", "agent", False, True),
-    ("timeout", "unknown", None, False),
-    ("failed", "unknown", False, True),
-    ("failed", "unknown", None, False),
-    ("skipped", "skipped", None, False),
-    ("failed", "environment", False, False),
-    ("judge_error", "evaluation", None, False),
-}
+REFERENCE_OUTCOME_TABLE = set(OUTCOME_TABLE)
 
 
 def task(**overrides: object) -> Task:

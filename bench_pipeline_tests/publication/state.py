@@ -14,9 +14,8 @@ import httpx
 from langfuse.api.client import LangfuseAPI
 
 from bench_pipeline.publication import mapping as m
-from bench_pipeline_tests.langfuse_standin import LangfuseStandIn
-
-from .conftest import SECRET
+from bench_pipeline_tests.support.publication_standin import SECRET
+from standins.langfuse import LangfuseStandIn
 
 
 def legacy(standin: LangfuseStandIn) -> bool:

@@ -9,8 +9,7 @@ from langfuse import LangfuseOtelSpanAttributes as A
 
 from bench_pipeline.publication import mapping as m
 from bench_pipeline.publication import payloads as wire
-
-from .test_mapping import attempt, plan
+from bench_pipeline_tests.support.publication_records import attempt, plan
 
 
 def test_experiment_output_fields():

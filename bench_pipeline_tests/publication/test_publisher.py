@@ -21,8 +21,8 @@ from bench_pipeline.publication import (
 )
 from bench_pipeline.publication import mapping as m
 from bench_pipeline.publication.cli import publish_processed
+from bench_pipeline_tests.support.publication_standin import FAST, ROOT_SPAN, SECRET, make_standin, settings_for
 
-from .conftest import FAST, ROOT_SPAN, SECRET, make_standin, settings_for
 from .state import (
     assert_no_duplicates,
     experiment_id_of,

@@ -20,9 +20,8 @@ from bench_pipeline_tests.fixtures_reports import (
     fill_metrics,
     numbers,
     record,
-    section,
-    table_rows,
 )
+from bench_pipeline_tests.support.markdown import section, table_rows
 
 RUN = "stability-run"
 LOWER_BOUND = "a lower bound on how much separate runs of this system disagree"

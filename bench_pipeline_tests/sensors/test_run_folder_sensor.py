@@ -10,9 +10,8 @@ import dagster as dg
 import pytest
 
 from bench_pipeline.partitions import runs_partitions
-from bench_pipeline.sensors import run_folder_sensor
 
-from ..dagster_helpers import make_resources
+from ..dagster_helpers import make_resources, tick_run_folder_sensor
 from ..run_builder import make_run, row
 
 
@@ -20,19 +19,6 @@ from ..run_builder import make_run, row
 def instance():
     with dg.instance_for_test() as inst:
         yield inst
-
-
-def tick(instance, resources, cursor=None):
-    """Evaluate one sensor tick and apply its partition requests, as the daemon does."""
-    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"settings": resources["settings"]}) as ctx:
-        result = run_folder_sensor(ctx)
-    for req in result.dynamic_partitions_requests or []:
-        if isinstance(req, dg.AddDynamicPartitionsRequest):
-            instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
-        else:
-            for key in req.partition_keys:
-                instance.delete_dynamic_partition(req.partitions_def_name, key)
-    return result
 
 
 def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
@@ -43,14 +29,14 @@ def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
     make_run(runs, [row("t")], run_id="run-legacy", manifest={})  # no status, just written
     (runs / "not-a-run").mkdir()
 
-    first = tick(instance, resources)
+    first = tick_run_folder_sensor(instance, resources)
     assert [r.partition_key for r in first.run_requests] == ["run-a"]
     assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
     cursor = json.loads(first.cursor)
     assert set(cursor) == {"run-a"}
 
     # Nothing changed: no request, same cursor.
-    second = tick(instance, resources, first.cursor)
+    second = tick_run_folder_sensor(instance, resources, first.cursor)
     assert second.run_requests == []
     assert json.loads(second.cursor) == cursor
 
@@ -58,7 +44,7 @@ def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
     (runs / "run-b" / "manifest.json").write_text(json.dumps({"status": "completed"}))
     results = runs / "run-a" / "results.jsonl"
     results.write_text(results.read_text() + json.dumps(row("u")) + "\n")
-    third = tick(instance, resources, second.cursor)
+    third = tick_run_folder_sensor(instance, resources, second.cursor)
     requested = {r.partition_key: r for r in third.run_requests}
     assert set(requested) == {"run-a", "run-b"}
     assert requested["run-a"].tags["bench/trigger"] == "changed"
@@ -71,7 +57,7 @@ def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
         for name in filenames:
             os.remove(os.path.join(dirpath, name))
         os.rmdir(dirpath)
-    fourth = tick(instance, resources, third.cursor)
+    fourth = tick_run_folder_sensor(instance, resources, third.cursor)
     assert fourth.run_requests == []
     assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
     assert set(json.loads(fourth.cursor)) == {"run-a"}
@@ -80,10 +66,10 @@ def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
 def test_legacy_run_is_ready_after_the_quiet_period(tmp_path, instance):
     resources = make_resources(tmp_path, quiet_seconds=60)
     run = make_run(tmp_path / "runs", [row("t")], run_id="legacy", manifest={"schema_version": 1})
-    assert tick(instance, resources).run_requests == []
+    assert tick_run_folder_sensor(instance, resources).run_requests == []
     old = time.time() - 120
     os.utime(run / "results.jsonl", (old, old))
-    result = tick(instance, resources)
+    result = tick_run_folder_sensor(instance, resources)
     assert [r.partition_key for r in result.run_requests] == ["legacy"]
 
 
@@ -91,7 +77,7 @@ def test_aborted_runs_are_ready_and_unsafe_names_are_ignored(tmp_path, instance)
     resources = make_resources(tmp_path)
     make_run(tmp_path / "runs", [row("t")], run_id="aborted", manifest={"status": "aborted"})
     make_run(tmp_path / "runs", [row("t")], run_id=".hidden", manifest={"status": "completed"})
-    result = tick(instance, resources)
+    result = tick_run_folder_sensor(instance, resources)
     assert [r.partition_key for r in result.run_requests] == ["aborted"]
 
 

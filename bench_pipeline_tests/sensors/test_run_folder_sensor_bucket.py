@@ -4,27 +4,18 @@ root that cannot be listed: an error with the reason, never "no ready run folder
 from __future__ import annotations
 
 import json
-import time
 
 import dagster as dg
 import pytest
 
-from bench_pipeline import object_store, run_folders
+from bench_pipeline import object_store
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.resources import PipelineSettings
-from bench_pipeline.run_folders import RunsRootError, is_ready, scan
+from bench_pipeline.run_folders import RunsRootError
 from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
 
-from ..run_builder import row
-from .test_run_folder_sensor import tick
-
-
-def put_run(bucket, run_id: str, rows: list[dict], manifest: dict | None = None, suite: dict | None = None,
-            root: str = "runs") -> None:
-    bucket.put(f"{root}/{run_id}/manifest.json", json.dumps({"status": "completed"} if manifest is None else manifest))
-    bucket.put(f"{root}/{run_id}/suite.json", json.dumps(suite or {"name": "suite-x", "tasks": []}))
-    bucket.put(f"{root}/{run_id}/results.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-    bucket.put(f"{root}/{run_id}/tasks/{rows[0]['task_id']}/history.json", "[]")
+from ..dagster_helpers import tick_run_folder_sensor
+from ..run_builder import put_run, row
 
 
 def bucket_settings(bucket, tmp_path, quiet_seconds: int = 300) -> PipelineSettings:
@@ -66,14 +57,14 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
     requests = Requests(monkeypatch)
     with dg.instance_for_test() as instance:
         resources = {"settings": settings}
-        first = tick(instance, resources)
+        first = tick_run_folder_sensor(instance, resources)
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
         assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
         assert requests.listings == 1 and len(requests.reads) == 3  # each new run's manifest, once (one batch)
 
         # Nothing changed: one listing, no object read at all.
         requests.listings, requests.reads = 0, []
-        second = tick(instance, resources, first.cursor)
+        second = tick_run_folder_sensor(instance, resources, first.cursor)
         assert second.run_requests == [] and json.loads(second.cursor) == json.loads(first.cursor)
         assert requests.listings == 1 and requests.reads == []
 
@@ -81,7 +72,7 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
         requests.reads = []
         bucket.put("runs/run-b/manifest.json", json.dumps({"status": "completed"}))
         bucket.put("runs/run-a/results.jsonl", json.dumps(row("t")) + "\n" + json.dumps(row("u")) + "\n")
-        third = tick(instance, resources, second.cursor)
+        third = tick_run_folder_sensor(instance, resources, second.cursor)
         requested = {r.partition_key: r for r in third.run_requests}
         assert set(requested) == {"run-a", "run-b"}
         assert requested["run-a"].tags["bench/trigger"] == "changed"
@@ -94,29 +85,10 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
         client = bucket.server.client()
         for key in bucket.keys("runs/run-b/"):
             client.delete_object(Bucket=bucket.name, Key=key)
-        fourth = tick(instance, resources, third.cursor)
+        fourth = tick_run_folder_sensor(instance, resources, third.cursor)
         assert fourth.run_requests == []
         assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
         assert set(json.loads(fourth.cursor)) == {"run-a"}
-
-
-def test_a_legacy_run_in_a_bucket_is_quiet_from_its_last_modified(bucket, tmp_path):
-    put_run(bucket, "legacy", [row("t")], manifest={"schema_version": 1})
-    (folder,) = scan(bucket.url("runs"))
-    assert folder.path == bucket.url("runs/legacy")
-    assert abs(folder.results_mtime - time.time()) < 120  # results.jsonl's last-modified
-    assert not is_ready(folder, 60, now=folder.results_mtime + 30)
-    assert is_ready(folder, 60, now=folder.results_mtime + 61)
-
-
-def test_the_fingerprint_follows_size_etag_and_last_modified(bucket):
-    put_run(bucket, "r", [row("t")])
-    (before,) = scan(bucket.url("runs"))
-    bucket.put("runs/r/tasks/t/history.json", "[1]")  # an artifact: not part of the fingerprint
-    assert scan(bucket.url("runs"))[0].fingerprint == before.fingerprint
-    time.sleep(1.1)  # last-modified has whole seconds
-    bucket.put("runs/r/suite.json", json.dumps({"name": "suite-x", "tasks": []}))  # same bytes, rewritten
-    assert scan(bucket.url("runs"))[0].fingerprint != before.fingerprint
 
 
 def test_a_bucket_that_cannot_be_listed_fails_the_tick_with_the_reason(bucket, tmp_path, monkeypatch):
@@ -147,20 +119,3 @@ def test_a_manifest_that_cannot_be_read_leaves_its_run_for_a_later_tick(bucket, 
     monkeypatch.undo()
     assert [r.partition_key for r in evaluate_run_folders(bucket_settings(bucket, tmp_path), None, []).run_requests] \
         == ["r"]
-
-
-def test_a_local_runs_root_that_cannot_be_listed_is_an_error(tmp_path):
-    assert scan(str(tmp_path / "not-made-yet")) == []  # a folder not made yet holds no run
-    (tmp_path / "a-file").write_text("x")
-    with pytest.raises(RunsRootError, match="a-file cannot be listed: Not a directory"):
-        scan(str(tmp_path / "a-file"))
-
-
-def test_status_cache_is_by_object_version(monkeypatch):
-    reads = []
-    monkeypatch.setattr(object_store, "read_bytes", lambda url: reads.append(url) or b'{"status": "running"}')
-    assert run_folders.manifest_status("s3://b/runs/x", "1:e:1") == "running"
-    assert run_folders.manifest_status("s3://b/runs/x", "1:e:1") == "running"
-    assert len(reads) == 1
-    assert run_folders.manifest_status("s3://b/runs/x", "2:f:2") == "running" and len(reads) == 2
-    assert run_folders.manifest_status("s3://b/runs/x", "-") is None and len(reads) == 2  # listed: no manifest

@@ -88,7 +88,7 @@ _ID_MAX = 800
 # ingestion/types.ts ``BaseScoreBody.source`` (score-create events)
 SCORES_API_SOURCES = frozenset({"API", "ANNOTATION"})
 INGESTION_SOURCES = frozenset({"API", "EVAL", "ANNOTATION"})
-_ENV_RE = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
+ENV_RE = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
 _ISO_OFFSET = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 
@@ -158,7 +158,7 @@ def validate_score(body: Any, *, api: str) -> Dict[str, Any]:
     if source not in (SCORES_API_SOURCES if api == "scores" else INGESTION_SOURCES):
         raise RuleError(400, f"Invalid request data: source {source!r} is not allowed here")
     env = get("environment") or "default"
-    if env != "default" and (type(env) is not str or not _ENV_RE.match(env)):
+    if env != "default" and (type(env) is not str or not ENV_RE.match(env)):
         raise RuleError(400, f"Invalid request data: environment {env!r}")
     value, data_type = get("value"), get("dataType")
     number = type(value) in (int, float) or (isinstance(value, (int, float)) and not isinstance(value, bool))

@@ -1,13 +1,13 @@
-"""A moto S3 server on loopback for the object-storage tests, in a process of its own.
+"""A moto S3 server on loopback for the object-storage tests and benchmarks, in a process of its own.
 
-``python -m bench_pipeline_tests.moto_server`` serves moto's S3 API on 127.0.0.1 (a free
+``python -m standins.moto_server`` serves moto's S3 API on 127.0.0.1 (a free
 port, printed as ``port <n>`` once it listens) until it is terminated. Its own process keeps
 the pytest process free of server threads (a test process that forks must have none, see
 ``bulk.can_fork``) and gives the server a core of its own.
 
 One change to moto's server, for speed only: moto resolves the service of every request
-by listing its own package folder (``moto.backends.list_of_moto_modules``, ~2 ms a
-request); here that list is made once.
+by listing its own package folder (``moto.backends.list_of_moto_modules``); here that
+list is made once.
 """
 
 from __future__ import annotations
