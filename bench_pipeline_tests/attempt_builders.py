@@ -1,8 +1,8 @@
 """Attempt-metric inputs as Python values, and an attempt row derived from them in memory.
 
-Builders for history messages (``model``, ``call``, ``result``), episode events (``event``)
-and results rows (``run_builder.row``), and ``derive``/``derive_data``: ``derive_attempt``
-on one results row whose history.json, episode.json and trace.json are given as values.
+Builders for history messages (``model``, ``call``, ``result``) and episode events
+(``event``), and ``derive``/``derive_data``: ``derive_attempt`` on one results row whose
+history.json and episode.json are given as values (trace.json is missing).
 No run folder is written: the artifact reader that ``derive_attempt`` uses is replaced, for
 the call, by one that answers from those values (an absent value is a missing file).
 """
@@ -106,13 +106,13 @@ def derive(history=None, episode=None, status="failed", task_id="t", suite_tasks
                        suite_tasks=suite_tasks)
 
 
-def derive_data(data: dict, *, history=None, episode=None, trace=None, suite_tasks=None, line: int = 1) -> dict:
+def derive_data(data: dict, *, history=None, episode=None, suite_tasks=None, line: int = 1) -> dict:
     """The attempt row of the results object ``data`` (as stage 1 parsed it) with these
     artifacts (None: the file is missing), in run "run-1" whose suite tasks are ``suite_tasks``."""
     attempt = data.get("attempt")
     raw = RawRow(line, data["task_id"], 1 if attempt is None else attempt, data)
     ctx = RunContext("run-1", NO_RUN_FOLDER, str(NO_RUN_FOLDER), suite_tasks or {})
-    files = {"history.json": history, "episode.json": episode, "trace.json": trace}
+    files = {"history.json": history, "episode.json": episode}
     reader = _reader({name: value for name, value in files.items() if value is not None})
     with pytest.MonkeyPatch.context() as patch:
         for module in _reading_modules():
