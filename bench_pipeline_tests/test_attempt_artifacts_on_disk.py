@@ -11,8 +11,8 @@ import sys
 from bench_pipeline.attempt_metrics import derive_attempt
 from bench_pipeline.pipeline import process_run
 
-from .attempt_builders import call, event, model, result
 from .run_builder import make_run, row
+from .support.attempt_inputs import call, event, model, result
 
 
 def test_artifacts_of_the_conventional_folder_reach_the_attempt_row(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from bench_pipeline.attempt_metrics import failure_evidence
 
-from ..attempt_builders import NAN, TOKENS, call, derive, derive_data, error_pair, event, model, result
+from ..support.attempt_inputs import NAN, TOKENS, call, derive, derive_data, error_pair, event, model, result
 
 HISTORY_FIELDS = ("llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
                   "tool_calls", "device_actions", "screenshots_taken")

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 
 from bench_pipeline.attempt_metrics import derive_episode
 
-from ..attempt_builders import JSON_VALUES, NAN, event
+from ..support.attempt_inputs import JSON_VALUES, NAN, event
 
 # --- device_execution_ms (3.4, R23, R39) ----------------------------------------------------
 

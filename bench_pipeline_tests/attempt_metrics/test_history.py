@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bench_pipeline.attempt_metrics import derive_history
 
-from ..attempt_builders import IMG, JSON_VALUES, NAN, call, error_pair, event, model, result
+from ..support.attempt_inputs import IMG, JSON_VALUES, NAN, call, error_pair, event, model, result
 
 # --- model calls and model time (3.3, R8, R22) ----------------------------------------------
 

@@ -7,8 +7,8 @@ import pytest
 
 from bench_pipeline.attempt_metrics import recorded, recorded_number
 
-from ..attempt_builders import NAN
 from ..run_builder import row
+from ..support.attempt_inputs import NAN
 
 
 def test_metrics_key_wins_over_top_level():

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from bench_pipeline.attempt_metrics import token_sums
 from bench_pipeline.stats import finite_sum, number_or_none
 
-from ..attempt_builders import NAN, TOKENS
+from ..support.attempt_inputs import NAN, TOKENS
 
 
 def _tokens(usages: list[dict]) -> tuple:

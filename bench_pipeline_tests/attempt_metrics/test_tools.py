@@ -17,7 +17,7 @@ from bench_pipeline.attempt_metrics import (
     parse_tool_input,
 )
 
-from ..attempt_builders import JSON_VALUES, call, call_with_input, event, model, result
+from ..support.attempt_inputs import JSON_VALUES, call, call_with_input, event, model, result
 
 #: Reference 3.4's allowlist, as the reference writes it.
 ALLOWLIST = [

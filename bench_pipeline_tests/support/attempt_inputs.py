@@ -22,7 +22,7 @@ from bench_pipeline.artifacts import AVAILABLE, MISSING, JsonFile
 from bench_pipeline.attempt_metrics import RunContext, derive_attempt
 from bench_pipeline.run_reader import RawRow
 
-from .run_builder import row
+from ..run_builder import row
 
 NAN = float("nan")
 #: The five token fields of an attempt row (reference 3.5), in output order.
