@@ -1,15 +1,19 @@
 """One attempt row from a results row and its artifacts (reference 3.1-3.6, outputs.md, R3,
 R7, R17, R24, R34): ``derive_attempt`` on rows and artifact values in memory, choosing per
-field between the derived and the recorded value, and the failure-evidence rule
-``failure_evidence``."""
+field between the derived and the recorded value; the failure-evidence rule
+``failure_evidence``; and the history and episode formulas on any JSON a file can hold."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from bench_pipeline.attempt_metrics import failure_evidence
+from bench_pipeline.attempt_metrics import derive_episode, derive_history, failure_evidence
 
-from ..support.attempt_inputs import NAN, TOKENS, call, derive, derive_data, error_pair, event, model, result
+from ..support.attempt_inputs import (
+    JSON_VALUES, NAN, TOKENS, call, derive, derive_data, error_pair, event, model, result,
+)
 
 HISTORY_FIELDS = ("llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
                   "tool_calls", "device_actions", "screenshots_taken")
@@ -522,3 +526,15 @@ def test_unknown_success_does_not_clear():
 def test_explicit_false_success_with_passed_status_does_not_clear():
     a = derive(error_pair("tap", {}), status="passed", success=False, first_failure_stage=None)
     assert (a["first_failure_stage"], a["failure_event_ref"]) == ("device_execution", "history:1")
+
+
+# --- the formulas on whatever a file holds --------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(messages=st.lists(JSON_VALUES, max_size=12), events=JSON_VALUES, extra=JSON_VALUES)
+def test_history_and_episode_formulas_accept_any_json(messages, events, extra):
+    """What derive_attempt hands them from a file is any JSON: the formulas never fail on it."""
+    hist = derive_history(messages)
+    assert hist.tool_errors >= 0 and hist.device_actions <= hist.tool_calls
+    epi = derive_episode({"events": events, "extra": extra})
+    assert epi.tool_errors is None or epi.tool_errors >= 0
