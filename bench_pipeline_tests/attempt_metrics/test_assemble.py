@@ -1,7 +1,7 @@
 """One attempt row from a results row and its artifacts (reference 3.1-3.6, outputs.md, R3,
 R7, R17, R24, R34): ``derive_attempt`` on rows and artifact values in memory, choosing per
-field between the derived and the recorded value; the failure-evidence rule
-``failure_evidence``; and the history and episode formulas on any JSON a file can hold."""
+field between the derived and the recorded value, and the history and episode formulas on
+any JSON a file can hold."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench_pipeline.attempt_metrics import derive_episode, derive_history, failure_evidence
+from bench_pipeline.attempt_metrics import derive_episode, derive_history
 
 from ..support.attempt_inputs import (
     JSON_VALUES, NAN, TOKENS, call, derive, derive_data, error_pair, event, model, result,
@@ -341,30 +341,6 @@ def test_episode_tokens_with_history_unavailable():
 
 
 # --- failure evidence (3.1 step 4, 3.5, R16-R18) --------------------------------------------
-
-@pytest.mark.parametrize(("history", "episode", "expected"), [
-    # (reference, stage) of each file's first error; (None, None) = available without one;
-    # None = unavailable
-    (("history:1", "unknown"), ("episode:4", "device_execution"), ("device_execution", "episode:4", "derived")),
-    (None, ("episode:4", "unknown"), ("unknown", "episode:4", "derived")),
-    (("history:1", "device_execution"), (None, None), ("device_execution", "history:1", "derived")),
-    (("history:1", "device_execution"), None, ("device_execution", "history:1", "derived")),
-    ((None, None), (None, None), ("planning", None, "derived")),
-    ((None, None), None, ("planning", None, "derived")),
-    (None, (None, None), ("planning", "history:9", "recorded")),
-    (None, None, ("planning", "history:9", "recorded")),
-])
-def test_failure_evidence_formula(history, episode, expected):
-    assert failure_evidence("planning", "history:9", history, episode) == expected
-
-
-@pytest.mark.parametrize("recorded_stage", ["setup", "evaluation"])
-def test_failure_evidence_formula_keeps_outcome_stages(recorded_stage):
-    assert failure_evidence(recorded_stage, None, ("history:1", "device_execution"), None) == (
-        recorded_stage, "history:1", "derived")
-    assert failure_evidence(recorded_stage, "episode:2", None, (None, None)) == (
-        recorded_stage, "episode:2", "recorded")
-
 
 @pytest.mark.parametrize(("name", "tool_input", "stage"), [
     ("tap", {"x": 1}, "device_execution"),

@@ -1,13 +1,16 @@
-"""Outcome and eligibility of one results row (reference 2 and its legacy rules, R28):
-``outcome`` on row objects in memory."""
+"""Outcome and eligibility of one results row (reference 2 and its legacy rules, R28) and the
+failure-evidence rule (3.5, R3, R17): ``outcome`` on row objects and ``failure_evidence`` on
+each source's first error, in memory."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench_pipeline.attempt_metrics import outcome
+from bench_pipeline.attempt_metrics import failure_evidence, outcome
 
 from ..run_builder import row
+
+# --- outcome and eligibility (reference 2, R28) ---------------------------------------------
 
 RAW_NON_BOOLEAN = ["absent", None, "true", 1, 0, "passed"]
 
@@ -80,3 +83,28 @@ def test_explicit_true_eligibility_is_authoritative():
 def test_unlisted_failure_class_does_not_exclude_inferred_eligibility():
     assert outcome({"task_id": "t", "status": "failed", "failure_class": "network"})["agent_eligible"] is True
 
+
+# --- failure evidence before success clearing (3.5, R3, R17) -------------------------------
+
+@pytest.mark.parametrize(("history", "episode", "expected"), [
+    # (reference, stage) of each file's first error; (None, None) = available without one;
+    # None = unavailable
+    (("history:1", "unknown"), ("episode:4", "device_execution"), ("device_execution", "episode:4", "derived")),
+    (None, ("episode:4", "unknown"), ("unknown", "episode:4", "derived")),
+    (("history:1", "device_execution"), (None, None), ("device_execution", "history:1", "derived")),
+    (("history:1", "device_execution"), None, ("device_execution", "history:1", "derived")),
+    ((None, None), (None, None), ("planning", None, "derived")),
+    ((None, None), None, ("planning", None, "derived")),
+    (None, (None, None), ("planning", "history:9", "recorded")),
+    (None, None, ("planning", "history:9", "recorded")),
+])
+def test_failure_evidence_formula(history, episode, expected):
+    assert failure_evidence("planning", "history:9", history, episode) == expected
+
+
+@pytest.mark.parametrize("recorded_stage", ["setup", "evaluation"])
+def test_failure_evidence_formula_keeps_outcome_stages(recorded_stage):
+    assert failure_evidence(recorded_stage, None, ("history:1", "device_execution"), None) == (
+        recorded_stage, "history:1", "derived")
+    assert failure_evidence(recorded_stage, "episode:2", None, (None, None)) == (
+        recorded_stage, "episode:2", "recorded")
