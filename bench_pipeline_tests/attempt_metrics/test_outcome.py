@@ -10,6 +10,7 @@ from bench_pipeline.attempt_metrics import failure_evidence, outcome
 
 from ..run_builder import row
 
+
 # --- outcome and eligibility (reference 2, R28) ---------------------------------------------
 
 RAW_NON_BOOLEAN = ["absent", None, "true", 1, 0, "passed"]
