@@ -98,12 +98,15 @@ def derived_or_invalid(formula: Callable, value: object, file: JsonFile) -> tupl
 
 
 def read_sources(ctx: RunContext, folder: ArtifactDir) -> AttemptSources:
-    """Read the attempt's history, episode and trace files and run the formulas on them;
-    a file of the wrong shape, or one a formula fails on, is marked invalid (R3)."""
-    history_file = _read_artifact(ctx, folder, "history.json")
-    episode_file = _read_artifact(ctx, folder, "episode.json")
-    trace_file = _read_artifact(ctx, folder, "trace.json")
+    """Read the attempt's history, episode and trace files and run the formulas on them."""
+    return sources_from_files(_read_artifact(ctx, folder, "history.json"),
+                              _read_artifact(ctx, folder, "episode.json"),
+                              _read_artifact(ctx, folder, "trace.json"))
 
+
+def sources_from_files(history_file: JsonFile, episode_file: JsonFile, trace_file: JsonFile) -> AttemptSources:
+    """The formulas run on the three files as read; a file of the wrong shape, or one a
+    formula fails on, is marked invalid (R3). Pure: the reading is ``read_sources``'."""
     messages = history_messages(history_file)
     if history_file.available and messages is None:
         history_file = JsonFile(INVALID, reason="neither an array nor {\"messages\": [...]}", path=history_file.path)

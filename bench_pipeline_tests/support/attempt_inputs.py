@@ -10,16 +10,14 @@ the call, by one that answers from those values (an absent value is a missing fi
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import strategies as st
 
-from bench_pipeline import artifacts
-from bench_pipeline.artifacts import AVAILABLE, MISSING, JsonFile
-from bench_pipeline.attempt_metrics import RunContext, derive_attempt
+from bench_pipeline.artifacts import AVAILABLE, MISSING, ArtifactDir, JsonFile, artifact_file, resolve_artifact_dir
+from bench_pipeline.attempt_metrics import RunContext
+from bench_pipeline.attempt_metrics.assemble import attempt_row, sources_from_files
 from bench_pipeline.run_reader import RawRow
 
 from ..run_builder import row
@@ -108,36 +106,24 @@ def derive(history=None, episode=None, status="failed", task_id="t", suite_tasks
 
 def derive_data(data: dict, *, history=None, episode=None, suite_tasks=None, line: int = 1) -> dict:
     """The attempt row of the results object ``data`` (as stage 1 parsed it) with these
-    artifacts (None: the file is missing), in run "run-1" whose suite tasks are ``suite_tasks``."""
+    artifacts (None: the file is missing), in run "run-1" whose suite tasks are ``suite_tasks``:
+    ``derive_attempt``'s own assembly (``attempt_row``) on files given as values, nothing read
+    from disk (the run folder cannot exist, so the folder checks find no symlink)."""
     attempt = data.get("attempt")
     raw = RawRow(line, data["task_id"], 1 if attempt is None else attempt, data)
     ctx = RunContext("run-1", NO_RUN_FOLDER, str(NO_RUN_FOLDER), suite_tasks or {})
-    files = {"history.json": history, "episode.json": episode}
-    reader = _reader({name: value for name, value in files.items() if value is not None})
-    with pytest.MonkeyPatch.context() as patch:
-        for module in _reading_modules():
-            patch.setattr(module, "read_json_file", reader)
-        return derive_attempt(raw, ctx)
+    folder = resolve_artifact_dir(ctx.run_dir, ctx.real_run_dir, data.get("artifact_dir"), raw.task_id, raw.attempt)
+    files = [_file(folder, "history.json", history), _file(folder, "episode.json", episode),
+             _file(folder, "trace.json", None)]
+    return attempt_row(raw, ctx, folder, sources_from_files(*files))
 
 
-def _reader(files: dict[str, Any]):
-    """A stand-in for ``artifacts.read_json_file``: a file named in ``files`` holds its value."""
-
-    def read_json_file(run_dir, real_run_dir, relative, exact=False) -> JsonFile:
-        name = relative.rsplit("/", 1)[-1]
-        if name in files:
-            return JsonFile(AVAILABLE, files[name], path=relative)
+def _file(folder: ArtifactDir, name: str, value: Any) -> JsonFile:
+    """The artifact as ``artifacts.read_json_file`` returns it: available with ``value``, or
+    missing (None), or not looked for when the folder was refused."""
+    relative = artifact_file(folder, name)
+    if relative is None:
+        return JsonFile(MISSING, reason=f"artifact folder refused: {folder.refused_reason}")
+    if value is None:
         return JsonFile(MISSING, reason="file not found", path=relative)
-
-    return read_json_file
-
-
-def _reading_modules() -> list[object]:
-    """The modules through which derive_attempt reaches ``artifacts.read_json_file``: the
-    artifacts module and every attempt_metrics module that imported the function by name."""
-    found = [artifacts]
-    for name, module in list(sys.modules.items()):
-        if name == "bench_pipeline.attempt_metrics" or name.startswith("bench_pipeline.attempt_metrics."):
-            if getattr(module, "read_json_file", None) is artifacts.read_json_file:
-                found.append(module)
-    return found
+    return JsonFile(AVAILABLE, value, path=relative)
