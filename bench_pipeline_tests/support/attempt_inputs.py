@@ -1,10 +1,9 @@
 """Attempt-metric inputs as Python values, and an attempt row derived from them in memory.
 
 Builders for history messages (``model``, ``call``, ``result``) and episode events
-(``event``), and ``derive``/``derive_data``: ``derive_attempt`` on one results row whose
-history.json and episode.json are given as values (trace.json is missing).
-No run folder is written: the artifact reader that ``derive_attempt`` uses is replaced, for
-the call, by one that answers from those values (an absent value is a missing file).
+(``event``), and ``derive``/``derive_data``: the attempt row of one results row whose
+history.json and episode.json are given as values (trace.json is missing), assembled by
+``derive_attempt``'s own steps on those values; no run folder is written or read.
 """
 
 from __future__ import annotations
