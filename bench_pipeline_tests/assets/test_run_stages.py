@@ -241,19 +241,6 @@ def test_stages_are_fresh_after_processing_and_stale_after_a_formula_change(run_
         assert "has a new code version" in causes, (stage, causes)
 
 
-def test_a_run_is_processed_after_its_baseline_in_the_same_step():
-    from bench_pipeline.assets.partition_work import PartitionJob, in_dependency_order
-    from bench_pipeline.publication import LangfuseSettings
-
-    def job(key, after=None):
-        return PartitionJob(key, key, key, "storage", LangfuseSettings(None, None, None), None, after=after)
-
-    jobs = [job("c", after="b"), job("b", after="a"), job("a"), job("x", after="not-in-this-step")]
-    assert [j.key for j in in_dependency_order(jobs)] == ["a", "x", "b", "c"]
-    cycle = [job("p", after="q"), job("q", after="p")]
-    assert [j.key for j in in_dependency_order(cycle)] == ["p", "q"]
-
-
 def _comparison_meta(result, key):
     (event,) = [e for e in result.get_asset_materialization_events()
                 if e.asset_key == dg.AssetKey("run_comparison") and e.materialization.partition == key]
