@@ -33,7 +33,7 @@ from .task_groups import deduplicate
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
 if TYPE_CHECKING:
-    from .process import ProcessedRun
+    from .pipeline import ProcessedRun
 
 SCHEMA_VERSION = 1
 

@@ -34,10 +34,11 @@ import pandera.errors
 from .. import object_store
 from ..bulk import default_workers, fork_map, fork_server_context, gc_paused
 from ..comparison import ComparisonInputError
+from ..data_quality import data_quality_findings
+from ..derivation import PARALLEL_MIN_ROWS, workers_for
 from ..formula import FORMULA_VERSION
 from ..frames import attempts_frame, raw_results_frame, tasks_frame
-from ..pipeline import publish, run_stages
-from ..process import PARALLEL_MIN_ROWS, ProcessedRun, data_quality_findings, workers_for
+from ..pipeline import ProcessedRun, publish, run_stages
 from ..publication import LangfuseSettings, PublicationError
 from ..quality import CheckOutcome, run_checks
 from ..reports.compared import gate_statement

@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import quote
 
-from ..process import data_quality_findings, missing_attempts_count
+from ..data_quality import data_quality_findings, missing_attempts_count
 from ..repeats import within_run_stability
 from ..stats import is_number
 from ..task_groups import deduplicate

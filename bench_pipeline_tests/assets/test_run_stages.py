@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from bench_pipeline.assets import per_run_assets
+from bench_pipeline.data_quality import data_quality_findings as written_findings
 from bench_pipeline.formula import FORMULA_VERSION
 from bench_pipeline.partitions import range_tags, runs_partitions
 from bench_pipeline.pipeline import process_run
-from bench_pipeline.process import data_quality_findings as written_findings
 from bench_pipeline.run_folders import fingerprint
 
 from ..dagster_helpers import make_resources

@@ -11,7 +11,7 @@ import pytest
 
 from bench_pipeline.generate import generate_runs
 from bench_pipeline.pipeline import process_run
-from bench_pipeline.process import attempt_record
+from bench_pipeline.metrics_files import attempt_record
 from bench_pipeline.publication import LangfuseSettings, PublishOptions
 from bench_pipeline_tests.langfuse_standin import LangfuseStandIn
 

@@ -15,7 +15,7 @@ from bench_pipeline.frames import attempts_frame, attempts_from_frame, raw_resul
 from bench_pipeline.generate import generate_runs
 from bench_pipeline.outputs import write_run_outputs
 from bench_pipeline.pipeline import process_run
-from bench_pipeline.process import ATTEMPT_KEYS
+from bench_pipeline.metrics_files import ATTEMPT_KEYS
 from bench_pipeline.run_reader import read_run
 from bench_pipeline.vocabulary import EFFICIENCY_FIELDS, FAILURE_CLASSES, FAILURE_STAGES, RELIABILITY_FIELDS
 
@@ -179,8 +179,8 @@ def test_cli_process_on_a_non_run_names_the_path(tmp_path):
 
 def test_parallel_derivation_equals_sequential(tmp_path, monkeypatch):
     run = generate_runs(tmp_path, runs=1, seed=5, tasks=40, repeats=3, history_messages=12)[0]
-    monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 10)
-    monkeypatch.setattr("bench_pipeline.process._CHUNK_ROWS", 17)
+    monkeypatch.setattr("bench_pipeline.derivation.PARALLEL_MIN_ROWS", 10)
+    monkeypatch.setattr("bench_pipeline.derivation._CHUNK_ROWS", 17)
     assert process_run(run, workers=2).attempts == process_run(run, workers=1).attempts
 
 
@@ -191,7 +191,7 @@ def test_parallel_outputs_equal_sequential_outputs(fifty_runs, tmp_path, monkeyp
     sequential = write_run_outputs(tmp_path / "one", processed, workers=1)
     monkeypatch.setattr("bench_pipeline.reports.rows.PARALLEL_MIN_ATTEMPTS", 1)
     monkeypatch.setattr("bench_pipeline.reports.rows._CHUNK_ATTEMPTS", 7)
-    monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 1)  # the outputs' fork, too
+    monkeypatch.setattr("bench_pipeline.derivation.PARALLEL_MIN_ROWS", 1)  # the outputs' fork, too
     parallel = write_run_outputs(tmp_path / "two", processed, workers=2)
     assert list(parallel) == list(sequential) == ["metrics.json", "attempts.jsonl", "summary.md", "report.html"]
     for name, path in sequential.items():
@@ -207,10 +207,10 @@ def test_run_stages_equals_process_run_then_write(fifty_runs, tmp_path, monkeypa
     from bench_pipeline.outputs import BULKY_EVIDENCE
     from bench_pipeline.pipeline import run_stages
 
-    monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 1)
-    monkeypatch.setattr("bench_pipeline.process._CHUNK_ROWS", 5)
+    monkeypatch.setattr("bench_pipeline.derivation.PARALLEL_MIN_ROWS", 1)
+    monkeypatch.setattr("bench_pipeline.derivation._CHUNK_ROWS", 5)
     # One generated_at for both paths, so that every byte can be compared.
-    monkeypatch.setattr("bench_pipeline.process.metrics_document.__defaults__", ("2026-11-30T00:00:00Z",))
+    monkeypatch.setattr("bench_pipeline.metrics_files.metrics_document.__defaults__", ("2026-11-30T00:00:00Z",))
     for run in fifty_runs[:6]:
         expected = write_run_outputs(tmp_path / "staged" / run.name, process_run(run))
         result = run_stages(run, tmp_path / "command" / run.name, workers=workers)
@@ -353,22 +353,6 @@ def test_a_large_k_with_few_attempts_is_listed_compactly(tmp_path):
     page = written["report.html"].read_text()
     assert f"#{STRIP_CAP + 1}-#1000: see the attempt table" in page
     assert page.count("attempt 999 missing") == 0 and written["report.html"].stat().st_size < 2_000_000
-
-
-def test_data_quality_findings_counts_every_missing_planned_attempt():
-    """The missing-attempts list names at most MISSING_LIST_CAP pairs; the count of
-    findings (CLI line, catalog, Dagster metadata) uses coverage's exact number."""
-    from bench_pipeline.process import data_quality_findings
-
-    metrics = {
-        "coverage": {"missing_attempts": 10 ** 12},
-        "data_quality": {"bad_rows": [{"line": 3}], "duplicate_rows": [], "missing_attempts": [{}] * 5,
-                         "unsafe_artifact_dirs": [], "invalid_artifacts": [{}, {}], "run_files": [{}]},
-    }
-    assert data_quality_findings(metrics) == 1 + 10 ** 12 + 2 + 1
-    metrics["coverage"]["missing_attempts"] = None  # no plan: nothing is missing
-    metrics["data_quality"]["missing_attempts"] = []
-    assert data_quality_findings(metrics) == 4
 
 
 def test_write_atomic_writes_pieces_and_leaves_no_temporary_file(tmp_path):
