@@ -1,4 +1,5 @@
-"""The whole engine on generated runs: outputs.md's structure, invariants, determinism."""
+"""The composition of the stages (pipeline.py) on generated runs: outputs.md's structure,
+invariants, determinism, the same bytes in parallel and in one process."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from hypothesis import strategies as st
 
 from bench_pipeline.frames import attempts_frame, attempts_from_frame, raw_results_frame, tasks_frame, tasks_from_frame
 from bench_pipeline.generate import generate_runs
+from bench_pipeline.metrics_files import ATTEMPT_KEYS
 from bench_pipeline.outputs import write_run_outputs
 from bench_pipeline.pipeline import process_run
-from bench_pipeline.metrics_files import ATTEMPT_KEYS
 from bench_pipeline.run_reader import read_run
 from bench_pipeline.vocabulary import EFFICIENCY_FIELDS, FAILURE_CLASSES, FAILURE_STAGES, RELIABILITY_FIELDS
 
@@ -157,26 +158,6 @@ def test_every_generated_run_processes_with_the_outputs_md_structure(fifty_runs,
     assert all(found.values()), found  # the generator's edge cases reach the report
 
 
-def test_cli_process_writes_every_output(fifty_runs, tmp_path):
-    run = fifty_runs[0]
-    out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(run), "--output-dir", str(out)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert {p.name for p in out.iterdir()} >= {"metrics.json", "attempts.jsonl", "summary.md", "report.html"}
-    assert run.name in done.stderr and "attempts" in done.stderr
-    # The command ends without tearing down the heap: its output is still complete.
-    assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
-        "metrics.json", "attempts.jsonl", "summary.md", "report.html"]
-
-
-def test_cli_process_on_a_non_run_names_the_path(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(tmp_path), "--output-dir", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2
-    assert str(tmp_path) in done.stderr and "no results.jsonl" in done.stderr
-
-
 def test_parallel_derivation_equals_sequential(tmp_path, monkeypatch):
     run = generate_runs(tmp_path, runs=1, seed=5, tasks=40, repeats=3, history_messages=12)[0]
     monkeypatch.setattr("bench_pipeline.derivation.PARALLEL_MIN_ROWS", 10)
@@ -265,34 +246,6 @@ def test_extreme_but_valid_numbers_process_end_to_end(tmp_path):
     assert lines[0]["llm_calls"] is None and lines[1]["retry_count"] is None  # counts beyond 64 bits
     assert (out / "report.html").stat().st_size > 0 and "n/a" in (out / "summary.md").read_text()
     assert len(attempts_frame(process_run(run).attempts)) == 2
-
-
-def test_cli_process_publish_keeps_the_evidence_the_trace_output_shows(fifty_runs, tmp_path):
-    """--publish keeps each attempt's trace final response and tool calls (the command
-    otherwise drops them once the files are written); without keys they go to the outbox."""
-    import os
-
-    run = fifty_runs[0]
-    out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LANGFUSE_")}
-    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(run), "--output-dir", str(out),
-                           "--publish"], capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stderr
-    finals = [json.loads(line)["evidence"]["final_response"]
-              for line in (out / "attempts.jsonl").read_text().splitlines()]
-    expected = next(f for f in finals if f)
-    published = set()
-    for line in (out / "langfuse_outbox.jsonl").read_text().splitlines():
-        request = json.loads(line)
-        if request["kind"] != "spans":
-            continue
-        for resource in request["body"]["resourceSpans"]:
-            for scope in resource["scopeSpans"]:
-                for span in scope["spans"]:
-                    for attr in span["attributes"]:
-                        if attr["key"] == "langfuse.observation.output":
-                            published.add(json.loads(attr["value"]["stringValue"]).get("final_response"))
-    assert expected in published
 
 
 ANY_JSON = st.recursive(
