@@ -17,8 +17,8 @@ is what Dagster itself writes and reads.
 - **An in-process workspace** (``execute_graphql_in_process``): the GraphQL mutation the UI
   sends to launch an asset backfill, run against the workspace's code locations loaded in
   this process. The public routes are a running webserver (``DagsterGraphQLClient``) or the
-  ``dagster-graphql -w`` command, which starts a code server first (seconds more, see
-  backfill.py); Dagster has no public Python call that launches an asset backfill.
+  ``dagster-graphql -w`` command, which starts a code server first (backfill.py); Dagster
+  has no public Python call that launches an asset backfill.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from .run_reader import RawRun
 
 T = TypeVar("T")
 
-#: Below this many rows a run is derived in one process (forking costs more than it saves;
-#: at 1,000 rows two processes already save about a quarter of the command's time).
+#: Below this many rows a run is derived in one process: forking costs more than it saves
+#: (docs/benchmarks.md has the figures).
 PARALLEL_MIN_ROWS = 500
 _CHUNK_ROWS = 100
 
