@@ -5,8 +5,9 @@ The Dagster daemon runs it; the per-run stages' backfill policy groups the parti
 Dagster runs of ``PARTITIONS_PER_RUN`` each (docs/operations.md). It goes through Dagster's
 own GraphQL API, the mutation the UI sends, with the workspace's code locations loaded in this
 process (no webserver, no code server: starting one, as `dagster-graphql -w` does, cost
-about 5 s more on this project's machine). A workspace with other kinds of locations (a gRPC
-server, as in deploy/docker/workspace.yaml) is loaded by `dagster-graphql` as before.
+about 5 s more on this project's machine). Dagster has no public call for that: it is
+``dagster_internals.execute_graphql_in_process``. A workspace with other kinds of locations (a
+gRPC server, as in deploy/docker/workspace.yaml) is loaded by `dagster-graphql` as before.
 """
 
 from __future__ import annotations
@@ -57,30 +58,16 @@ def in_process_modules(workspace: Path) -> list[tuple[str, str, str]] | None:
 def launch(workspace: Path) -> str:
     """Launch the backfill; returns its id, or raises RuntimeError with Dagster's message."""
     modules = in_process_modules(workspace)
-    answer = _query_in_process(modules) if modules is not None else _query_with_dagster_graphql(workspace)
+    if modules is not None:
+        from .dagster_internals import execute_graphql_in_process
+
+        answer = execute_graphql_in_process(modules, MUTATION, _variables())
+    else:
+        answer = _query_with_dagster_graphql(workspace)
     result = (answer.get("data") or {}).get("launchPartitionBackfill") or {}
     if result.get("__typename") != "LaunchBackfillSuccess":
         raise RuntimeError(f"the backfill was not launched: {result.get('message') or answer}")
     return result["backfillId"]
-
-
-def _query_in_process(modules: list[tuple[str, str, str]]) -> dict:
-    import dagster as dg
-    from dagster._core.remote_origin import InProcessCodeLocationOrigin
-    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
-    from dagster._core.workspace.context import WorkspaceProcessContext
-    from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
-    from dagster_graphql.cli import execute_query
-
-    origins = [InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name=module, working_directory=directory),
-                                           location_name=name) for module, directory, name in modules]
-    with dg.DagsterInstance.get() as instance, \
-            WorkspaceProcessContext(instance, InProcessWorkspaceLoadTarget(origins)) as context:
-        errors = [entry.load_error for entry in context.create_request_context().get_code_location_entries().values()
-                  if entry.load_error is not None]
-        if errors:
-            raise RuntimeError(f"the code location did not load: {errors[0].message.strip()}")
-        return execute_query(context, MUTATION, _variables())
 
 
 def _query_with_dagster_graphql(workspace: Path) -> dict:

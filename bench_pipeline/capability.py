@@ -300,7 +300,7 @@ def task_sections(
 
 
 #: The order of the aggregate sections in metrics.json: outputs.md's, then comparison.md's
-#: two additions (data_quality, which process.metrics_document adds, stays the last key).
+#: two additions (data_quality, which metrics_files.metrics_document adds, stays the last key).
 SECTION_ORDER = ("capability", "coverage", "failures", "diagnostics", "category", "observations",
                  "efficiency", "reliability", "cost_to_first_success", "aggregate",
                  "uncertainty", "estimators")

@@ -16,7 +16,7 @@ import pandas as pd
 from .attempt_metrics import COUNT_LIMIT
 from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, ComparisonInputError, Side, compare, side_from_output
 from .identity import run_identity
-from .process import data_quality_findings
+from .data_quality import data_quality_findings
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
 CATALOG_COLUMNS = [

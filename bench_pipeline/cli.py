@@ -46,7 +46,7 @@ def cmd_process(args: argparse.Namespace) -> int:
 def _process(args: argparse.Namespace) -> int:
     from .bulk import default_workers
     from .pipeline import run_stages
-    from .process import data_quality_findings
+    from .data_quality import data_quality_findings
 
     started = time.monotonic()
     out_dir = Path(args.output_dir)

@@ -32,7 +32,7 @@ from .task_groups import ByAttempt, deduplicate, eligible_attempts, ek_window, i
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
 if TYPE_CHECKING:
-    from .process import ProcessedRun
+    from .pipeline import ProcessedRun
 
 SCHEMA_VERSION = 1
 

@@ -1,7 +1,8 @@
 """The Dagster code location: assets, checks, jobs, the sensor and the schedule.
 
-Load it with `dagster dev -w workspace.yaml`; every resource has a default under
-./.bench_data (see resources/settings.py), so no configuration is needed.
+Load it with `dg dev` (pyproject.toml's ``[tool.dg]``, what scripts/ui.sh runs) or from
+workspace.yaml; every resource has a default under ./.bench_data (see resources/settings.py),
+so no configuration is needed.
 """
 
 from __future__ import annotations

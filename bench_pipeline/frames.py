@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from .jsonio import json_bytes
-from .process import ATTEMPT_KEYS
+from .metrics_files import ATTEMPT_KEYS
 from .run_reader import RawRow, RawRun, read_run_files
 from .schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
 
@@ -24,7 +24,7 @@ ATTEMPT_COLUMNS = tuple(k for k in ATTEMPT_KEYS if k not in JSON_COLUMNS) + JSON
 
 
 def _dumps(value: object) -> str:
-    """JSON text, as the output files write it (``process.json_bytes``)."""
+    """JSON text, as the output files write it (``jsonio.json_bytes``)."""
     return json_bytes(value).decode()
 
 

@@ -15,8 +15,8 @@ large runs, warnings named by their run), plainly, and this command's own lines.
 events (step started, materializations, ...) go to the instance only, where the UI shows
 them with the step's lines.
 
-`dagster dev -w workspace.yaml` on the same DAGSTER_HOME then shows these runs,
-materializations and checks.
+`scripts/ui.sh` (`dg dev`) on the same DAGSTER_HOME then shows these runs, materializations
+and checks.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def _run_all(defs, instance, samples: bool) -> int:
             _say(f"  {key}: no reports written")
     _say("")
     _say(f"Dagster instance: {home}")
-    _say("See it in the UI: scripts/ui.sh  (dagster dev -w workspace.yaml on the same instance)")
+    _say("See it in the UI: scripts/ui.sh  (dg dev on the same instance)")
     return failed
 
 

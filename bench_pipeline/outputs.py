@@ -11,12 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .bulk import fork_map, gc_paused
 from .comparison import Comparison
+from .derivation import workers_for
 from .jsonio import dumps, write_atomic
-from .process import ProcessedRun, workers_for, write_metrics_files
+from .metrics_files import write_metrics_files
 from .reports import AttemptRows, report_view, write_comparison_md, write_report_html, write_summary_md
+
+if TYPE_CHECKING:  # pipeline.py imports this module
+    from .pipeline import ProcessedRun
 
 OUTPUT_FILES = ("metrics.json", "attempts.jsonl", "summary.md", "report.html")
 #: The files a run compared with a baseline gets besides OUTPUT_FILES.

@@ -25,17 +25,11 @@ from typing import TYPE_CHECKING
 from .bulk import fork_map, gc_paused
 from .capability import attempt_sections, combine_sections, task_sections
 from .comparison import Side, check_max_drop, comparison_of, side_from_output, side_from_processed, with_run_dir
+from .data_quality import data_quality
+from .derivation import derive_chunks, workers_for
 from .jsonio import encode_records, write_atomic
+from .metrics_files import attempt_record, metrics_document
 from .outputs import BULKY_EVIDENCE, Rendered, ReportParts, write_run_outputs
-from .process import (
-    ProcessedRun,
-    attempt_record,
-    data_quality,
-    derive_chunks,
-    metric_scope,
-    metrics_document,
-    workers_for,
-)
 from .reports import (
     attempt_facts,
     duplicate_lines,
@@ -50,6 +44,16 @@ from .task_groups import group_tasks
 
 if TYPE_CHECKING:  # the Langfuse SDK is loaded only by a publication (about 0.3 s)
     from .publication import LangfuseSettings, PublicationResult
+
+
+@dataclass
+class ProcessedRun:
+    """Every stage's output for one run (stages 1-4)."""
+
+    raw: RawRun
+    attempts: list[dict]
+    tasks: list[dict]
+    metrics: dict
 
 
 @dataclass
@@ -188,6 +192,15 @@ class _Render:
             for a in attempts:
                 a["evidence"] = {k: v for k, v in a["evidence"].items() if k not in BULKY_EVIDENCE}
         return attempts, rendered
+
+
+def metric_scope(raw: RawRun) -> dict:
+    """The run facts the aggregates need besides the rows: k and the planned/missing counts."""
+    return {
+        "metrics_k": raw.metrics_k,
+        "planned_attempts": raw.planned.size if raw.planned is not None else None,
+        "missing_attempts": raw.missing_count,
+    }
 
 
 def _run_level(raw: RawRun, attempts: list[dict], workers: int, attempts_path: Path | None,

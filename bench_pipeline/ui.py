@@ -1,26 +1,26 @@
-"""`python -m bench_pipeline.ui [dagster dev options]`: the Dagster UI that stops when asked.
+"""`python -m bench_pipeline.ui [dg dev options]`: the Dagster UI that stops when asked.
 
-What scripts/ui.sh runs: `dagster dev -w workspace.yaml` (webserver, daemon, code server),
-stopped by SIGTERM, SIGINT or SIGHUP whoever started it. `dagster dev` run directly cannot
-be stopped when started in the background by a script or a service manager: a
-non-interactive bash starts background jobs with SIGINT ignored, `dagster dev` inherits that
+What scripts/ui.sh runs: `dg dev` on the project (pyproject.toml's ``[tool.dg]``: webserver,
+daemon, code server), stopped by SIGTERM, SIGINT or SIGHUP whoever started it. `dg dev` run
+directly cannot be stopped when started in the background by a script or a service manager:
+a non-interactive bash starts background jobs with SIGINT ignored, `dg dev` inherits that
 (and maps SIGTERM to the same ignored handler), and so do the webserver and daemon it asks
 to stop by interrupting themselves. Only SIGKILL of the whole group ends them.
 
 This launcher:
 
-- starts `dagster dev` with SIGINT at its default (a handled signal is reset at exec, an
-  ignored one is not), in a process group of its own, so that it gets exactly the one
-  SIGINT the launcher forwards, not a second one from the terminal (Ctrl-C) or from a kill
-  of the launcher's group;
-- on the first SIGTERM, SIGINT or SIGHUP forwards SIGINT to `dagster dev`, which stops the
+- starts `dg dev` with SIGINT at its default (a handled signal is reset at exec, an ignored
+  one is not), in a process group of its own, so that it gets exactly the one SIGINT the
+  launcher forwards, not a second one from the terminal (Ctrl-C) or from a kill of the
+  launcher's group;
+- on the first SIGTERM, SIGINT or SIGHUP forwards SIGINT to `dg dev`, which stops the
   webserver, the daemon and the code server, and waits for all of them to exit;
 - after STOP_TIMEOUT seconds (``BENCH_UI_STOP_TIMEOUT``), or on a second signal, kills
   whatever is left of that process group;
 - on Linux, is the subreaper of everything below it (it reaps what outlives its parent) and
-  makes `dagster dev` receive SIGTERM if the launcher itself dies (even by SIGKILL).
+  makes `dg dev` receive SIGTERM if the launcher itself dies (even by SIGKILL).
 
-Its exit code is `dagster dev`'s (0 after a requested stop, 137 when it had to be killed).
+Its exit code is `dg dev`'s (0 after a requested stop, 137 when it had to be killed).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-#: Seconds between the stop request and SIGKILL of what is left (`dagster dev` itself waits
+#: Seconds between the stop request and SIGKILL of what is left (`dg dev` itself waits
 #: up to 60 s for its webserver and daemon; a clean stop takes a few seconds).
 STOP_TIMEOUT = float(os.environ.get("BENCH_UI_STOP_TIMEOUT", "20"))
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -49,12 +49,10 @@ def _prctl(option: int, value: int) -> None:
             pass
 
 
-def dagster_dev_command(args: list[str]) -> list[str]:
-    """`dagster dev` on the project's workspace, from this interpreter's environment.
-
-    (`dg dev` supersedes it in Dagster 1.13, but dg is a separate package, dagster-dg-cli,
-    that this project does not install.)"""
-    return [str(Path(sys.executable).with_name("dagster")), "dev", "-w", "workspace.yaml", *args]
+def dg_dev_command(args: list[str]) -> list[str]:
+    """`dg dev` on the project (pyproject.toml's ``[tool.dg]``), from this interpreter's
+    environment; ``args`` are its options (``-h HOST``, ``-p PORT``, ...)."""
+    return [str(Path(sys.executable).with_name("dg")), "dev", *args]
 
 
 def _reap() -> None:
@@ -100,7 +98,7 @@ def run(command: list[str], stop_timeout: float = STOP_TIMEOUT) -> int:
         requests.append(time.monotonic())
         if child is None:
             return  # not started yet: stopped right after it starts
-        if child.returncode is not None:  # `dagster dev` is gone (its pid may be another's now)
+        if child.returncode is not None:  # `dg dev` is gone (its pid may be another's now)
             _kill_group(child.pid)  # what it left behind
         elif len(requests) == 1:
             _say(f"{signal.Signals(signum).name}: stopping the Dagster UI (webserver, daemon, code server) ...")
@@ -131,7 +129,7 @@ def run(command: list[str], stop_timeout: float = STOP_TIMEOUT) -> int:
         except subprocess.TimeoutExpired:
             if requests and not killed and time.monotonic() > requests[0] + stop_timeout:
                 killed = _stop_now(child.pid, stop_timeout)
-    # `dagster dev` has exited (asked to, or by itself): what it started must follow.
+    # `dg dev` has exited (asked to, or by itself): what it started must follow.
     deadline = time.monotonic() + 2 if killed else (requests[0] if requests else time.monotonic()) + stop_timeout
     while _group_alive(child.pid):
         if time.monotonic() > deadline:
@@ -159,7 +157,7 @@ def _interrupt(pid: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(dagster_dev_command(list(sys.argv[1:] if argv is None else argv)))
+    return run(dg_dev_command(list(sys.argv[1:] if argv is None else argv)))
 
 
 if __name__ == "__main__":

@@ -1,19 +1,73 @@
-"""`bench-pipeline compare`: both runs processed, the comparison written, and the exit code a
+"""`bench-pipeline process`: every output written, the publication's evidence kept; and
+`bench-pipeline compare`: both runs processed, the comparison written, and the exit code a
 CI job reads (0 gate passes, 1 gate fails, 2 bad input with a one-line reason)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from bench_pipeline import cli
+from bench_pipeline.generator import generate_runs
 
 from .run_builder import make_run, row
 
 TASKS = [f"t{i}" for i in range(10)]
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    return generate_runs(tmp_path_factory.mktemp("runs"), runs=1, seed=11, tasks=12, repeats=3, history_messages=20)[0]
+
+
+def test_cli_process_writes_every_output(one_run, tmp_path):
+    run = one_run
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(run), "--output-dir", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in out.iterdir()} >= {"metrics.json", "attempts.jsonl", "summary.md", "report.html"}
+    assert run.name in done.stderr and "attempts" in done.stderr
+    # The command ends without tearing down the heap: its output is still complete.
+    assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
+        "metrics.json", "attempts.jsonl", "summary.md", "report.html"]
+
+
+def test_cli_process_on_a_non_run_names_the_path(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(tmp_path), "--output-dir", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert str(tmp_path) in done.stderr and "no results.jsonl" in done.stderr
+
+
+def test_cli_process_publish_keeps_the_evidence_the_trace_output_shows(one_run, tmp_path):
+    """--publish keeps each attempt's trace final response and tool calls (the command
+    otherwise drops them once the files are written); without keys they go to the outbox."""
+    run = one_run
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANGFUSE_")}
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(run), "--output-dir", str(out),
+                           "--publish"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    finals = [json.loads(line)["evidence"]["final_response"]
+              for line in (out / "attempts.jsonl").read_text().splitlines()]
+    expected = next(f for f in finals if f)
+    published = set()
+    for line in (out / "langfuse_outbox.jsonl").read_text().splitlines():
+        request = json.loads(line)
+        if request["kind"] != "spans":
+            continue
+        for resource in request["body"]["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    for attr in span["attributes"]:
+                        if attr["key"] == "langfuse.observation.output":
+                            published.add(json.loads(attr["value"]["stringValue"]).get("final_response"))
+    assert expected in published
 
 
 def _runs(tmp_path, candidate_status="passed", lost=0):

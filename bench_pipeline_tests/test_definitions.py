@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bench_pipeline.definitions import defs
 
@@ -42,7 +45,29 @@ def test_dagster_definitions_validate(tmp_path):
     done = subprocess.run(
         [str(Path(sys.executable).with_name("dagster")), "definitions", "validate", "-w", "workspace.yaml"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**__import__("os").environ, "DAGSTER_HOME": str(tmp_path)},
+        env={**os.environ, "DAGSTER_HOME": str(tmp_path)},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "All code locations passed validation" in done.stdout + done.stderr
+
+
+def test_dg_and_the_workspace_name_the_same_code_location():
+    """`dg dev` (scripts/ui.sh) loads the location from pyproject.toml's [tool.dg]; the daemon,
+    `bench-pipeline backfill` and `dagster ... -w` from workspace.yaml: one location, one name
+    (a sensor's state belongs to its location's name)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["dg"]
+    (entry,) = yaml.safe_load((ROOT / "workspace.yaml").read_text())["load_from"]
+    assert project["directory_type"] == "project"
+    assert entry == {"python_module": {"module_name": project["project"]["code_location_target_module"],
+                                       "location_name": project["project"]["code_location_name"],
+                                       "working_directory": "."}}
+    assert project["project"]["root_module"] == "bench_pipeline"
+
+
+@pytest.mark.slow
+def test_dg_check_defs(tmp_path):
+    """`dg check defs` (CI runs the slow tests): dg finds the project by [tool.dg] and its definitions
+    load and validate."""
+    done = subprocess.run([str(Path(sys.executable).with_name("dg")), "check", "defs"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "DAGSTER_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

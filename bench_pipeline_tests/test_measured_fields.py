@@ -39,7 +39,7 @@ from bench_pipeline.measured_fields import (
     field_names,
     in_order,
 )
-from bench_pipeline.process import ATTEMPT_KEYS
+from bench_pipeline.metrics_files import ATTEMPT_KEYS
 from bench_pipeline.reports.format import FIELD_LABELS, fmt_mean, fmt_ms, fmt_round, fmt_usd, formatter_for
 from bench_pipeline.reports.view.resources import EFFICIENCY_ROWS
 from bench_pipeline.run_reader import RawRow

@@ -1,5 +1,5 @@
 """scripts/ui.sh and its launcher (bench_pipeline/ui.py) stop on SIGTERM and SIGINT, however
-they were started: the launcher restores SIGINT for `dagster dev`, forwards the stop signal
+they were started: the launcher restores SIGINT for `dg dev`, forwards the stop signal
 and waits for everything it started, killing what is left after its timeout."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .support.network import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: A stand-in for `dagster dev`: records how SIGINT reaches it, starts a process that ignores
+#: A stand-in for `dg dev`: records how SIGINT reaches it, starts a process that ignores
 #: every stop signal (as a stuck webserver would), and exits on KeyboardInterrupt without it.
 STAND_IN = textwrap.dedent("""
     import json, os, signal, subprocess, sys, time
@@ -150,7 +150,7 @@ def test_ui_script_in_the_background_stops_on_signal(tmp_path, stop):
                 return False
 
         assert _wait_until(answers, 180), "the webserver did not answer:\n" + log.read_text()[-3000:]
-        assert len(_session(pid)) >= 5  # launcher, dagster dev, webserver, daemon, code server(s)
+        assert len(_session(pid)) >= 5  # launcher, dg dev, webserver, daemon, code server(s)
 
         os.kill(pid, stop)
         assert _wait_until(lambda: not _session(pid), 30), (

@@ -1,6 +1,6 @@
 """How long from a new run folder becoming ready to its report.html, with the UI running?
 
-Starts `scripts/ui.sh` (webserver, daemon and code server through `dagster dev`) on
+Starts `scripts/ui.sh` (webserver, daemon and code server through `dg dev`) on
 127.0.0.1 and a free port, with a Dagster instance and data folders of its own under the
 work folder (a fresh DAGSTER_HOME: scripts/instance.sh seeds it with
 deploy/dagster.local.yaml, as for a user). Once the UI answers and the sample runs it

@@ -12,8 +12,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 
-extras="."
-[ "$want" = "test" ] && extras=".[test]"
+extras=".[dev]"  # dev: dg (scripts/ui.sh runs `dg dev`)
+[ "$want" = "test" ] && extras=".[test,dev]"
 stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)-$want"
 if [ ! -f "$stamp" ]; then
   echo "installing bench_pipeline ($extras) into .venv ..."

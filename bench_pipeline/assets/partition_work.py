@@ -34,10 +34,11 @@ import pandera.errors
 from .. import object_store
 from ..bulk import default_workers, fork_map, fork_server_context, gc_paused
 from ..comparison import ComparisonInputError
+from ..data_quality import data_quality_findings
+from ..derivation import PARALLEL_MIN_ROWS, workers_for
 from ..formula import FORMULA_VERSION
 from ..frames import attempts_frame, raw_results_frame, tasks_frame
-from ..pipeline import publish, run_stages
-from ..process import PARALLEL_MIN_ROWS, data_quality_findings, workers_for
+from ..pipeline import ProcessedRun, publish, run_stages
 from ..publication import LangfuseSettings, PublicationError
 from ..data_quality_checks import CheckOutcome, run_checks
 from ..reports.compared import gate_statement
@@ -164,72 +165,108 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
     return outcome
 
 
-def _store_stages(job: PartitionJob, processed, written: dict[str, Path], comparison: dict | None,
+@dataclass(frozen=True)
+class _Computed:
+    """A partition's run through ``run_stages``: what its stages store and show."""
+
+    job: PartitionJob
+    processed: ProcessedRun
+    written: dict[str, Path]
+    comparison: dict | None
+    baseline_reason: str
+
+
+def _store_stages(job: PartitionJob, processed: ProcessedRun, written: dict[str, Path], comparison: dict | None,
                   baseline_reason: str) -> tuple[dict[str, dict], str | None, str | None]:
     """The stored values and materialization metadata of every stage before publication, in
     stage order, up to the first that fails: (metadata by stage, the failed stage, its error)."""
-    raw = processed.raw
+    computed = _Computed(job, processed, written, comparison, baseline_reason)
     materialized: dict[str, dict] = {}
-    stage = STAGES[0]
-    try:
-        frame = raw_results_frame(raw)
-        store_partition(job.storage_base, stage, job.key, frame)
-        materialized[stage] = {
-            "dagster/row_count": len(frame),
-            "usable_rows": len(raw.rows),
-            "bad_rows": len(raw.bad_rows),
-            "duplicate_task_attempts": len(raw.duplicate_rows),
-            "suite": raw.suite or "unknown",
-            "metrics_k": raw.metrics_k if raw.metrics_k is not None else "unknown",
-            "run_folder": dg.MetadataValue.path(object_store.location_text(raw.run_dir)),
-            "preview": _preview(frame, ["line", "task_id", "attempt", "status", "bad_reason"]),
-        }
-
-        stage = "attempt_metrics"
-        frame = attempts_frame(processed.attempts)
-        store_partition(job.storage_base, stage, job.key, frame)
-        materialized[stage] = {
-            "dagster/row_count": len(frame),
-            "eligible_attempts": int(frame["agent_eligible"].sum()),
-            "recorded_fallback_values": sum(
-                1 for a in processed.attempts for v in a["provenance"].values() if v == "recorded"),
-            "preview": _preview(frame, ["task_id", "attempt", "status", "success", "agent_eligible",
-                                        "task_wall_ms", "total_tokens"]),
-        }
-
-        stage = "task_groups"
-        frame = tasks_frame(processed.tasks)
-        store_partition(job.storage_base, stage, job.key, frame)
-        materialized[stage] = {
-            "dagster/row_count": len(frame),
-            "tasks_in_E1": int(frame["in_e1"].sum()),
-            "tasks_in_Ek": int(frame["in_ek"].sum()),
-            "preview": _preview(frame, ["task_id", "attempts", "eligible_attempts", "passed", "in_e1", "in_ek"]),
-        }
-
-        stage = "capability_aggregates"
-        store_partition(job.storage_base, stage, job.key, processed.metrics)
-        materialized[stage] = {
-            **headline_metadata(processed.metrics),
-            "formula_version": FORMULA_VERSION,
-            "metrics_json": dg.MetadataValue.path(object_store.location_text(written["metrics.json"])),
-            "attempts_jsonl": dg.MetadataValue.path(object_store.location_text(written["attempts.jsonl"])),
-        }
-
-        stage = "run_comparison"
-        materialized[stage] = comparison_metadata(comparison, job.baseline, baseline_reason, written)
-
-        stage = "reports"
-        summary = Path(written["summary.md"]).read_text(encoding="utf-8")
-        materialized[stage] = {
-            "summary_md": dg.MetadataValue.path(object_store.location_text(written["summary.md"])),
-            "report_html": dg.MetadataValue.path(object_store.location_text(written["report.html"])),
-            "report_bytes": Path(written["report.html"]).stat().st_size,
-            "preview": dg.MetadataValue.md(summary[:4000]),
-        }
-    except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
-        return materialized, stage, _failure(job, stage, exc)
+    for stage in STAGES[:-1]:
+        try:
+            materialized[stage] = STORED_STAGES[stage](stage, computed)
+        except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
+            return materialized, stage, _failure(job, stage, exc)
     return materialized, None, None
+
+
+def _raw_results(stage: str, computed: _Computed) -> dict[str, Any]:
+    raw = computed.processed.raw
+    frame = raw_results_frame(raw)
+    store_partition(computed.job.storage_base, stage, computed.job.key, frame)
+    return {
+        "dagster/row_count": len(frame),
+        "usable_rows": len(raw.rows),
+        "bad_rows": len(raw.bad_rows),
+        "duplicate_task_attempts": len(raw.duplicate_rows),
+        "suite": raw.suite or "unknown",
+        "metrics_k": raw.metrics_k if raw.metrics_k is not None else "unknown",
+        "run_folder": dg.MetadataValue.path(object_store.location_text(raw.run_dir)),
+        "preview": _preview(frame, ["line", "task_id", "attempt", "status", "bad_reason"]),
+    }
+
+
+def _attempt_metrics(stage: str, computed: _Computed) -> dict[str, Any]:
+    attempts = computed.processed.attempts
+    frame = attempts_frame(attempts)
+    store_partition(computed.job.storage_base, stage, computed.job.key, frame)
+    return {
+        "dagster/row_count": len(frame),
+        "eligible_attempts": int(frame["agent_eligible"].sum()),
+        "recorded_fallback_values": sum(1 for a in attempts for v in a["provenance"].values() if v == "recorded"),
+        "preview": _preview(frame, ["task_id", "attempt", "status", "success", "agent_eligible",
+                                    "task_wall_ms", "total_tokens"]),
+    }
+
+
+def _task_groups(stage: str, computed: _Computed) -> dict[str, Any]:
+    frame = tasks_frame(computed.processed.tasks)
+    store_partition(computed.job.storage_base, stage, computed.job.key, frame)
+    return {
+        "dagster/row_count": len(frame),
+        "tasks_in_E1": int(frame["in_e1"].sum()),
+        "tasks_in_Ek": int(frame["in_ek"].sum()),
+        "preview": _preview(frame, ["task_id", "attempts", "eligible_attempts", "passed", "in_e1", "in_ek"]),
+    }
+
+
+def _capability_aggregates(stage: str, computed: _Computed) -> dict[str, Any]:
+    metrics, written = computed.processed.metrics, computed.written
+    store_partition(computed.job.storage_base, stage, computed.job.key, metrics)
+    return {
+        **headline_metadata(metrics),
+        "formula_version": FORMULA_VERSION,
+        "metrics_json": dg.MetadataValue.path(object_store.location_text(written["metrics.json"])),
+        "attempts_jsonl": dg.MetadataValue.path(object_store.location_text(written["attempts.jsonl"])),
+    }
+
+
+def _run_comparison(stage: str, computed: _Computed) -> dict[str, Any]:
+    return comparison_metadata(computed.comparison, computed.job.baseline, computed.baseline_reason,
+                               computed.written)
+
+
+def _reports(stage: str, computed: _Computed) -> dict[str, Any]:
+    written = computed.written
+    summary = Path(written["summary.md"]).read_text(encoding="utf-8")
+    return {
+        "summary_md": dg.MetadataValue.path(object_store.location_text(written["summary.md"])),
+        "report_html": dg.MetadataValue.path(object_store.location_text(written["report.html"])),
+        "report_bytes": Path(written["report.html"]).stat().st_size,
+        "preview": dg.MetadataValue.md(summary[:4000]),
+    }
+
+
+#: How each stage before the publication is stored (``store_partition``) and what its
+#: materialization shows; run in STAGES order.
+STORED_STAGES: dict[str, Callable[[str, _Computed], dict[str, Any]]] = {
+    "raw_results": _raw_results,
+    "attempt_metrics": _attempt_metrics,
+    "task_groups": _task_groups,
+    "capability_aggregates": _capability_aggregates,
+    "run_comparison": _run_comparison,
+    "reports": _reports,
+}
 
 
 def _failure(job: PartitionJob, stage: str, exc: Exception) -> str:
@@ -435,17 +472,24 @@ def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
     yield from _pooled(jobs, log, processes or default_workers(), ready)
 
 
+def startable(waiting: list[PartitionJob], keys: set[str], done: set[str], busy: bool) -> list[PartitionJob]:
+    """The jobs of ``waiting`` that may start: those whose ``after`` is done or not one of
+    ``keys`` (the jobs of the step). When none may and no job is under way (``busy``), the
+    first waiting one: a cycle of ``after`` links (possible only with pinned baselines) is
+    broken in list order."""
+    ready = [job for job in waiting if job.after not in keys or job.after in done]
+    return ready or ([] if busy else waiting[:1])
+
+
 def in_dependency_order(jobs: list[PartitionJob]) -> list[PartitionJob]:
     """``jobs`` with each one after the job its ``after`` names (when that is in the list),
-    otherwise in their own order. A cycle of ``after`` links (possible only with pinned
-    baselines) is broken in list order."""
+    otherwise in their own order (``startable``, one job at a time)."""
     keys = {job.key for job in jobs}
     done: set[str] = set()
     ordered: list[PartitionJob] = []
     waiting = list(jobs)
     while waiting:
-        ready = [j for j in waiting if j.after not in keys or j.after in done]
-        for job in ready or waiting[:1]:
+        for job in startable(waiting, keys, done, busy=False):
             ordered.append(job)
             done.add(job.key)
             waiting.remove(job)
@@ -480,17 +524,14 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
                                initargs=(messages,), max_tasks_per_child=1)
     # Even split of the cores: a worker forks for a large run only when it has cores to itself.
     per_job = max(1, processes // min(processes, len(jobs)))
-    keys = {job.key for job in in_dependency_order(jobs)}
+    keys = {job.key for job in jobs}
     waiting = in_dependency_order(jobs)
     futures: dict[Future, PartitionJob] = {}
     finished: set[str] = set()  # partitions whose outputs a run compared with them can read
 
     def submit_ready() -> None:
-        for job in [j for j in waiting if j.after not in keys or j.after in finished]:
+        for job in startable(waiting, keys, finished, busy=any(not f.done() for f in futures)):
             waiting.remove(job)
-            futures[pool.submit(_work, replace(job, workers=per_job))] = job
-        if waiting and not any(not f.done() for f in futures):  # only a cycle is left: break it
-            job = waiting.pop(0)
             futures[pool.submit(_work, replace(job, workers=per_job))] = job
 
     try:

@@ -21,16 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.definitions.data_version import (  # the provenance tags Dagster itself writes
-    DATA_VERSION_IS_USER_PROVIDED_TAG,
-    NULL_EVENT_POINTER,
-    get_input_data_version_tag,
-    get_input_event_pointer_tag,
-)
 from dagster_pandera import pandera_schema_to_dagster_type
 
 from .. import object_store
 from ..baselines import RunInfo, choose_baseline, load_pins, pins_file, processed_outputs, run_index
+from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition, provenance_tags
 from ..formula import FORMULA_VERSION
 from ..partitions import runs_partitions
 from ..resources import LangfuseResource, PipelineSettings
@@ -45,17 +40,12 @@ GROUP = "per_run"
 #: start-up of a run process once for this many run folders.
 PARTITIONS_PER_RUN = int(os.environ.get("BENCH_PARTITIONS_PER_RUN", "20"))
 
-#: Tags of each stage materialization, as Dagster records them: the code version (the
-#: formula version) and the data version, which names what the value was computed from
-#: (the run folder's fingerprint and the formula version), so that unchanged runs are not
-#: processed again (``up_to_date``).
-CODE_VERSION_TAG = "dagster/code_version"
-DATA_VERSION_TAG = "dagster/data_version"
-
-
 def data_version(fingerprint: str) -> str:
-    """The data version of a run's stages: its folder's fingerprint and the formula version."""
+    """The data version of a run's stages: what their values were computed from, the run
+    folder's fingerprint and the formula version (an unchanged run is not processed again:
+    ``up_to_date``)."""
     return f"{fingerprint}@{FORMULA_VERSION}"
+
 
 _DESCRIPTIONS = {
     "raw_results": "Every non-blank results.jsonl line of the run: usable rows and located bad rows "
@@ -201,20 +191,13 @@ def partition_events(outcome: PartitionOutcome):
     """The materializations (stage order) and check evaluations of one partition.
 
     Each materialization carries the provenance tags Dagster writes for an asset's output
-    (code version, data version, and the data version of the stage it was computed from,
-    with ``dagster/data_version_is_user_provided``), so the UI's staleness works as for any
-    asset: fresh after processing, stale after a formula change.
+    (``dagster_internals.provenance_tags``: code version, data version, and the data version
+    of the stage it was computed from), so the UI's staleness works as for any asset: fresh
+    after processing, stale after a formula change.
     """
     version = data_version(outcome.fingerprint) if outcome.fingerprint is not None else None
     for i, (stage, metadata) in enumerate(outcome.materialized.items()):
-        tags = {CODE_VERSION_TAG: FORMULA_VERSION}
-        if version is not None:
-            tags[DATA_VERSION_TAG] = version
-            tags[DATA_VERSION_IS_USER_PROVIDED_TAG] = "true"
-            if i:
-                upstream = dg.AssetKey(STAGES[i - 1])
-                tags[get_input_data_version_tag(upstream)] = version
-                tags[get_input_event_pointer_tag(upstream)] = NULL_EVENT_POINTER
+        tags = provenance_tags(FORMULA_VERSION, version, dg.AssetKey(STAGES[i - 1]) if i else None)
         yield dg.AssetMaterialization(asset_key=stage, partition=outcome.key, metadata=metadata, tags=tags)
     yield from check_evaluations(outcome.key, outcome.checks)
 
@@ -224,8 +207,5 @@ def up_to_date(instance: dg.DagsterInstance, fingerprints: dict[str, str]) -> se
     folder with that fingerprint and with this formula version: nothing to do for them."""
     if not fingerprints:
         return set()
-    latest = instance.event_log_storage.get_latest_tags_by_partition(
-        dg.AssetKey(STAGES[-1]), dg.DagsterEventType.ASSET_MATERIALIZATION,
-        [DATA_VERSION_TAG], asset_partitions=list(fingerprints),
-    )
+    latest = latest_tags_by_partition(instance, dg.AssetKey(STAGES[-1]), [DATA_VERSION_TAG], list(fingerprints))
     return {key for key, tags in latest.items() if tags.get(DATA_VERSION_TAG) == data_version(fingerprints[key])}

@@ -31,7 +31,7 @@ def _progress_printer(stream=None) -> _ProgressPrinter:
 
 
 def publish_processed(processed, out_dir: Path) -> int:
-    """Publish ``processed`` (a ``bench_pipeline.process.ProcessedRun``); 0 on success, 1 on failure.
+    """Publish ``processed`` (a ``bench_pipeline.pipeline.ProcessedRun``); 0 on success, 1 on failure.
 
     Settings come from the environment (LANGFUSE_BASE_URL / LANGFUSE_HOST, LANGFUSE_PUBLIC_KEY,
     LANGFUSE_SECRET_KEY); without keys the payloads go to the outbox and 0 is returned.

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Mapping
+from typing import Any, get_origin
 
 import dagster as dg
 import pandas as pd
 from dagster import InputContext, OutputContext, UPathIOManager
-from dagster._core.storage.upath_io_manager import is_dict_type
 from upath import UPath
 
 from .settings import PipelineSettings, safe_partition_key
+
+
+def is_mapping_type(annotation: Any) -> bool:
+    """Whether an input's type annotation is a mapping (``dict``, ``dict[str, X]``,
+    ``Mapping[str, X]``): a consumer that wants ``{partition: value}``."""
+    return annotation is dict or get_origin(annotation) in (dict, Mapping)
 
 
 class _SafeUPathIOManager(UPathIOManager):
@@ -31,7 +38,7 @@ class _SafeUPathIOManager(UPathIOManager):
         """
         loaded = super().load_partitions(context)
         keys = context.asset_partition_keys
-        wants_mapping = is_dict_type(context.dagster_type.typing_type) and not context.has_partition_key
+        wants_mapping = is_mapping_type(context.dagster_type.typing_type) and not context.has_partition_key
         if len(keys) == 1 and wants_mapping:
             return {keys[0]: loaded} if loaded is not None else {}
         return loaded

@@ -1,7 +1,7 @@
 """Where runs are read from and outputs written to, configured from the environment.
 
 Every setting has a default under one local folder (``BENCH_HOME``, default
-``./.bench_data``), so `dagster dev` and the main command work with no configuration.
+``./.bench_data``), so `dg dev` and the main command work with no configuration.
 
 | variable | default | meaning |
 | --- | --- | --- |

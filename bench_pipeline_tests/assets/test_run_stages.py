@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from bench_pipeline.assets import per_run_assets
+from bench_pipeline.data_quality import data_quality_findings as written_findings
 from bench_pipeline.formula import FORMULA_VERSION
 from bench_pipeline.partitions import range_tags, runs_partitions
 from bench_pipeline.pipeline import process_run
-from bench_pipeline.process import data_quality_findings as written_findings
 from bench_pipeline.run_folders import fingerprint
 
 from ..dagster_helpers import make_resources
@@ -239,19 +239,6 @@ def test_stages_are_fresh_after_processing_and_stale_after_a_formula_change(run_
         assert resolver.get_status(dg.AssetKey(stage), "run-x").value == "STALE", stage
         causes = [c.reason for c in resolver.get_stale_causes(dg.AssetKey(stage), "run-x")]
         assert "has a new code version" in causes, (stage, causes)
-
-
-def test_a_run_is_processed_after_its_baseline_in_the_same_step():
-    from bench_pipeline.assets.partition_work import PartitionJob, in_dependency_order
-    from bench_pipeline.publication import LangfuseSettings
-
-    def job(key, after=None):
-        return PartitionJob(key, key, key, "storage", LangfuseSettings(None, None, None), None, after=after)
-
-    jobs = [job("c", after="b"), job("b", after="a"), job("a"), job("x", after="not-in-this-step")]
-    assert [j.key for j in in_dependency_order(jobs)] == ["a", "x", "b", "c"]
-    cycle = [job("p", after="q"), job("q", after="p")]
-    assert [j.key for j in in_dependency_order(cycle)] == ["p", "q"]
 
 
 def _comparison_meta(result, key):

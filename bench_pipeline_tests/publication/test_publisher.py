@@ -130,7 +130,7 @@ class Progress:
 @pytest.fixture(scope="module")
 def clean_state(processed_run, tmp_path_factory, mode):
     """What a clean publication of the shared run leaves in a stand-in of this mode."""
-    from bench_pipeline.process import attempt_record
+    from bench_pipeline.metrics_files import attempt_record
 
     raw = processed_run.raw
     run = {"run_id": raw.run_id, "metrics": processed_run.metrics,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Mapping
+
 import dagster as dg
 import pandas as pd
 import pytest
@@ -10,10 +13,21 @@ from upath import UPath
 from bench_pipeline.assets import per_run_assets
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.resources import safe_partition_key
-from bench_pipeline.resources.io_managers import ParquetIOManager
+from bench_pipeline.resources.io_managers import ParquetIOManager, is_mapping_type
 
 from ..dagster_helpers import make_resources
 from ..run_builder import make_run, row
+
+
+@pytest.mark.parametrize("annotation", [dict, dict[str, pd.DataFrame], typing.Dict[str, int], typing.Dict,
+                                        Mapping[str, dict], typing.Mapping[str, dict], typing.Mapping])
+def test_mapping_annotations_ask_for_every_partition(annotation):
+    assert is_mapping_type(annotation)
+
+
+@pytest.mark.parametrize("annotation", [pd.DataFrame, list, list[dict], Mapping, typing.Any, None, str])
+def test_other_annotations_ask_for_the_value(annotation):
+    assert not is_mapping_type(annotation)
 
 
 @pytest.mark.parametrize("key", ["..", "a/b", "../x", "", ".", "a\\b", "x\x00"])

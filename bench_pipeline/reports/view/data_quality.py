@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...process import data_quality_findings, missing_attempts_count
+from ...data_quality import data_quality_findings, missing_attempts_count
 from .limits import LIST_CAP
 
 

@@ -1,4 +1,5 @@
-"""The whole engine on generated runs: outputs.md's structure, invariants, determinism."""
+"""The composition of the stages (pipeline.py) on generated runs: outputs.md's structure,
+invariants, determinism, the same bytes in parallel and in one process."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from hypothesis import strategies as st
 
 from bench_pipeline.frames import attempts_frame, attempts_from_frame, raw_results_frame, tasks_frame, tasks_from_frame
 from bench_pipeline.generator import generate_runs
+from bench_pipeline.metrics_files import ATTEMPT_KEYS
 from bench_pipeline.outputs import write_run_outputs
 from bench_pipeline.pipeline import process_run
-from bench_pipeline.process import ATTEMPT_KEYS
 from bench_pipeline.vocabulary import EFFICIENCY_FIELDS, FAILURE_CLASSES, FAILURE_STAGES, RELIABILITY_FIELDS
 
 # outputs.md "metrics.json", key by key.
@@ -156,30 +157,10 @@ def test_every_generated_run_processes_with_the_outputs_md_structure(fifty_runs,
     assert all(found.values()), found  # the generator's edge cases reach the report
 
 
-def test_cli_process_writes_every_output(fifty_runs, tmp_path):
-    run = fifty_runs[0]
-    out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(run), "--output-dir", str(out)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert {p.name for p in out.iterdir()} >= {"metrics.json", "attempts.jsonl", "summary.md", "report.html"}
-    assert run.name in done.stderr and "attempts" in done.stderr
-    # The command ends without tearing down the heap: its output is still complete.
-    assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
-        "metrics.json", "attempts.jsonl", "summary.md", "report.html"]
-
-
-def test_cli_process_on_a_non_run_names_the_path(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(tmp_path), "--output-dir", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2
-    assert str(tmp_path) in done.stderr and "no results.jsonl" in done.stderr
-
-
 def test_parallel_derivation_equals_sequential(tmp_path, monkeypatch):
     run = generate_runs(tmp_path, runs=1, seed=5, tasks=40, repeats=3, history_messages=12)[0]
-    monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 10)
-    monkeypatch.setattr("bench_pipeline.process._CHUNK_ROWS", 17)
+    monkeypatch.setattr("bench_pipeline.derivation.PARALLEL_MIN_ROWS", 10)
+    monkeypatch.setattr("bench_pipeline.derivation._CHUNK_ROWS", 17)
     assert process_run(run, workers=2).attempts == process_run(run, workers=1).attempts
 
 
@@ -190,7 +171,7 @@ def test_parallel_outputs_equal_sequential_outputs(fifty_runs, tmp_path, monkeyp
     sequential = write_run_outputs(tmp_path / "one", processed, workers=1)
     monkeypatch.setattr("bench_pipeline.reports.rows.PARALLEL_MIN_ATTEMPTS", 1)
     monkeypatch.setattr("bench_pipeline.reports.rows._CHUNK_ATTEMPTS", 7)
-    monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 1)  # the outputs' fork, too
+    monkeypatch.setattr("bench_pipeline.derivation.PARALLEL_MIN_ROWS", 1)  # the outputs' fork, too
     parallel = write_run_outputs(tmp_path / "two", processed, workers=2)
     assert list(parallel) == list(sequential) == ["metrics.json", "attempts.jsonl", "summary.md", "report.html"]
     for name, path in sequential.items():
@@ -206,10 +187,10 @@ def test_run_stages_equals_process_run_then_write(fifty_runs, tmp_path, monkeypa
     from bench_pipeline.outputs import BULKY_EVIDENCE
     from bench_pipeline.pipeline import run_stages
 
-    monkeypatch.setattr("bench_pipeline.process.PARALLEL_MIN_ROWS", 1)
-    monkeypatch.setattr("bench_pipeline.process._CHUNK_ROWS", 5)
+    monkeypatch.setattr("bench_pipeline.derivation.PARALLEL_MIN_ROWS", 1)
+    monkeypatch.setattr("bench_pipeline.derivation._CHUNK_ROWS", 5)
     # One generated_at for both paths, so that every byte can be compared.
-    monkeypatch.setattr("bench_pipeline.process.metrics_document.__defaults__", ("2026-11-30T00:00:00Z",))
+    monkeypatch.setattr("bench_pipeline.metrics_files.metrics_document.__defaults__", ("2026-11-30T00:00:00Z",))
     for run in fifty_runs[:6]:
         expected = write_run_outputs(tmp_path / "staged" / run.name, process_run(run))
         result = run_stages(run, tmp_path / "command" / run.name, workers=workers)
@@ -264,34 +245,6 @@ def test_extreme_but_valid_numbers_process_end_to_end(tmp_path):
     assert lines[0]["llm_calls"] is None and lines[1]["retry_count"] is None  # counts beyond 64 bits
     assert (out / "report.html").stat().st_size > 0 and "n/a" in (out / "summary.md").read_text()
     assert len(attempts_frame(process_run(run).attempts)) == 2
-
-
-def test_cli_process_publish_keeps_the_evidence_the_trace_output_shows(fifty_runs, tmp_path):
-    """--publish keeps each attempt's trace final response and tool calls (the command
-    otherwise drops them once the files are written); without keys they go to the outbox."""
-    import os
-
-    run = fifty_runs[0]
-    out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LANGFUSE_")}
-    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(run), "--output-dir", str(out),
-                           "--publish"], capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stderr
-    finals = [json.loads(line)["evidence"]["final_response"]
-              for line in (out / "attempts.jsonl").read_text().splitlines()]
-    expected = next(f for f in finals if f)
-    published = set()
-    for line in (out / "langfuse_outbox.jsonl").read_text().splitlines():
-        request = json.loads(line)
-        if request["kind"] != "spans":
-            continue
-        for resource in request["body"]["resourceSpans"]:
-            for scope in resource["scopeSpans"]:
-                for span in scope["spans"]:
-                    for attr in span["attributes"]:
-                        if attr["key"] == "langfuse.observation.output":
-                            published.add(json.loads(attr["value"]["stringValue"]).get("final_response"))
-    assert expected in published
 
 
 ANY_JSON = st.recursive(
@@ -352,22 +305,6 @@ def test_a_large_k_with_few_attempts_is_listed_compactly(tmp_path):
     page = written["report.html"].read_text()
     assert f"#{STRIP_CAP + 1}-#1000: see the attempt table" in page
     assert page.count("attempt 999 missing") == 0 and written["report.html"].stat().st_size < 2_000_000
-
-
-def test_data_quality_findings_counts_every_missing_planned_attempt():
-    """The missing-attempts list names at most MISSING_LIST_CAP pairs; the count of
-    findings (CLI line, catalog, Dagster metadata) uses coverage's exact number."""
-    from bench_pipeline.process import data_quality_findings
-
-    metrics = {
-        "coverage": {"missing_attempts": 10 ** 12},
-        "data_quality": {"bad_rows": [{"line": 3}], "duplicate_rows": [], "missing_attempts": [{}] * 5,
-                         "unsafe_artifact_dirs": [], "invalid_artifacts": [{}, {}], "run_files": [{}]},
-    }
-    assert data_quality_findings(metrics) == 1 + 10 ** 12 + 2 + 1
-    metrics["coverage"]["missing_attempts"] = None  # no plan: nothing is missing
-    metrics["data_quality"]["missing_attempts"] = []
-    assert data_quality_findings(metrics) == 4
 
 
 def test_nan_next_to_a_huge_integer_in_row_evidence_is_written_as_null(tmp_path):

@@ -1,0 +1,89 @@
+"""The Dagster names this project needs that Dagster does not make public, all in one place.
+
+Checked against Dagster 1.13.27 (the version pyproject.toml pins). Each use says why no public
+API serves (docs/operations.md, "Dagster internals"); bench_pipeline_tests/test_dagster_internals.py
+fails naming the one that an upgrade removed or changed, and checks that what is written here
+is what Dagster itself writes and reads.
+
+- **Provenance tags** (``provenance_tags``). The per-run step records each partition's stage
+  materializations as soon as that partition is done (``AssetMaterialization`` events, many
+  partitions per step). Dagster writes the data-version tags only for an ``Output`` /
+  ``MaterializeResult`` (``data_version=``), which covers every partition of the step at
+  once, at its end; an ``AssetMaterialization`` takes tags and no data version. The tags'
+  names and the "not recorded" event pointer come from ``dagster._core.definitions.data_version``.
+- **The latest data version per partition** (``latest_tags_by_partition``): the event log
+  storage's tag query. The public ``DagsterInstance.fetch_materializations`` returns whole
+  events, every one of every partition, where this needs one tag of the latest of each.
+- **An in-process workspace** (``execute_graphql_in_process``): the GraphQL mutation the UI
+  sends to launch an asset backfill, run against the workspace's code locations loaded in
+  this process. The public routes are a running webserver (``DagsterGraphQLClient``) or the
+  ``dagster-graphql -w`` command, which starts a code server first (backfill.py); Dagster
+  has no public Python call that launches an asset backfill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+from dagster._core.definitions.data_version import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    NULL_EVENT_POINTER,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
+
+#: The Dagster version these names were checked against (pyproject.toml pins it).
+CHECKED_WITH_DAGSTER = "1.13.27"
+
+__all__ = ["CHECKED_WITH_DAGSTER", "CODE_VERSION_TAG", "DATA_VERSION_TAG", "execute_graphql_in_process",
+           "latest_tags_by_partition", "provenance_tags"]
+
+
+def provenance_tags(code_version: str, data_version: str | None, upstream: dg.AssetKey | None) -> dict[str, str]:
+    """The tags Dagster writes on a materialization from ``Output(data_version=...)``: the code
+    version, and with a data version, that version as user-provided and, for an asset computed
+    from ``upstream``, the same data version as its input's with no recorded input event."""
+    tags = {CODE_VERSION_TAG: code_version}
+    if data_version is None:
+        return tags
+    tags[DATA_VERSION_TAG] = data_version
+    tags[DATA_VERSION_IS_USER_PROVIDED_TAG] = "true"
+    if upstream is not None:
+        tags[get_input_data_version_tag(upstream)] = data_version
+        tags[get_input_event_pointer_tag(upstream)] = NULL_EVENT_POINTER
+    return tags
+
+
+def latest_tags_by_partition(instance: dg.DagsterInstance, asset_key: dg.AssetKey, tag_keys: Sequence[str],
+                             partitions: Sequence[str]) -> dict[str, dict[str, str]]:
+    """{partition: {tag: value}} of the latest materialization of each of ``partitions`` that
+    has one (only ``tag_keys``)."""
+    return instance.event_log_storage.get_latest_tags_by_partition(
+        asset_key, dg.DagsterEventType.ASSET_MATERIALIZATION, list(tag_keys), asset_partitions=list(partitions),
+    )
+
+
+def execute_graphql_in_process(modules: Sequence[tuple[str, str, str]], query: str,
+                               variables: Mapping[str, Any]) -> dict:
+    """``query`` against the code locations ``(module, working directory, location name)``
+    loaded in this process, on the instance of $DAGSTER_HOME; the GraphQL answer.
+    RuntimeError when a location does not load."""
+    from dagster._core.remote_origin import InProcessCodeLocationOrigin
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
+    from dagster_graphql.cli import execute_query
+
+    origins = [InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name=module, working_directory=directory),
+                                           location_name=name) for module, directory, name in modules]
+    with dg.DagsterInstance.get() as instance, \
+            WorkspaceProcessContext(instance, InProcessWorkspaceLoadTarget(origins)) as context:
+        errors = [entry.load_error for entry in context.create_request_context().get_code_location_entries().values()
+                  if entry.load_error is not None]
+        if errors:
+            raise RuntimeError(f"the code location did not load: {errors[0].message.strip()}")
+        return execute_query(context, query, dict(variables))

@@ -1,0 +1,52 @@
+"""metrics.json data_quality (outputs.md, R33): the section, and the one count of its findings
+that the command line, the catalog, the Dagster metadata and both reports show."""
+
+from __future__ import annotations
+
+from .run_reader import RawRun
+
+
+def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
+    """metrics.json data_quality (outputs.md, R33), plus artifact and run-file findings.
+
+    ``invalid_artifacts`` (a located entry per unreadable/invalid history, episode or trace
+    file) and ``run_files`` (a broken manifest.json or suite.json) extend outputs.md's four
+    lists; see docs/metric-choices.md.
+    """
+    findings = [a["evidence"]["findings"] for a in attempts]
+    missing = raw.missing_attempts or []
+    run_files = list(raw.run_files)
+    if raw.missing_count is not None and raw.missing_count > len(missing):
+        run_files.append({
+            "file": "manifest.json", "status": "available",
+            "reason": f"planned attempts missing from results.jsonl: {raw.missing_count}; "
+                      f"data_quality.missing_attempts lists the first {len(missing)} in plan order",
+        })
+    return {
+        "bad_rows": raw.bad_rows,
+        "duplicate_rows": raw.duplicate_rows,
+        "missing_attempts": missing,
+        "unsafe_artifact_dirs": [f["unsafe_dir"] for f in findings if f["unsafe_dir"] is not None],
+        "invalid_artifacts": [p for f in findings for p in f["artifacts"]],
+        "run_files": run_files,
+    }
+
+
+def data_quality_findings(metrics: dict) -> int:
+    """How many data-quality findings a metrics.json records: every entry of its lists, with
+    every missing planned attempt counted. The one count the command line, the catalog, the
+    Dagster metadata and both reports show."""
+    quality = metrics.get("data_quality") if isinstance(metrics.get("data_quality"), dict) else {}
+    listed = sum(len(v) for k, v in quality.items() if isinstance(v, list) and k != "missing_attempts")
+    return listed + missing_attempts_count(metrics)
+
+
+def missing_attempts_count(metrics: dict) -> int:
+    """Every missing planned attempt: coverage.missing_attempts, exact at any size (the
+    data_quality list names at most MISSING_LIST_CAP), else the list's length."""
+    quality = metrics.get("data_quality") if isinstance(metrics.get("data_quality"), dict) else {}
+    listed = quality.get("missing_attempts")
+    n_listed = len(listed) if isinstance(listed, list) else 0
+    coverage = metrics.get("coverage") if isinstance(metrics.get("coverage"), dict) else {}
+    counted = coverage.get("missing_attempts")
+    return counted if type(counted) is int and counted >= n_listed else n_listed
