@@ -76,10 +76,16 @@ def _plain_console():
     return plain_console
 
 
-def ensure_sample_runs(runs_root: Path) -> None:
-    """Write deterministic sample runs when the runs root holds no run folder."""
+def ensure_sample_runs(runs_root: Path | str) -> None:
+    """Write deterministic sample runs when the runs root, a local folder, holds no run
+    folder. A runs root in a bucket is the runners' (docs/object-storage.md): nothing is
+    written there."""
+    from .object_store import is_remote
     from .run_folders import scan
 
+    if is_remote(runs_root):
+        return
+    runs_root = Path(runs_root)
     if scan(str(runs_root)):
         return
     from .generator import generate_runs
@@ -113,20 +119,17 @@ def _run_all(defs, instance, samples: bool) -> int:
     from .formula import FORMULA_VERSION
     from .partitions import partition_batches, range_tags, runs_partitions
     from .resources import default_settings
-    from .run_folders import is_ready, scan
+    from .run_folders import ready_folders, scan
 
     settings = default_settings()
-    runs_root = Path(settings.runs_root)
+    runs_root = settings.runs_root  # a folder or a bucket URL (s3://, gs://): kept as text
     if samples:
         ensure_sample_runs(runs_root)
     home = Path(os.environ["DAGSTER_HOME"])
     found = scan(str(runs_root))
-    folders, waiting = [], []  # ready folders; run ids left for later
-    for folder in found:
-        if is_ready(folder, settings.quiet_seconds):
-            folders.append(folder)
-        else:
-            waiting.append(folder.run_id)
+    ready = ready_folders(found, settings.quiet_seconds)  # a bucket's manifests in one batch
+    folders = [f for f in found if f.run_id in ready]
+    waiting = [f.run_id for f in found if f.run_id not in ready]  # left for later
     if waiting:
         _say(f"not ready yet, left for later ({len(waiting)}): {', '.join(waiting[:10])}"
              f"{' ...' if len(waiting) > 10 else ''} (manifest status not completed/aborted, "
@@ -178,16 +181,27 @@ def _run_all(defs, instance, samples: bool) -> int:
     _say("")
     _say("Reports:")
     for key in keys:
-        out = Path(settings.output_root) / key
-        written = [out / name for name in REPORT_FILES if (out / name).is_file()]
-        for path in written:
+        for path in _written_reports(settings.output_root, key) or [f"{key}: no reports written"]:
             _say(f"  {path}")
-        if not written:
-            _say(f"  {key}: no reports written")
     _say("")
     _say(f"Dagster instance: {home}")
     _say("See it in the UI: scripts/ui.sh  (dg dev on the same instance)")
     return failed
+
+
+def _written_reports(output_root: str, key: str) -> list[str]:
+    """The report files of run ``key`` under the output root, a folder or a bucket URL."""
+    from . import object_store
+
+    if object_store.is_remote(output_root):
+        prefix = object_store.join(output_root, key)
+        try:
+            names = set(object_store.list_objects(prefix).objects)
+        except object_store.StoreError as exc:
+            return [f"{key}: the reports cannot be listed: {exc}"]
+        return [object_store.join(prefix, name) for name in REPORT_FILES if name in names]
+    out = Path(output_root) / key
+    return [str(out / name) for name in REPORT_FILES if (out / name).is_file()]
 
 
 def _failed_runs(result) -> dict[str, str]:
@@ -237,12 +251,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.samples_only:
         from .resources.settings import default_runs_root
 
-        ensure_sample_runs(Path(default_runs_root()))
+        ensure_sample_runs(default_runs_root())
         return 0
+    from .run_folders import RunsRootError
+
     # The per-run step's worker processes come from a fork server; started here, it loads
     # their code on another core while this process loads Dagster and the definitions.
     start_fork_server()
-    return 1 if run_all(samples=not args.no_samples) else 0
+    try:
+        return 1 if run_all(samples=not args.no_samples) else 0
+    except RunsRootError as exc:  # a bucket that does not exist, no credentials, no network
+        _say(f"error: {exc}")
+        return 2
 
 
 def entry() -> None:

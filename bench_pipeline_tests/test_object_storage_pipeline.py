@@ -284,6 +284,8 @@ def test_main_command_with_every_root_in_a_bucket(s3_server, tmp_path):
 
     first = main()
     assert "catalog: ok" in first
+    for run_id in sorted(p.name for p in (tmp_path / "generated").iterdir()):  # the closing list names objects
+        assert f"  s3://bench-main/reports/{run_id}/report.html\n" in first, first
     keys = Bucket("bench-main", s3_server).keys("reports/")
     run_ids = sorted(p.name for p in (tmp_path / "generated").iterdir())
     for run_id in run_ids:
@@ -291,9 +293,18 @@ def test_main_command_with_every_root_in_a_bucket(s3_server, tmp_path):
     assert any(k.startswith("reports/_suites/") for k in keys)
     second = main()
     assert all(f"{run_id}: unchanged since it was processed" in second for run_id in run_ids)
+    # With samples allowed, a bucket's runs root is the runners': no sample run is written
+    # there, nor into a local folder named after the URL.
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "sample runs" not in done.stdout and not (tmp_path / "s3:").exists()
+    assert not [k for k in Bucket("bench-main", s3_server).keys("runs/") if "sample-" in k]
 
     env["BENCH_RUNS_ROOT"] = "s3://no-such-bucket-for-bench/runs"
     done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
-    assert done.returncode != 0
-    assert "the bucket 'no-such-bucket-for-bench' does not exist" in done.stdout + done.stderr
+    assert done.returncode == 2
+    assert ("error: the runs root s3://no-such-bucket-for-bench/runs cannot be listed: the bucket "
+            "'no-such-bucket-for-bench' does not exist") in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
