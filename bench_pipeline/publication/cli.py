@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .client import LangfuseSettings
-from .publisher import PublicationError
+from .result import PublicationError
+from .settings import LangfuseSettings
 
 
 class _ProgressPrinter:
