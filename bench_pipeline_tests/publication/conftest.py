@@ -4,7 +4,6 @@ server generation (``mode``: "v4" events mode, "v3" legacy mode; see langfuse_st
 from __future__ import annotations
 
 import copy
-import uuid
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,9 @@ import pytest
 from bench_pipeline.generate import generate_runs
 from bench_pipeline.pipeline import process_run
 from bench_pipeline.process import attempt_record
-from bench_pipeline.publication import LangfuseSettings, PublishOptions
-from bench_pipeline_tests.langfuse_standin import LangfuseStandIn
+from bench_pipeline.publication import PublishOptions
 
-SECRET = "sk-lf-very-secret-value-0123456789"
-ROOT_SPAN = "00000000000000aa"
-MODES = ("v4", "v3")
+from .standins import FAST, MODES, make_standin, settings_for
 
 
 @pytest.fixture(scope="session")
@@ -47,11 +43,6 @@ def mode(request) -> str:
     return request.param
 
 
-def make_standin(mode: str, **kw) -> LangfuseStandIn:
-    # The SDK keeps clients per public key: a unique key per stand-in keeps them apart.
-    return LangfuseStandIn(public_key=f"pk-lf-{uuid.uuid4().hex[:12]}", secret_key=SECRET, mode=mode, **kw)
-
-
 @pytest.fixture
 def standin(mode):
     with make_standin(mode) as server:
@@ -60,17 +51,9 @@ def standin(mode):
         assert server.unknown_requests() == []
 
 
-def settings_for(server: LangfuseStandIn) -> LangfuseSettings:
-    return LangfuseSettings(base_url=server.base_url, public_key=server.public_key, secret_key=server.secret_key)
-
-
 @pytest.fixture
 def settings(standin):
     return settings_for(standin)
-
-
-# readback_delay 0: the stand-in stores run items at once unless made to lag (run_item_lag)
-FAST = {"timeout": 2.0, "retries": 2, "backoff": 0.01, "max_retry_after": 0.05, "workers": 4, "readback_delay": 0.0}
 
 
 @pytest.fixture

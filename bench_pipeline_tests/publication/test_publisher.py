@@ -20,10 +20,9 @@ from bench_pipeline.publication import (
     publish_run,
 )
 from bench_pipeline.publication.ids import dataset_item_id
-from bench_pipeline.publication.cli import publish_processed
 
-from .conftest import FAST, ROOT_SPAN, SECRET, make_standin, settings_for
-from .state import (
+from .standins import FAST, ROOT_SPAN, SECRET, make_standin, settings_for
+from .server_state import (
     assert_no_duplicates,
     experiment_id_of,
     experiment_items_per_run,
@@ -787,80 +786,7 @@ def test_bad_credentials_fail_without_leaking(standin, run, out_dir, options):
 # ------------------------------------------------------------------------------------ configuration
 
 
-def test_not_configured_writes_the_outbox_without_http(run, out_dir, monkeypatch):
-    def no_http(*a, **k):
-        raise AssertionError("no HTTP when Langfuse is not configured")
-
-    monkeypatch.setattr(httpx.Client, "send", no_http)
-    partial = LangfuseSettings(base_url="https://lf.example", public_key=None, secret_key=SECRET)
-    assert not partial.configured
-    seen = []
-    result = publish_run(**run, out_dir=out_dir, settings=partial, progress=lambda d, t: seen.append((d, t)))
-    n = len(run["attempts"])
-    assert (result.status, result.experiment_id, result.http_requests, result.record_path) == (
-        "not_configured", None, None, None)
-    assert result.outbox_path == out_dir / "langfuse_outbox.jsonl" and result.items == n
-    assert seen[-1] == (n, n)
-    text = result.outbox_path.read_text()
-    assert SECRET not in text
-    lines = [json.loads(x) for x in text.splitlines()]
-    kinds = [x["kind"] for x in lines]
-    assert kinds[0] == "dataset" and kinds.count("dataset_item") == n
-    assert [x["seq"] for x in lines] == list(range(1, len(lines) + 1))
-    assert lines[0]["body"]["name"] == run["metrics"]["suite"]
-    spans = [s for x in lines if x["kind"] == "spans" for s in x["body"]["resourceSpans"][0]["scopeSpans"][0]["spans"]]
-    assert sum(1 for s in spans if s["name"].startswith("benchmark/")) == n and len(spans) == result.spans
-    events = [e for x in lines if x["kind"] == "scores" for e in x["body"]["batch"]]
-    assert {x["path"] for x in lines if x["kind"] == "scores"} == {"/api/public/ingestion"}
-    assert len(events) == result.scores and {e["type"] for e in events} == {"score-create"}
-    assert {e["body"]["datasetRunId"] for e in events if "datasetRunId" in e["body"]} == {"{{experiment_id}}"}
-    assert len({e["timestamp"] for e in events}) == 1  # one anchor time
-    assert "available" not in {json.loads(next(a["value"]["stringValue"] for a in s["attributes"]
-                                               if a["key"] == "langfuse.observation.output"))["execution_trace_status"]
-                                for s in spans if s["name"].startswith("benchmark/")}
-    # the same run gives the same requests (apart from the anchor time)
-    again = publish_run(**run, out_dir=out_dir, settings=partial)
-    strip = lambda t: [x for x in t.splitlines() if '"kind":"spans"' not in x and '"kind":"scores"' not in x]
-    assert strip(again.outbox_path.read_text()) == strip(text)
-
-
-def test_the_outbox_is_never_written_with_a_key_in_it(run, out_dir):
-    """A partial configuration whose key appears in a payload (here: the suite name) refuses
-    to write the outbox, and leaves no partial file behind."""
-    key = "sk-lf-in-the-payload"
-    run = {**run, "metrics": {**run["metrics"], "suite": key}}
-    partial = LangfuseSettings(base_url=None, public_key=None, secret_key=key)
-    with pytest.raises(PublicationError, match="contains a Langfuse key"):
-        publish_run(**run, out_dir=out_dir, settings=partial)
-    assert not (out_dir / "langfuse_outbox.jsonl").exists()
-    assert not [p for p in out_dir.iterdir() if "outbox" in p.name]
-
-
 # ------------------------------------------------------------------------------------ CLI and scale
-
-
-def test_cli_publish_processed(processed_run, standin, tmp_path, monkeypatch, capsys, mode):
-    for name in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    assert publish_processed(processed_run, tmp_path / "a") == 0
-    assert "not configured" in capsys.readouterr().out
-    assert (tmp_path / "a" / "langfuse_outbox.jsonl").exists()
-
-    monkeypatch.setenv("LANGFUSE_BASE_URL", standin.base_url)
-    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", standin.public_key)
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", SECRET)
-    monkeypatch.setenv("LANGFUSE_TIMEOUT", "2")
-    assert publish_processed(processed_run, tmp_path / "b") == 0
-    captured = capsys.readouterr()
-    assert "published run" in captured.out and SECRET not in captured.out + captured.err
-    assert f"on a {mode} server" in captured.out and standin.server_version in captured.out
-    assert f"langfuse: server Langfuse {standin.server_version}" in captured.err  # said while publishing
-    assert len(item_spans(standin)) == len(processed_run.attempts)
-
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", "sk-lf-wrong")
-    assert publish_processed(processed_run, tmp_path / "c") == 1
-    captured = capsys.readouterr()
-    assert "error: Langfuse publication" in captured.err and "sk-lf-wrong" not in captured.err
 
 
 def _many_attempts(run, n):

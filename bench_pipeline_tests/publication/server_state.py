@@ -16,7 +16,7 @@ from langfuse.api.client import LangfuseAPI
 from bench_pipeline.publication.plan import AttemptPlan
 from bench_pipeline_tests.langfuse_standin import LangfuseStandIn
 
-from .conftest import SECRET
+from .standins import SECRET
 
 
 def legacy(standin: LangfuseStandIn) -> bool:
