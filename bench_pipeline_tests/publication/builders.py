@@ -84,3 +84,17 @@ def publication(p: RunPlan | None = None, progress=None, **options) -> Publicati
     """A publication's state for ``p`` (no record on disk: a fresh one; no HTTP client)."""
     settings = LangfuseSettings("http://lf.example", "pk-lf-1", "sk-lf-1")
     return Publication(p or plan(), settings, PublishOptions(**options), Path("/nonexistent/out"), progress)
+
+
+class Progress:
+    """A progress output that keeps what it is told: (done, total) and announcements."""
+
+    def __init__(self):
+        self.seen: list[tuple[int, int]] = []
+        self.notes: list[str] = []
+
+    def __call__(self, done, total):
+        self.seen.append((done, total))
+
+    def announce(self, text):
+        self.notes.append(text)

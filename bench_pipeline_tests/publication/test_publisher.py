@@ -21,7 +21,7 @@ from bench_pipeline.publication import (
 )
 from bench_pipeline.publication.ids import dataset_item_id
 
-from .standins import FAST, ROOT_SPAN, SECRET, make_standin, settings_for
+from .builders import Progress
 from .server_state import (
     assert_no_duplicates,
     experiment_id_of,
@@ -32,6 +32,7 @@ from .server_state import (
     read_back,
     snapshot,
 )
+from .standins import FAST, ROOT_SPAN, SECRET, make_standin, settings_for
 
 OUTCOME_CATEGORICAL = ("status", "failure_class", "first_failure_stage")
 OUTCOME_BOOLEAN = ("success_raw", "success", "agent_eligible_raw", "agent_eligible",
@@ -112,18 +113,6 @@ def assert_read_apis_return_everything(standin, run) -> None:
     else:  # the experiments read returns up to 50 (scoreLimit), all of them in the window
         assert got["run_scores"] <= expected and len(got["run_scores"]) == min(50, len(expected))
         assert got["item_count"] == len(run["attempts"])
-
-
-class Progress:
-    def __init__(self):
-        self.seen: list[tuple[int, int]] = []
-        self.notes: list[str] = []
-
-    def __call__(self, done, total):
-        self.seen.append((done, total))
-
-    def announce(self, text):
-        self.notes.append(text)
 
 
 @pytest.fixture(scope="module")

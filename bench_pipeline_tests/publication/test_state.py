@@ -8,25 +8,13 @@ from bench_pipeline.publication import payloads
 from bench_pipeline.publication.bindings import Binding, decide_binding
 from bench_pipeline.publication.state import announce
 
-from .builders import attempt, plan, publication
-
-
-class Progress:
-    def __init__(self):
-        self.calls: list[tuple[int, int]] = []
-        self.told: list[str] = []
-
-    def __call__(self, done, total):
-        self.calls.append((done, total))
-
-    def announce(self, text):
-        self.told.append(text)
+from .builders import Progress, attempt, plan, publication
 
 
 def test_announcements_reach_a_progress_output_that_listens():
     progress = Progress()
     announce(progress, "langfuse: server Langfuse 4.16.0")
-    assert progress.told == ["langfuse: server Langfuse 4.16.0"]
+    assert progress.notes == ["langfuse: server Langfuse 4.16.0"]
     announce(lambda done, total: None, "not heard")  # a plain callable is not told
     announce(None, "nobody")
 
@@ -40,7 +28,7 @@ def test_a_fresh_publication_and_its_progress_leaves_out_pending_writes():
     pub.done = set(ids)
     pub.items_pending = {ids[0]}
     pub.report()
-    assert progress.calls == [(1, 2)]
+    assert progress.seen == [(1, 2)]
     pub.record["server"] = {"generation": "v3"}
     assert pub.legacy
 
