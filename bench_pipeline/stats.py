@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import sys
+from numbers import Integral, Real
 from typing import Iterable, Sequence
 
 #: The 97.5% quantile of the standard normal distribution: z of a two-sided 95% interval,
@@ -41,6 +42,27 @@ def is_number(value: object) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     return False
+
+
+def is_real_number(value: object) -> bool:
+    """``is_number`` for values that may be numpy scalars (``Real``: ``int64``,
+    ``float32``, ...), numpy's ``bool_`` excluded; the same range rule (R42).
+
+    The publication takes attempt records that may come from a data frame, while the stages
+    read JSON, where ``is_number`` (plain types only) is enough. Integers beyond the float
+    range are unavailable here too: a score's value is a JSON double on the Langfuse wire
+    (``float(value)``), which such an integer cannot become.
+    """
+    kind = type(value)
+    if kind is float:  # plain floats and ints first: the hot path of a large run's scores
+        return value - value == 0
+    if kind is int:
+        return -FLOAT_MAX_INT <= value <= FLOAT_MAX_INT
+    if isinstance(value, bool) or not isinstance(value, Real):  # numpy's bool_ is no Real
+        return False
+    if isinstance(value, Integral):
+        return -FLOAT_MAX_INT <= int(value) <= FLOAT_MAX_INT
+    return math.isfinite(value)
 
 
 def number_or_none(value: object) -> int | float | None:
@@ -214,3 +236,13 @@ def ratio(numerator: int | float, denominator: int | float) -> float | None:
     except OverflowError:
         return None
     return value if is_number(value) else None
+
+
+def rubric_pass_rate(pass_count: object, total: object) -> float | None:
+    """The stored rubric pass count divided by the stored rubric total (reference 3.6, "Quality
+    score and rubric pass rate": Langfuse's ``benchmark.rubric_pass_rate``); None when the total
+    is 0 or either is not a number (``is_real_number``). It is not the quality score: three yes
+    verdicts of four give 0.75 though the task fails, and with --no-judge it may be 0/4."""
+    if not (is_real_number(pass_count) and is_real_number(total)) or total == 0:
+        return None
+    return float(pass_count) / float(total)

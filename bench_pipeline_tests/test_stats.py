@@ -18,8 +18,10 @@ from bench_pipeline.stats import (
     finite_mean,
     fsum_mean,
     is_number,
+    is_real_number,
     numbers,
     percentile,
+    rubric_pass_rate,
     standard_error,
     wilson_interval,
 )
@@ -257,3 +259,37 @@ def test_z_95_is_the_normal_quantile_of_both_interval_kinds():
     assert Z_95 == 1.959963984540054
     assert wilson_interval(1, 2) == wilson_interval(1, 2, z=1.959963984540054)
     assert wilson_interval(1, 2) != wilson_interval(1, 2, z=1.96)
+
+
+# --- numbers that may be numpy scalars, and the rubric pass rate (3.6) ------------------
+
+
+def test_is_real_number_takes_numpy_scalars_under_the_same_rules():
+    import numpy as np
+
+    assert is_real_number(np.int64(3)) and is_real_number(np.float32(0.5)) and is_real_number(np.float64(2.0))
+    assert not is_number(np.int64(3))  # the stages read JSON: plain types only
+    assert not is_real_number(np.bool_(True)) and not is_real_number(True)
+    assert not is_real_number(np.float64("nan")) and not is_real_number(float("inf"))
+    assert not is_real_number("1") and not is_real_number(None)
+    for value in (0, -7, 1.5, 10 ** 300, -(10 ** 300)):
+        assert is_real_number(value) == is_number(value) is True
+
+
+def test_an_integer_beyond_the_float_range_is_no_number_either_way():
+    """The rule the two definitions disagreed on: the publication's took any integer, which the
+    wire (a score value is a JSON double, ``float(value)``) cannot carry; R42 makes it unavailable."""
+    huge = 10 ** 400
+    assert not is_number(huge) and not is_real_number(huge) and not is_real_number(-huge)
+    with pytest.raises(OverflowError):
+        float(huge)
+
+
+def test_rubric_pass_rate_is_the_stored_count_over_the_stored_total():
+    assert rubric_pass_rate(3, 4) == 0.75  # the reference's example: quality 0.75, the task fails
+    assert rubric_pass_rate(0, 4) == 0.0  # --no-judge: quality may be 1 while the ratio is 0/4
+    assert rubric_pass_rate(0, 0) is None and rubric_pass_rate(2, 0) is None  # omitted when the total is 0
+    assert rubric_pass_rate(None, 4) is None and rubric_pass_rate(3, None) is None
+    assert rubric_pass_rate(True, 1) is None and rubric_pass_rate(1, float("nan")) is None
+    assert rubric_pass_rate(10 ** 400, 4) is None
+    assert type(rubric_pass_rate(1, 2)) is float and rubric_pass_rate(1, 2) == 0.5

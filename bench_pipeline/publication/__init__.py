@@ -7,8 +7,9 @@ what was confirmed (``publication.json``) lets a retry send only what is missing
 Langfuse keys the exact payloads go to ``langfuse_outbox.jsonl`` instead.
 """
 
-from .client import LangfuseSettings, PublishOptions
-from .publisher import PublicationError, PublicationResult, publish_run
+from .publisher import publish_run
+from .result import PublicationError, PublicationResult
+from .settings import LangfuseSettings, PublishOptions
 
 __all__ = [
     "LangfuseSettings",

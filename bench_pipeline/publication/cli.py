@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .client import LangfuseSettings
-from .publisher import PublicationError
+from .result import PublicationError
+from .settings import LangfuseSettings
 
 
-class _ProgressPrinter:
+class ProgressPrinter:
     """Prints each tenth of the way once, and which server the publication talks to (stderr)."""
 
     def __init__(self, stream=None):
@@ -26,10 +26,6 @@ class _ProgressPrinter:
         print(f"  {text}", file=self.stream, flush=True)
 
 
-def _progress_printer(stream=None) -> _ProgressPrinter:
-    return _ProgressPrinter(stream)
-
-
 def publish_processed(processed, out_dir: Path) -> int:
     """Publish ``processed`` (a ``bench_pipeline.pipeline.ProcessedRun``); 0 on success, 1 on failure.
 
@@ -41,7 +37,7 @@ def publish_processed(processed, out_dir: Path) -> int:
     raw = processed.raw
     settings = LangfuseSettings.from_env()
     try:
-        result = publish(processed, Path(out_dir), settings, _progress_printer())
+        result = publish(processed, Path(out_dir), settings, ProgressPrinter())
     except PublicationError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1

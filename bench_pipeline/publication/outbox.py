@@ -11,9 +11,11 @@ from pathlib import Path
 import orjson
 
 from ..jsonio import write_atomic
-from . import mapping as m
-from . import payloads as wire
-from .client import LangfuseSettings, PublishOptions
+from . import payloads
+from .bindings import decide_binding
+from .items import dataset_body, item_request
+from .plan import RunPlan
+from .settings import LangfuseSettings, PublishOptions
 from .record import now_iso
 from .result import PublicationError, PublicationResult
 
@@ -25,7 +27,7 @@ EXPERIMENT_ID_PLACEHOLDER = "{{experiment_id}}"
 OTLP_HEADERS = {"content-type": "application/json", "x-langfuse-ingestion-version": "4"}
 
 
-def write_outbox(plan: m.RunPlan, out_dir: Path, settings: LangfuseSettings, options: PublishOptions,
+def write_outbox(plan: RunPlan, out_dir: Path, settings: LangfuseSettings, options: PublishOptions,
                   progress: Callable[[int, int], None] | None) -> PublicationResult:
     """The requests a first publication to a fresh v4 server would send, one JSON line each.
 
@@ -37,25 +39,25 @@ def write_outbox(plan: m.RunPlan, out_dir: Path, settings: LangfuseSettings, opt
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     now = now_iso()
-    ctx = wire.ExperimentContext(DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER, None, None)
+    ctx = payloads.ExperimentContext(DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER, None, None)
     counts = {"spans": 0, "scores": 0}
     secrets = [key.encode("utf-8") for key in (settings.secret_key, settings.public_key) if key]
 
     def requests() -> Iterator[tuple[str, str, bytes, dict | None, tuple]]:
         """(kind, path, encoded body, headers, placeholders) of each request, in order."""
-        yield "dataset", "/api/public/v2/datasets", orjson.dumps(m.dataset_body(plan.suite)), None, ()
+        yield "dataset", "/api/public/v2/datasets", orjson.dumps(dataset_body(plan.suite)), None, ()
         for a in plan.attempts:
-            yield "dataset_item", "/api/public/dataset-items", orjson.dumps(m.item_request(a.item, a.item)), None, ()
+            yield "dataset_item", "/api/public/dataset-items", orjson.dumps(item_request(a.item, a.item)), None, ()
         spans = ((span, len(span) + 1) for a in plan.attempts
-                 for span in wire.encode_spans(wire.attempt_spans(a, m.decide_binding(a, None), plan, ctx, now, now)))
-        for group in wire.greedy_groups(spans, options.max_span_bytes, options.max_spans_per_request):
+                 for span in payloads.encode_spans(payloads.attempt_spans(a, decide_binding(a, None), plan, ctx, now, now)))
+        for group in payloads.greedy_groups(spans, options.max_span_bytes, options.max_spans_per_request):
             counts["spans"] += len(group)
-            yield ("spans", "/api/public/otel/v1/traces", wire.otlp_bytes(group), OTLP_HEADERS,
+            yield ("spans", "/api/public/otel/v1/traces", payloads.otlp_bytes(group), OTLP_HEADERS,
                    (DATASET_ID_PLACEHOLDER, EXPERIMENT_ID_PLACEHOLDER))
         events = ((e, len(e) + 1) for e in itertools.chain(
-            (e for a in plan.attempts for e in wire.attempt_score_events(a, m.decide_binding(a, None), plan, now)),
-            map(wire.score_event_bytes, wire.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, now))))
-        for batch in wire.greedy_groups(events, options.max_ingestion_bytes - 16, options.max_scores_per_request):
+            (e for a in plan.attempts for e in payloads.attempt_score_events(a, decide_binding(a, None), plan, now)),
+            map(payloads.score_event_bytes, payloads.run_score_payloads(plan, EXPERIMENT_ID_PLACEHOLDER, now))))
+        for batch in payloads.greedy_groups(events, options.max_ingestion_bytes - 16, options.max_scores_per_request):
             counts["scores"] += len(batch)
             body = b'{"batch":[' + b",".join(batch) + b"]}"
             yield ("scores", "/api/public/ingestion", body, None,

@@ -1,4 +1,4 @@
-"""Pure: the wire payloads of a publication, from its plan (``mapping``).
+"""Pure: the wire payloads of a publication, from its plan (``plan``).
 
 Span payloads are OTLP/JSON (hex ids, ``stringValue`` attributes named by
 ``LangfuseOtelSpanAttributes``), the form ``POST /api/public/otel/v1/traces`` accepts: an
@@ -17,22 +17,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
-from langfuse import LangfuseOtelSpanAttributes as A
+from langfuse import LangfuseOtelSpanAttributes
 
-from .mapping import (
-    EXECUTION_TRACE,
-    REPLAY,
-    SCOPE_NAME,
-    SCOPE_VERSION,
-    AttemptPlan,
-    Binding,
-    PrefixDigest,
-    RunPlan,
-    run_score_id,
-    span_attr,
-    to_nanos,
-    trace_url,
-)
+from .bindings import EXECUTION_TRACE, REPLAY, Binding
+from .ids import PrefixDigest, run_score_id, trace_url
+from .otlp import SCOPE_NAME, SCOPE_VERSION, span_attr
+from .plan import AttemptPlan, RunPlan
+from .timestamps import to_nanos
 
 T = TypeVar("T")
 
@@ -112,37 +103,39 @@ def attempt_spans(plan: AttemptPlan, binding: Binding, run: RunPlan, ctx: Experi
         "in_suite_definition": item["metadata"].get("in_suite_definition"),
     }
     attrs = [
-        _scalar_attr(A.OBSERVATION_TYPE, "evaluator"),
-        span_attr(A.OBSERVATION_INPUT, item["input"]),
-        span_attr(A.OBSERVATION_OUTPUT, output),
+        _scalar_attr(LangfuseOtelSpanAttributes.OBSERVATION_TYPE, "evaluator"),
+        span_attr(LangfuseOtelSpanAttributes.OBSERVATION_INPUT, item["input"]),
+        span_attr(LangfuseOtelSpanAttributes.OBSERVATION_OUTPUT, output),
     ]
-    attrs += [_scalar_attr(f"{A.OBSERVATION_METADATA}.{k}", v) if v is None or type(v) in (str, int, bool)
-              else span_attr(f"{A.OBSERVATION_METADATA}.{k}", v) for k, v in metadata.items()]
+    attrs += [_scalar_attr(f"{LangfuseOtelSpanAttributes.OBSERVATION_METADATA}.{k}", v)
+              if v is None or type(v) in (str, int, bool)
+              else span_attr(f"{LangfuseOtelSpanAttributes.OBSERVATION_METADATA}.{k}", v) for k, v in metadata.items()]
     if ctx.span_experiment:
         attrs += [
-            _scalar_attr(A.EXPERIMENT_ID, ctx.experiment_id),
-            run.run_attr(A.EXPERIMENT_NAME, run.run_id),
-            run.run_attr(A.EXPERIMENT_DESCRIPTION, run.experiment_description),
-            run.run_attr(A.EXPERIMENT_METADATA, run.experiment_metadata),
-            _scalar_attr(A.EXPERIMENT_DATASET_ID, ctx.dataset_id),
-            span_attr(A.EXPERIMENT_ITEM_ID, plan.item_id),
-            span_attr(A.EXPERIMENT_ITEM_ROOT_OBSERVATION_ID, binding.observation_id),
-            span_attr(A.EXPERIMENT_ITEM_EXPECTED_OUTPUT, item["expectedOutput"]),
-            span_attr(A.EXPERIMENT_ITEM_METADATA, item["metadata"]),
+            _scalar_attr(LangfuseOtelSpanAttributes.EXPERIMENT_ID, ctx.experiment_id),
+            run.run_attr(LangfuseOtelSpanAttributes.EXPERIMENT_NAME, run.run_id),
+            run.run_attr(LangfuseOtelSpanAttributes.EXPERIMENT_DESCRIPTION, run.experiment_description),
+            run.run_attr(LangfuseOtelSpanAttributes.EXPERIMENT_METADATA, run.experiment_metadata),
+            _scalar_attr(LangfuseOtelSpanAttributes.EXPERIMENT_DATASET_ID, ctx.dataset_id),
+            span_attr(LangfuseOtelSpanAttributes.EXPERIMENT_ITEM_ID, plan.item_id),
+            span_attr(LangfuseOtelSpanAttributes.EXPERIMENT_ITEM_ROOT_OBSERVATION_ID, binding.observation_id),
+            span_attr(LangfuseOtelSpanAttributes.EXPERIMENT_ITEM_EXPECTED_OUTPUT, item["expectedOutput"]),
+            span_attr(LangfuseOtelSpanAttributes.EXPERIMENT_ITEM_METADATA, item["metadata"]),
         ]
     spans = []
     if binding.mode == REPLAY:
         replay_attrs = [
-            span_attr(A.TRACE_NAME, f"benchmark-replay/{plan.task_id}#attempt-{plan.attempt}"),
-            _scalar_attr(A.OBSERVATION_TYPE, "span"),
+            span_attr(LangfuseOtelSpanAttributes.TRACE_NAME, f"benchmark-replay/{plan.task_id}#attempt-{plan.attempt}"),
+            _scalar_attr(LangfuseOtelSpanAttributes.OBSERVATION_TYPE, "span"),
             attrs[1],  # the same input
-            span_attr(A.OBSERVATION_OUTPUT, {"final_response": output["final_response"], "tool_calls": output["tool_calls"]}),
-            _scalar_attr(f"{A.OBSERVATION_METADATA}.replay", True),
-            _scalar_attr(f"{A.OBSERVATION_METADATA}.note",
+            span_attr(LangfuseOtelSpanAttributes.OBSERVATION_OUTPUT,
+                      {"final_response": output["final_response"], "tool_calls": output["tool_calls"]}),
+            _scalar_attr(f"{LangfuseOtelSpanAttributes.OBSERVATION_METADATA}.replay", True),
+            _scalar_attr(f"{LangfuseOtelSpanAttributes.OBSERVATION_METADATA}.note",
                          "Result replay from the benchmark's saved artifacts; not an Agent execution. "
                          "Parent and child observations are one attempt."),
-            _scalar_attr(f"{A.OBSERVATION_METADATA}.run_id", run.run_id),
-            _scalar_attr(f"{A.OBSERVATION_METADATA}.execution_trace_status", binding.status),
+            _scalar_attr(f"{LangfuseOtelSpanAttributes.OBSERVATION_METADATA}.run_id", run.run_id),
+            _scalar_attr(f"{LangfuseOtelSpanAttributes.OBSERVATION_METADATA}.execution_trace_status", binding.status),
         ]
         spans.append(_span(binding.trace_id, binding.parent_span_id or plan.replay_root_span_id, None,
                            "benchmark-replay", replay_attrs, start_ns, end_ns))

@@ -16,8 +16,9 @@ from pathlib import Path
 import orjson
 
 from ..jsonio import write_atomic
-from . import mapping as m
-from .client import LangfuseSettings
+from .plan import RunPlan
+from .settings import LangfuseSettings
+from .timestamps import iso_ms
 
 log = logging.getLogger("bench_pipeline.publication")
 
@@ -31,7 +32,7 @@ IN_DOUBT = "in_doubt"  # sent without an answer: may exist; resolved by reading 
 
 def now_iso() -> str:
     """The current UTC time as the record (and the servers' score store) keeps it."""
-    return m.iso_ms(dt.datetime.now(dt.UTC))
+    return iso_ms(dt.datetime.now(dt.UTC))
 
 
 def target_fingerprint(settings: LangfuseSettings) -> str:
@@ -39,7 +40,7 @@ def target_fingerprint(settings: LangfuseSettings) -> str:
     return hashlib.sha256(f"{settings.url}\n{settings.public_key}".encode()).hexdigest()[:16]
 
 
-def fresh_record(plan: m.RunPlan, target: str) -> dict:
+def fresh_record(plan: RunPlan, target: str) -> dict:
     return {
         "schema_version": RECORD_SCHEMA, "run_id": plan.run_id, "dataset": plan.suite, "target": target,
         "server": None, "project_id": None, "dataset_id": None, "dataset_hash": None, "experiment_id": None,
@@ -48,7 +49,7 @@ def fresh_record(plan: m.RunPlan, target: str) -> dict:
     }
 
 
-def load_record(path: Path, plan: m.RunPlan, target: str) -> dict:
+def load_record(path: Path, plan: RunPlan, target: str) -> dict:
     fresh = fresh_record(plan, target)
     try:
         data = orjson.loads(path.read_bytes())

@@ -1,7 +1,7 @@
 """One publication at a time per (Langfuse target, suite) on this machine.
 
 The Dataset Items of a suite are shared by every run of it, and the publisher merges each
-run's items into what the items hold (read, merge, write: ``mapping.merge_item``). Two
+run's items into what the items hold (read, merge, write: ``items.merge_item``). Two
 publications of one suite at the same moment (a sensor's run and a backfill's, two
 ``bench-pipeline process --publish``) would each merge into the state before the other's
 writes, and the later write would drop what the earlier one added. An exclusive ``flock`` on a

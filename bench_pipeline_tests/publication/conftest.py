@@ -1,5 +1,5 @@
 """Fixtures for the publication tests: a realistic processed run and a fresh stand-in per
-server generation (``mode``: "v4" events mode, "v3" legacy mode; see standins/langfuse/rules.py)."""
+server generation (``mode``: "v4" events mode, "v3" legacy mode; see langfuse_standin/rules.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from bench_pipeline.generator import generate_runs
 from bench_pipeline.pipeline import process_run
 from bench_pipeline.metrics_files import attempt_record
 from bench_pipeline.publication import PublishOptions
+
 from bench_pipeline_tests.support.publication_standin import FAST, MODES, make_standin, settings_for
 
 

@@ -19,11 +19,10 @@ from bench_pipeline.publication import (
     PublishOptions,
     publish_run,
 )
-from bench_pipeline.publication import mapping as m
-from bench_pipeline.publication.cli import publish_processed
-from bench_pipeline_tests.support.publication_standin import FAST, ROOT_SPAN, SECRET, make_standin, settings_for
+from bench_pipeline.publication.ids import dataset_item_id
 
-from .state import (
+from .builders import Progress
+from .server_state import (
     assert_no_duplicates,
     experiment_id_of,
     experiment_items_per_run,
@@ -33,6 +32,7 @@ from .state import (
     read_back,
     snapshot,
 )
+from bench_pipeline_tests.support.publication_standin import FAST, ROOT_SPAN, SECRET, make_standin, settings_for
 
 OUTCOME_CATEGORICAL = ("status", "failure_class", "first_failure_stage")
 OUTCOME_BOOLEAN = ("success_raw", "success", "agent_eligible_raw", "agent_eligible",
@@ -103,9 +103,9 @@ def assert_read_apis_return_everything(standin, run) -> None:
     suite = run["metrics"]["suite"]
     dataset_id = standin.datasets[suite]["id"]
     got = read_back(standin, dataset_id, run["run_id"])
-    assert set(got["items"]) == {m.dataset_item_id(suite, r["task_id"], r["attempt"]) for r in run["attempts"]}
+    assert set(got["items"]) == {dataset_item_id(suite, r["task_id"], r["attempt"]) for r in run["attempts"]}
     for rec in run["attempts"]:
-        _, _, names = got["items"][m.dataset_item_id(suite, rec["task_id"], rec["attempt"])]
+        _, _, names = got["items"][dataset_item_id(suite, rec["task_id"], rec["attempt"])]
         assert names == set(expected_attempt_scores(rec))
     expected = set(expected_run_scores(run["metrics"]))
     if legacy(standin):
@@ -113,18 +113,6 @@ def assert_read_apis_return_everything(standin, run) -> None:
     else:  # the experiments read returns up to 50 (scoreLimit), all of them in the window
         assert got["run_scores"] <= expected and len(got["run_scores"]) == min(50, len(expected))
         assert got["item_count"] == len(run["attempts"])
-
-
-class Progress:
-    def __init__(self):
-        self.seen: list[tuple[int, int]] = []
-        self.notes: list[str] = []
-
-    def __call__(self, done, total):
-        self.seen.append((done, total))
-
-    def announce(self, text):
-        self.notes.append(text)
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +157,7 @@ def test_full_publication(standin, settings, options, run, out_dir, caplog, mode
     assert len(standin.dataset_items) == n
     prompts = {t["id"]: t["prompt"] for t in run["suite_def"]["tasks"]}
     for rec in attempts:
-        item = standin.dataset_items[m.dataset_item_id(suite, rec["task_id"], rec["attempt"])]
+        item = standin.dataset_items[dataset_item_id(suite, rec["task_id"], rec["attempt"])]
         assert item["input"]["prompt"] == prompts[rec["task_id"]] and item["datasetName"] == suite
         assert item["status"] == "ACTIVE"
 
@@ -179,7 +167,7 @@ def test_full_publication(standin, settings, options, run, out_dir, caplog, mode
     spans = item_spans(standin)
     assert len(spans) == n
     for rec in attempts:
-        span = spans[m.dataset_item_id(suite, rec["task_id"], rec["attempt"])]
+        span = spans[dataset_item_id(suite, rec["task_id"], rec["attempt"])]
         a = span["attributes"]
         assert span["name"] == f"benchmark/{rec['task_id']}#attempt-{rec['attempt']}"
         if mode == "v4":
@@ -201,7 +189,7 @@ def test_full_publication(standin, settings, options, run, out_dir, caplog, mode
 
     # scores: every available attempt field, nothing for a null, values as in the records
     for rec in attempts:
-        span = spans[m.dataset_item_id(suite, rec["task_id"], rec["attempt"])]
+        span = spans[dataset_item_id(suite, rec["task_id"], rec["attempt"])]
         got = {s["name"]: (s["value"], s["dataType"]) for s in standin.scores.values()
                if s["observationId"] == span["span_id"]}
         assert got == expected_attempt_scores(rec)
@@ -283,7 +271,7 @@ def test_changed_results_are_resent_in_place(standin, settings, options, run, ou
     result = publish(run, out_dir, settings, options)
     assert (result.spans >= 1, result.items, result.skipped_existing) == (True, 0, len(run["attempts"]))
     assert result.run_items == 0  # the link of an item is kept; only its span and scores change
-    span = item_spans(standin)[m.dataset_item_id(run["metrics"]["suite"], rec["task_id"], rec["attempt"])]
+    span = item_spans(standin)[dataset_item_id(run["metrics"]["suite"], rec["task_id"], rec["attempt"])]
     assert output_of(span)["final_response"] == "a corrected final answer"
     assert_no_duplicates(standin, len(run["attempts"]), receipts=False)
     assert_read_apis_return_everything(standin, run)
@@ -356,25 +344,6 @@ def test_a_404_from_the_lookup_endpoint_is_not_a_missing_trace(standin, settings
     assert (span["trace_id"], output_of(span)["execution_trace_status"]) == ("e5" * 16, "available")
 
 
-def test_the_generation_follows_what_the_server_writes():
-    from bench_pipeline.publication import generation as g
-
-    def probed(v4, legacy, ingestion=207, otel=200):
-        return {"GET /api/public/experiment-items": v4, "GET /api/public/scores": legacy,
-                "POST /api/public/ingestion": ingestion, "POST /api/public/otel/v1/traces": otel}
-
-    assert g.decide(probed(200, 404), "4.16.0").generation == "v4"  # events_only, the v4 reads
-    assert g.decide(probed(404, 200), "3.172.0").generation == "v3"  # legacy
-    # legacy or dual with the opt-in: the legacy tables are what is written and read everywhere
-    assert g.decide(probed(200, 200), "3.210.0").generation == "v3"
-    assert g.decide(probed(200, 404, ingestion=404), None).scores_via == "scores-array"
-    for answers in (probed(404, 404), probed(200, 404, otel=404), probed(404, 200, ingestion=404)):
-        with pytest.raises(g.UnsupportedServer, match="Nothing was written"):
-            g.decide(answers, "3.1.0")
-    assert g.ServerProfile("v3", "3.159.9", "ingestion").run_item_created_at is False
-    assert g.ServerProfile("v3", "3.160.0", "ingestion").run_item_created_at is True
-
-
 # ------------------------------------------------------------------------------------ never erase
 
 
@@ -409,7 +378,7 @@ def test_a_run_that_lacks_a_task_never_erases_its_prompt(standin, settings, opti
     prompt = first["suite_def"]["tasks"][0]["prompt"]
     for rec in third["attempts"]:
         if rec["task_id"] == missing:
-            item = standin.dataset_items[m.dataset_item_id(suite, missing, rec["attempt"])]
+            item = standin.dataset_items[dataset_item_id(suite, missing, rec["attempt"])]
             assert item["input"]["prompt"] == prompt and item["metadata"]["in_suite_definition"] is True
             span = item_spans(standin, third["run_id"])[item["id"]]
             assert json.loads(span["attributes"]["langfuse.observation.input"])["prompt"] is None  # what run 3 knew
@@ -422,7 +391,7 @@ def test_a_task_first_seen_without_its_definition_is_filled_in_later(standin, se
     first["suite_def"]["tasks"] = first["suite_def"]["tasks"][1:]
     publish(first, tmp_path / "one", settings, options)
     suite = run["metrics"]["suite"]
-    ids = [m.dataset_item_id(suite, r["task_id"], r["attempt"]) for r in first["attempts"] if r["task_id"] == missing]
+    ids = [dataset_item_id(suite, r["task_id"], r["attempt"]) for r in first["attempts"] if r["task_id"] == missing]
     assert ids and all(standin.dataset_items[i]["input"]["prompt"] is None for i in ids)
     result = publish(second, tmp_path / "two", settings, options)
     assert result.items == len(ids)  # only the items that gained their definition
@@ -444,7 +413,7 @@ def test_a_changed_task_keeps_every_definition(standin, settings, options, run, 
     for rec in run["attempts"]:
         if rec["task_id"] != task["id"]:
             continue
-        item = standin.dataset_items[m.dataset_item_id(suite, task["id"], rec["attempt"])]
+        item = standin.dataset_items[dataset_item_id(suite, task["id"], rec["attempt"])]
         assert item["input"]["prompt"] == "A reworded prompt."  # the run that started later wins
         assert item["metadata"]["definition_source"]["run_id"] == newer["run_id"]
         assert item["metadata"]["suite_version"] == "8"
@@ -577,7 +546,7 @@ def test_execution_trace_linking(standin, settings, options, run, out_dir):
 
     suite = run["metrics"]["suite"]
     spans = item_spans(standin)
-    s_avail, s_pend, s_none = (spans[m.dataset_item_id(suite, r["task_id"], r["attempt"])] for r in attempts)
+    s_avail, s_pend, s_none = (spans[dataset_item_id(suite, r["task_id"], r["attempt"])] for r in attempts)
 
     assert (s_avail["trace_id"], s_avail["parent_span_id"]) == ("a1" * 16, ROOT_SPAN)
     out = output_of(s_avail)
@@ -806,96 +775,7 @@ def test_bad_credentials_fail_without_leaking(standin, run, out_dir, options):
 # ------------------------------------------------------------------------------------ configuration
 
 
-def test_not_configured_writes_the_outbox_without_http(run, out_dir, monkeypatch):
-    def no_http(*a, **k):
-        raise AssertionError("no HTTP when Langfuse is not configured")
-
-    monkeypatch.setattr(httpx.Client, "send", no_http)
-    partial = LangfuseSettings(base_url="https://lf.example", public_key=None, secret_key=SECRET)
-    assert not partial.configured
-    seen = []
-    result = publish_run(**run, out_dir=out_dir, settings=partial, progress=lambda d, t: seen.append((d, t)))
-    n = len(run["attempts"])
-    assert (result.status, result.experiment_id, result.http_requests, result.record_path) == (
-        "not_configured", None, None, None)
-    assert result.outbox_path == out_dir / "langfuse_outbox.jsonl" and result.items == n
-    assert seen[-1] == (n, n)
-    text = result.outbox_path.read_text()
-    assert SECRET not in text
-    lines = [json.loads(x) for x in text.splitlines()]
-    kinds = [x["kind"] for x in lines]
-    assert kinds[0] == "dataset" and kinds.count("dataset_item") == n
-    assert [x["seq"] for x in lines] == list(range(1, len(lines) + 1))
-    assert lines[0]["body"]["name"] == run["metrics"]["suite"]
-    spans = [s for x in lines if x["kind"] == "spans" for s in x["body"]["resourceSpans"][0]["scopeSpans"][0]["spans"]]
-    assert sum(1 for s in spans if s["name"].startswith("benchmark/")) == n and len(spans) == result.spans
-    events = [e for x in lines if x["kind"] == "scores" for e in x["body"]["batch"]]
-    assert {x["path"] for x in lines if x["kind"] == "scores"} == {"/api/public/ingestion"}
-    assert len(events) == result.scores and {e["type"] for e in events} == {"score-create"}
-    assert {e["body"]["datasetRunId"] for e in events if "datasetRunId" in e["body"]} == {"{{experiment_id}}"}
-    assert len({e["timestamp"] for e in events}) == 1  # one anchor time
-    assert "available" not in {json.loads(next(a["value"]["stringValue"] for a in s["attributes"]
-                                               if a["key"] == "langfuse.observation.output"))["execution_trace_status"]
-                                for s in spans if s["name"].startswith("benchmark/")}
-    # the same run gives the same requests (apart from the anchor time)
-    again = publish_run(**run, out_dir=out_dir, settings=partial)
-    strip = lambda t: [x for x in t.splitlines() if '"kind":"spans"' not in x and '"kind":"scores"' not in x]
-    assert strip(again.outbox_path.read_text()) == strip(text)
-
-
-def test_the_outbox_is_never_written_with_a_key_in_it(run, out_dir):
-    """A partial configuration whose key appears in a payload (here: the suite name) refuses
-    to write the outbox, and leaves no partial file behind."""
-    key = "sk-lf-in-the-payload"
-    run = {**run, "metrics": {**run["metrics"], "suite": key}}
-    partial = LangfuseSettings(base_url=None, public_key=None, secret_key=key)
-    with pytest.raises(PublicationError, match="contains a Langfuse key"):
-        publish_run(**run, out_dir=out_dir, settings=partial)
-    assert not (out_dir / "langfuse_outbox.jsonl").exists()
-    assert not [p for p in out_dir.iterdir() if "outbox" in p.name]
-
-
-def test_settings_from_env_and_repr(monkeypatch):
-    for name in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    assert not LangfuseSettings.from_env().configured
-    monkeypatch.setenv("LANGFUSE_HOST", "https://host.example")
-    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", "pk-lf-123456789")
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", SECRET)
-    s = LangfuseSettings.from_env()
-    assert s.base_url == "https://host.example" and s.configured
-    monkeypatch.setenv("LANGFUSE_BASE_URL", "https://base.example")
-    s = LangfuseSettings.from_env()
-    assert s.base_url == "https://base.example"
-    assert SECRET not in repr(s) and SECRET not in str(s) and "pk-lf-123456789" not in repr(s)
-    assert s.secret_key == SECRET
-
-
 # ------------------------------------------------------------------------------------ CLI and scale
-
-
-def test_cli_publish_processed(processed_run, standin, tmp_path, monkeypatch, capsys, mode):
-    for name in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    assert publish_processed(processed_run, tmp_path / "a") == 0
-    assert "not configured" in capsys.readouterr().out
-    assert (tmp_path / "a" / "langfuse_outbox.jsonl").exists()
-
-    monkeypatch.setenv("LANGFUSE_BASE_URL", standin.base_url)
-    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", standin.public_key)
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", SECRET)
-    monkeypatch.setenv("LANGFUSE_TIMEOUT", "2")
-    assert publish_processed(processed_run, tmp_path / "b") == 0
-    captured = capsys.readouterr()
-    assert "published run" in captured.out and SECRET not in captured.out + captured.err
-    assert f"on a {mode} server" in captured.out and standin.server_version in captured.out
-    assert f"langfuse: server Langfuse {standin.server_version}" in captured.err  # said while publishing
-    assert len(item_spans(standin)) == len(processed_run.attempts)
-
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", "sk-lf-wrong")
-    assert publish_processed(processed_run, tmp_path / "c") == 1
-    captured = capsys.readouterr()
-    assert "error: Langfuse publication" in captured.err and "sk-lf-wrong" not in captured.err
 
 
 def _many_attempts(run, n):
@@ -960,14 +840,15 @@ def test_long_task_ids_get_hashed_item_ids(standin, settings, options, run, out_
 def test_killed_after_sending_spans_is_resolved_by_reading_back(standin, settings, run, out_dir, clean_state,
                                                                 monkeypatch, lookup_batch):
     from bench_pipeline.publication import publisher
+    from bench_pipeline.publication.steps import score_delivery
 
     options = PublishOptions(**{**FAST, "lookup_batch": lookup_batch})
 
-    def killed(self, *args):
+    def killed(pub, *args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(publisher._Publication, "_send_attempt_scores", killed)
-    monkeypatch.setattr(publisher._Publication, "_finish_record", lambda self: None)  # no final save
+    monkeypatch.setattr(score_delivery, "send_attempt_scores", killed)
+    monkeypatch.setattr(publisher, "finish_record", lambda pub: None)  # no final save
     with pytest.raises(KeyboardInterrupt):
         publish(run, out_dir, settings, options)
     monkeypatch.undo()

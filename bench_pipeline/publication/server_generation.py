@@ -49,7 +49,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from .client import DeliveryFailure, LangfuseHttp
+from .retry import DeliveryFailure
+from .transport import LangfuseHttp
 
 V4 = "v4"
 V3 = "v3"
@@ -101,12 +102,12 @@ class ServerProfile:
 
 def parse_version(text: str | None) -> tuple[int, int, int] | None:
     match = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", (text or "").strip())
-    return tuple(int(g) for g in match.groups()) if match else None  # type: ignore[return-value]
+    return tuple(int(part) for part in match.groups()) if match else None  # type: ignore[return-value]
 
 
 def _status(http: LangfuseHttp, what: str, method: str, path: str, **kw) -> int:
     """The probe answer: a 2xx status, or 404 (absent). Anything else raises DeliveryFailure."""
-    return http._raw(what, method, path, accept=frozenset({404}), **kw).status_code
+    return http.request(what, method, path, accept=frozenset({404}), **kw).status_code
 
 
 def probe(http: LangfuseHttp) -> ServerProfile:

@@ -1,9 +1,13 @@
-"""A suite, a manifest and attempt records as the publication receives them, and the run plan
-made of them (``mapping.plan_run``), for the publication's pure tests."""
+"""Shared builders of the publication tests: a suite definition, a manifest, attempt records
+and plans made from them (in memory)."""
 
 from __future__ import annotations
 
-from bench_pipeline.publication import mapping
+from pathlib import Path
+
+from bench_pipeline.publication.plan import RunPlan, plan_run
+from bench_pipeline.publication.settings import LangfuseSettings, PublishOptions
+from bench_pipeline.publication.state import Publication
 
 SUITE_DEF = {
     "name": "android-core",
@@ -29,7 +33,6 @@ MANIFEST = {
 
 
 def attempt(task_id="open_settings", n=1, **over):
-    """One attempt record of run-7; ``over`` replaces fields, except ``evidence``, which is merged."""
     rec = {
         "run_id": "run-7", "task_id": task_id, "attempt": n, "line": n, "category": "navigation",
         "artifact_dir": f"tasks/{task_id}", "status": "failed", "success_raw": False, "success": False,
@@ -58,6 +61,40 @@ def attempt(task_id="open_settings", n=1, **over):
     return rec
 
 
-def plan(attempts=None, manifest=MANIFEST, metrics=None):
-    return mapping.plan_run(run_id="run-7", metrics=metrics or {"suite": "android-core"},
-                            attempts=attempts or [attempt()], manifest=manifest, suite_def=SUITE_DEF)
+def plan(attempts=None, manifest=MANIFEST, metrics=None) -> RunPlan:
+    return plan_run(run_id="run-7", metrics=metrics or {"suite": "android-core"},
+                    attempts=attempts or [attempt()], manifest=manifest, suite_def=SUITE_DEF)
+
+
+def body_of(p: RunPlan, item_id: str) -> dict:
+    item = next(a.item for a in p.attempts if a.item_id == item_id)
+    return {k: item[k] for k in ("input", "expectedOutput", "metadata")}
+
+
+def run_plan(run_id, started, suite_def=SUITE_DEF, attempts=None) -> RunPlan:
+    manifest = {**MANIFEST, "run_id": run_id, "started_at": started}
+    return plan_run(run_id=run_id, metrics={"suite": "android-core"}, attempts=attempts or [attempt()],
+                    manifest=manifest, suite_def=suite_def)
+
+
+ITEM = "android-core:open_settings:1"
+
+
+def publication(p: RunPlan | None = None, progress=None, **options) -> Publication:
+    """A publication's state for ``p`` (no record on disk: a fresh one; no HTTP client)."""
+    settings = LangfuseSettings("http://lf.example", "pk-lf-1", "sk-lf-1")
+    return Publication(p or plan(), settings, PublishOptions(**options), Path("/nonexistent/out"), progress)
+
+
+class Progress:
+    """A progress output that keeps what it is told: (done, total) and announcements."""
+
+    def __init__(self):
+        self.seen: list[tuple[int, int]] = []
+        self.notes: list[str] = []
+
+    def __call__(self, done, total):
+        self.seen.append((done, total))
+
+    def announce(self, text):
+        self.notes.append(text)

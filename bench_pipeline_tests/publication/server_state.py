@@ -13,9 +13,10 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from langfuse.api.client import LangfuseAPI
 
-from bench_pipeline.publication import mapping as m
-from bench_pipeline_tests.support.publication_standin import SECRET
+from bench_pipeline.publication.plan import AttemptPlan
 from standins.langfuse import LangfuseStandIn
+
+from bench_pipeline_tests.support.publication_standin import SECRET
 
 
 def legacy(standin: LangfuseStandIn) -> bool:
@@ -164,5 +165,5 @@ def read_back(standin: LangfuseStandIn, dataset_id: str, run_name: str) -> dict:
     return {"items": items, "run_scores": run_scores, "experiment_id": exp_id, "item_count": exp.item_count}
 
 
-def expected_score_names(plan_attempt: m.AttemptPlan) -> set[str]:
+def expected_score_names(plan_attempt: AttemptPlan) -> set[str]:
     return {name for name, _, _ in plan_attempt.scores}

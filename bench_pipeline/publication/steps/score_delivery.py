@@ -1,0 +1,114 @@
+"""Scores in size-bounded batches: each attempt's ``benchmark.*`` scores on its experiment item
+(from a sender thread, at most two batches waiting for their answer), then the run-level
+scores on the experiment (v3: once the dataset run exists)."""
+
+from __future__ import annotations
+
+import orjson
+
+from .. import endpoints, payloads
+from ..ids import content_hash
+from ..plan import AttemptPlan
+from ..record import now_iso
+from ..retry import DeliveryFailure
+from ..server_generation import INGESTION
+from ..state import Publication
+
+
+def encode_scores(pub: Publication, scores: list[dict]) -> list[bytes]:
+    """Each score as the unit its endpoint takes: a ``score-create`` event, or an array element."""
+    assert pub.profile is not None
+    if pub.profile.scores_via == INGESTION:
+        return [payloads.score_event_bytes(s) for s in scores]
+    return [orjson.dumps(s) for s in scores]
+
+
+def send_encoded(pub: Publication, what: str, encoded: list[bytes]) -> None:
+    """One batch of encoded scores to the endpoint the server offers."""
+    http = pub.http
+    assert http is not None and pub.profile is not None
+    if pub.profile.scores_via == INGESTION:
+        endpoints.send_ingestion(http, what, encoded)
+    else:
+        endpoints.send_scores(http, what, encoded)
+
+
+def score_limit(pub: Publication) -> int:
+    """Bytes of encoded scores one request may carry (the body's wrapping left out)."""
+    assert pub.profile is not None
+    if pub.profile.scores_via == INGESTION:
+        return pub.options.max_ingestion_bytes - 16  # '{"batch":[' + ']}'
+    return pub.options.max_score_bytes - 2
+
+
+def send_attempt_scores(pub: Publication, attempts: list[AttemptPlan]) -> None:
+    """Scores of these attempts in size-bounded batches (an attempt's scores travel together),
+    handed to the sender thread (at most two batches wait for their answer)."""
+    rec = pub.record
+    work: list[tuple[AttemptPlan, list[bytes], str]] = []
+    for a in attempts:
+        encoded, h = pub.score_units(a, rec["bindings"][a.item_id])
+        if rec["attempt_scores"].get(a.item_id, {}).get("hash") == h:
+            pub.done.add(a.item_id)
+            continue
+        work.append((a, encoded, h))
+    if not work:
+        return
+    sizes = [sum(len(e) + 1 for e in encoded) for _, encoded, _ in work]
+    for group in payloads.chunk_by_size(work, sizes, score_limit(pub), pub.options.max_scores_per_request):
+        batch = [(a, len(es), h) for a, es, h in (work[i] for i in group)]
+        encoded = [e for i in group for e in work[i][1]]
+        what = f"score batch ({len(encoded)} scores)"
+        sender = pub.sender
+        if sender is None:
+            pub.pending_scores.append((None, what, encoded, batch))
+        else:
+            pub.pending_scores.append((sender.submit(send_encoded, pub, what, encoded), what, encoded, batch))
+        collect_scores(pub, 2)
+
+
+def collect_scores(pub: Publication, keep: int) -> None:
+    """Wait for the oldest score batches until at most ``keep`` are pending; record each."""
+    rec = pub.record
+    while len(pub.pending_scores) > keep:
+        future, what, encoded, batch = pub.pending_scores.pop(0)
+        try:
+            if future is None:
+                send_encoded(pub, what, encoded)
+            else:
+                future.result()
+        except DeliveryFailure as exc:
+            pub.score_failures[0] += len(batch)
+            pub.score_failures[1] = pub.score_failures[1] or exc.detail
+            continue
+        now = now_iso()
+        for a, count, h in batch:
+            rec["attempt_scores"][a.item_id] = {"count": count, "hash": h, "confirmed_at": now}
+            pub.done.add(a.item_id)  # _write_all takes it out again if its item or run item failed
+        pub.sent["scores"] += len(encoded)
+
+
+def run_scores(pub: Publication) -> None:
+    """Run-level scores on the experiment (v3: once the dataset run exists)."""
+    rec = pub.record
+    h = content_hash(pub.plan.run_scores)
+    done = rec["run_scores"]
+    if done is not None and done.get("hash") == h and done.get("experiment_id") == rec["experiment_id"] \
+            and done.get("timestamp") == pub.anchor:
+        return
+    if not rec["experiment_id"]:
+        pub.errors.append(("run-level scores", len(pub.plan.run_scores),
+                            "the dataset run does not exist yet (no dataset run item was accepted)"))
+        return
+    encoded = encode_scores(pub, payloads.run_score_payloads(pub.plan, rec["experiment_id"], pub.anchor))
+    for group in payloads.chunk_by_size(encoded, [len(e) + 1 for e in encoded], score_limit(pub),
+                                 pub.options.max_scores_per_request):
+        batch = [encoded[i] for i in group]
+        try:
+            send_encoded(pub, f"run score batch ({len(batch)} scores)", batch)
+        except DeliveryFailure as exc:
+            pub.errors.append(("run-level scores", len(encoded), exc.detail))
+            return
+        pub.sent["scores"] += len(batch)
+    rec["run_scores"] = {"count": len(encoded), "hash": h, "experiment_id": rec["experiment_id"],
+                         "timestamp": pub.anchor, "confirmed_at": now_iso()}
