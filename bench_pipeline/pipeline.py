@@ -43,7 +43,8 @@ from .run_reader import RawRun, read_run
 from .task_groups import group_tasks
 
 if TYPE_CHECKING:  # the Langfuse SDK is loaded only by a publication (about 0.3 s)
-    from .publication import LangfuseSettings, PublicationResult
+    from .publication.result import PublicationResult
+    from .publication.settings import LangfuseSettings
 
 
 @dataclass
@@ -148,7 +149,7 @@ def publish(
     ``out_dir``'s outbox without Langfuse keys. ``processed`` needs its full evidence
     (``run_stages(..., keep_evidence=True)``). Raises PublicationError when something could
     not be delivered; calling again sends only what is missing."""
-    from .publication import publish_run
+    from .publication.publisher import publish_run
 
     raw = processed.raw
     return publish_run(

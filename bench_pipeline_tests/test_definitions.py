@@ -71,3 +71,12 @@ def test_dg_check_defs(tmp_path):
     done = subprocess.run([str(Path(sys.executable).with_name("dg")), "check", "defs"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, env={**os.environ, "DAGSTER_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_loading_the_definitions_does_not_load_the_langfuse_sdk():
+    """Every new Dagster run process loads the definitions: the Langfuse SDK and httpx (about
+    0.35 s) are loaded only when a publication runs, not by naming its settings."""
+    code = "import sys, bench_pipeline.definitions; print(sorted({'langfuse', 'httpx'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -39,7 +39,8 @@ from ..derivation import PARALLEL_MIN_ROWS, workers_for
 from ..formula import FORMULA_VERSION
 from ..frames import attempts_frame, raw_results_frame, tasks_frame
 from ..pipeline import ProcessedRun, publish, run_stages
-from ..publication import LangfuseSettings, PublicationError
+from ..publication.result import PublicationError
+from ..publication.settings import LangfuseSettings
 from ..data_quality_checks import CheckOutcome, run_checks
 from ..reports.compared import gate_statement
 from ..resources.io_managers import store_partition

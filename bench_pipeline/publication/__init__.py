@@ -5,16 +5,9 @@ Experiment (dataset run) per benchmark run with one experiment item per attempt,
 ``benchmark.*`` / run-level scores; delivery is confirmed and idempotent, and a record of
 what was confirmed (``publication.json``) lets a retry send only what is missing. Without
 Langfuse keys the exact payloads go to ``langfuse_outbox.jsonl`` instead.
+
+The modules are imported by name (``publication.publisher.publish_run``,
+``publication.settings.LangfuseSettings``, ...): importing the package itself loads nothing,
+so that what only names the settings (the Dagster resource, the per-run step's set-up, every
+new run process) does not load the Langfuse SDK and httpx, which only a publication needs.
 """
-
-from .publisher import publish_run
-from .result import PublicationError, PublicationResult
-from .settings import LangfuseSettings, PublishOptions
-
-__all__ = [
-    "LangfuseSettings",
-    "PublicationError",
-    "PublicationResult",
-    "PublishOptions",
-    "publish_run",
-]

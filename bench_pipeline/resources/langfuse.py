@@ -10,7 +10,7 @@ import os
 
 import dagster as dg
 
-from ..publication import LangfuseSettings
+from ..publication.settings import LangfuseSettings
 
 
 class LangfuseResource(dg.ConfigurableResource):

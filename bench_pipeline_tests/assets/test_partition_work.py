@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench_pipeline.assets.partition_work import STAGES, STORED_STAGES, PartitionJob, in_dependency_order, startable
-from bench_pipeline.publication import LangfuseSettings
+from bench_pipeline.publication.settings import LangfuseSettings
 
 
 def job(key: str, after: str | None = None) -> PartitionJob:

@@ -166,7 +166,7 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
     line's; the broken folder fails only its own partition, with its located message."""
     from bench_pipeline.generator import generate_runs
     from bench_pipeline.pipeline import publish, run_stages
-    from bench_pipeline.publication import LangfuseSettings
+    from bench_pipeline.publication.settings import LangfuseSettings
 
     for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
         monkeypatch.delenv(var, raising=False)

@@ -11,7 +11,7 @@ import pytest
 from bench_pipeline.generator import generate_runs
 from bench_pipeline.pipeline import process_run
 from bench_pipeline.metrics_files import attempt_record
-from bench_pipeline.publication import PublishOptions
+from bench_pipeline.publication.settings import PublishOptions
 
 from bench_pipeline_tests.support.publication_standin import FAST, MODES, make_standin, settings_for
 

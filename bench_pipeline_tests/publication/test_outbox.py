@@ -8,7 +8,9 @@ import json
 import httpx
 import pytest
 
-from bench_pipeline.publication import LangfuseSettings, PublicationError, publish_run
+from bench_pipeline.publication.publisher import publish_run
+from bench_pipeline.publication.result import PublicationError
+from bench_pipeline.publication.settings import LangfuseSettings
 
 from bench_pipeline_tests.support.publication_standin import SECRET
 

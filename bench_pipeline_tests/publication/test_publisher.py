@@ -13,12 +13,9 @@ import uuid
 import httpx
 import pytest
 
-from bench_pipeline.publication import (
-    LangfuseSettings,
-    PublicationError,
-    PublishOptions,
-    publish_run,
-)
+from bench_pipeline.publication.publisher import publish_run
+from bench_pipeline.publication.result import PublicationError
+from bench_pipeline.publication.settings import LangfuseSettings, PublishOptions
 from bench_pipeline.publication.ids import dataset_item_id
 
 from .builders import Progress

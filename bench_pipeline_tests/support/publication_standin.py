@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from bench_pipeline.publication import LangfuseSettings
+from bench_pipeline.publication.settings import LangfuseSettings
 from standins.langfuse import LangfuseStandIn
 
 SECRET = "sk-lf-very-secret-value-0123456789"
