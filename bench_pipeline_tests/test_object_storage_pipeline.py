@@ -29,9 +29,9 @@ from bench_pipeline.definitions import defs
 from bench_pipeline.generator import generate_runs
 from bench_pipeline.partitions import range_tags, runs_partitions
 from bench_pipeline.resources import JsonIOManagerFactory, LangfuseResource, ParquetIOManagerFactory, PipelineSettings
-from bench_pipeline.sensors import run_folder_sensor
 from standins.s3 import Bucket
 
+from .dagster_helpers import tick_run_folder_sensor
 from .run_builder import make_run, row
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,15 +46,7 @@ def resources_for(settings: PipelineSettings) -> dict:
 
 def tick(instance, settings, cursor=None):
     """One sensor tick with its partition requests applied, as the daemon does."""
-    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"settings": settings}) as ctx:
-        result = run_folder_sensor(ctx)
-    for req in result.dynamic_partitions_requests or []:
-        if isinstance(req, dg.AddDynamicPartitionsRequest):
-            instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
-        else:
-            for key in req.partition_keys:
-                instance.delete_dynamic_partition(req.partitions_def_name, key)
-    return result
+    return tick_run_folder_sensor(instance, {"settings": settings}, cursor)
 
 
 def process_requests(instance, resources, result) -> list[str]:
