@@ -9,8 +9,17 @@ from pathlib import Path
 import pytest
 
 from bench_pipeline import reports
-from bench_pipeline.reports import render_report_html, write_reports
-from bench_pipeline_tests.fixtures_reports import main_run
+from bench_pipeline.reports import (
+    render_comparison_md,
+    render_report_html,
+    render_summary_md,
+    report_view,
+    write_comparison_md,
+    write_report_html,
+    write_reports,
+    write_summary_md,
+)
+from bench_pipeline_tests.fixtures_reports import compared_run, main_run
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +57,31 @@ def test_csp_allows_only_the_inline_script_by_its_hash() -> None:
     assert reports.write._csp("") == (
         "default-src 'none'; img-src 'none'; style-src 'unsafe-inline'; "
         "script-src 'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='; base-uri 'none'; form-action 'none'")
+
+
+def test_each_page_written_from_one_view_is_the_page_rendered(tmp_path: Path, run: tuple) -> None:
+    view = report_view(tmp_path, *run)
+    summary = write_summary_md(tmp_path, view)["summary.md"]
+    page = write_report_html(tmp_path, view, run[0], run[1])["report.html"]
+    assert summary == tmp_path / "summary.md" and page == tmp_path / "report.html"
+    assert summary.read_text(encoding="utf-8") == render_summary_md(*run)
+    assert page.read_text(encoding="utf-8") == render_report_html(*run)
+
+
+def test_comparison_md_is_written_as_rendered(tmp_path: Path) -> None:
+    comparison = compared_run()
+    written = write_comparison_md(tmp_path, comparison)
+    assert written == {"comparison.md": tmp_path / "comparison.md"}
+    assert written["comparison.md"].read_text(encoding="utf-8") == render_comparison_md(comparison, tmp_path)
+
+
+def test_report_html_lists_the_first_failed_tasks_and_says_where_the_rest_are(
+        run: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    failed = len(report_view(Path("."), *run).failed_tasks)
+    assert failed > 2
+    monkeypatch.setattr(reports.write, "HTML_FAILED_TASKS_CAP", 2)
+    page = render_report_html(*run)
+    table = re.search(r'<table class="data compact failed">(.*?)</table>', page, re.S).group(1)
+    assert table.count('<th scope="rowgroup"') == 2
+    assert "The first 2 (lowest pass share first) are listed here; summary.md lists all" in page
+    assert f"{failed} tasks with a non-passing attempt" in page
