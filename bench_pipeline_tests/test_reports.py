@@ -5,22 +5,16 @@ from __future__ import annotations
 import copy
 import html
 import json
-import math
 import re
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from bench_pipeline import reports
 from bench_pipeline.capability import per_task
 from bench_pipeline.jsonio import EncodedJSON
 from bench_pipeline.reports import render_report_html, render_summary_md, write_reports
-from bench_pipeline.reports.charts import place_labels
 from bench_pipeline.reports.view.resources import EFFICIENCY_ROWS
-from bench_pipeline.stats import percentile
 from bench_pipeline.task_groups import group_tasks
 from bench_pipeline.vocabulary import COST_FIELDS, EFFICIENCY_FIELDS, RELIABILITY_FIELDS
 from bench_pipeline_tests.fixtures_reports import (
@@ -35,6 +29,7 @@ from bench_pipeline_tests.fixtures_reports import (
     record,
 )
 from bench_pipeline_tests.support.markdown import section, table_rows
+from bench_pipeline_tests.support.svg import assert_marker_labels_apart, svg_tree, texts
 
 K1_CAUTION = "a single attempt cannot demonstrate repeatability"
 
@@ -377,12 +372,6 @@ def test_html_is_self_contained(page: str) -> None:
     assert csp.startswith("default-src 'none';") and "script-src 'sha256-" in csp and "unsafe-inline' ;" not in csp
 
 
-def test_csp_hash_matches_the_inline_script(page: str) -> None:
-    script = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
-    csp = html.unescape(re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"', page).group(1))
-    assert csp == reports.write._csp(script)
-
-
 def test_injected_strings_are_escaped(page: str) -> None:
     for raw in (XSS_FINAL_RESPONSE, XSS_ERROR, XSS_REASON, XSS_ARG, "<script>window.__xss", "<img src=x"):
         assert raw not in page
@@ -432,34 +421,6 @@ def test_attempt_details_carry_the_evidence(page: str) -> None:
     assert rubric[1][3] == ["r4", "Final answer confirms sending", "no", "The answer says the message was drafted, not sent."]
 
 
-def test_null_final_response_in_an_available_trace_is_not_called_a_missing_file() -> None:
-    """Reference 1: a null final_response is unavailable evidence; the note says where it
-    comes from (the trace exists and records null, e.g. an attempt that timed out)."""
-    from bench_pipeline.reports.rows import _details_payload
-
-    def final_note(trace_status: str) -> list:
-        rec = {"evidence": {"trace_artifact": {"status": trace_status, "path": "t/trace.json"}, "final_response": None}}
-        return [s[2] for s in _details_payload(rec, [], "t")[1] if s[0] == "Final response"]
-
-    assert final_note("available") == ["n/a: evidence unavailable (trace.json records final_response null)."]
-    assert final_note("missing") == ["n/a: evidence unavailable (trace.json missing or unreadable)."]
-    assert final_note("invalid") == ["n/a: evidence unavailable (trace.json missing or unreadable)."]
-
-
-def test_write_reports(tmp_path: Path, run: tuple) -> None:
-    paths = write_reports(tmp_path / "out", *run)
-    assert set(paths) == {"summary.md", "report.html"}
-    assert paths["summary.md"].read_text(encoding="utf-8").startswith("# Benchmark run")
-    assert paths["report.html"].read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    assert not list((tmp_path / "out").glob(".*.tmp"))
-    # with the run folder known, evidence folders become links relative to the output folder
-    run_dir = tmp_path / "runs" / run[3]
-    linked = write_reports(tmp_path / "out2", *run, run_dir=run_dir)
-    md = linked["summary.md"].read_text(encoding="utf-8")
-    assert f"[`tasks/send_sms/attempt-2`](<../runs/{run[3]}/tasks/send_sms/attempt-2/>)" in md
-    assert f'href="../runs/{run[3]}/tasks/send_sms/attempt-2/"' in linked["report.html"].read_text(encoding="utf-8")
-
-
 def test_markup_per_attempt_stays_lean() -> None:
     small = render_report_html(*large_run(100))
     big = render_report_html(*large_run(1_000))
@@ -503,96 +464,11 @@ def test_script_json_cannot_close_its_script_tag() -> None:
     assert json.loads(text) == {"a": "</script><!-- & \u2028"}
 
 
-def test_histogram_bins() -> None:
-    h = reports.histogram_bins([1, 2, 2, 3, 7])
-    assert [(lo, c) for lo, _, c in h.bins] == [(1, 1), (2, 2), (3, 1), (4, 0), (5, 0), (6, 0), (7, 1)]
-    assert h.per_value and h.scale == "linear" and h.above == 0 and h.above_threshold is None
-    # only the far-out 10,000 is left out (198 and 199 are no outliers), in whole steps of 10
-    values = [float(v) for v in range(1, 200)] + [10_000.0]
-    h = reports.histogram_bins(values)
-    assert h.scale == "linear" and h.count == len(values) and (h.above, h.above_threshold, h.high) == (1, 200, 10_000)
-    assert [b[:2] for b in h.bins[:2]] == [(0, 10), (10, 20)] and h.bins[-1][2] == 10
-    assert reports.histogram_bins([]).bins == [] and reports.histogram_bins([]).count == 0
-    assert reports.histogram_bins([5.5] * 3).count == 3
-
-
-def test_svg_builders_escape_labels() -> None:
-    bar = str(reports.svg_interval_bar(0.5, 0.2, 0.8, label="<x>"))
-    assert '<rect class="ci"' in bar and '<circle class="pt"' in bar and "&lt;x&gt;" in bar and "<x>" not in bar
-    assert "n/a" in str(reports.svg_interval_bar(None, None, None))
-    chart = str(reports.svg_hbar_chart([("a<b", 3), ("zero", 0)]))
-    assert "a&lt;b" in chart and chart.count('class="bar"') == 1
-    hist = str(reports.svg_histogram([1000.0, 2000.0, 2500.0], "task_wall_ms", markers={"p50": 2000.0}))
-    assert hist.count('class="bar"') >= 2 and "p50 2.0 s" in hist
-    assert "n/a" in str(reports.svg_histogram([], "task_wall_ms"))
-
-
 def test_does_not_mutate_inputs(run: tuple) -> None:
     before = copy.deepcopy(run)
     render_summary_md(*run)
     render_report_html(*run)
     assert run == before
-
-
-def test_report_rows_built_in_forked_chunks_equal_the_sequential_page(run, monkeypatch):
-    """Large runs build attempt rows in chunks in forked workers: same page, rows in line order."""
-    sequential = render_report_html(*run)
-    monkeypatch.setattr(reports.rows, "PARALLEL_MIN_ATTEMPTS", 0)
-    monkeypatch.setattr(reports.rows, "_CHUNK_ATTEMPTS", 3)
-    chunked = render_report_html(*run, workers=2)
-    assert chunked == sequential
-    indices = [int(i) for i in re.findall(r'<details class="a" data-i="(\d+)"', chunked)]
-    assert indices == list(range(len(run[1])))
-    details = json.loads(html.unescape(re.search(r'id="report-details">(.*?)</script>', chunked, re.S).group(1)))
-    assert len(details["details"]) == len(run[1]) and details["labels"] == list(reports.FACT_LABELS)
-
-
-def _render_with_fresh_environment(run: tuple) -> str:
-    """report.html through a new jinja2 environment (as a new process would make)."""
-    reports.templates._ENVS.clear()
-    try:
-        return render_report_html(*run)
-    finally:
-        reports.templates._ENVS.clear()
-
-
-def test_compiled_templates_are_cached_on_disk_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            run: tuple) -> None:
-    monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(tmp_path / "cache"))
-    first = _render_with_fresh_environment(run)
-    entries = sorted((tmp_path / "cache").iterdir())
-    assert len(entries) == 1 and entries[0].stat().st_size > 1000  # report.html.j2, compiled
-    compiled = []
-    monkeypatch.setattr(reports.templates.Environment, "compile", lambda *a, **k: compiled.append(a) or None)
-    second = _render_with_fresh_environment(run)
-    assert compiled == []  # loaded, not compiled again
-    assert second == first
-
-
-def test_a_damaged_or_unwritable_template_cache_only_means_compiling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                     run: tuple) -> None:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(cache))
-    expected = _render_with_fresh_environment(run)
-    for entry in cache.iterdir():
-        entry.write_bytes(b"j2\x00 not a compiled template")
-    assert _render_with_fresh_environment(run) == expected
-    blocked = tmp_path / "a-file"
-    blocked.write_text("not a folder")
-    monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(blocked / "cache"))
-    assert _render_with_fresh_environment(run) == expected
-
-
-def test_a_template_cache_others_can_write_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Compiled templates are code: a folder writable by others is never loaded from."""
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    shared.chmod(0o777)
-    monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(shared))
-    assert reports.templates._template_cache() is None
-    private = tmp_path / "private" / "templates"
-    monkeypatch.setenv("BENCH_TEMPLATE_CACHE", str(private))
-    assert reports.templates._template_cache() is not None and (private.stat().st_mode & 0o777) == 0o700
 
 
 def test_json_made_once_is_written_as_is_on_both_encoding_paths() -> None:
@@ -612,21 +488,6 @@ def test_failed_task_table_groups_each_tasks_attempts(page: str) -> None:
         rows = re.findall(r"<tr>", body)
         assert re.search(r'<th scope="rowgroup" rowspan="(\d+)">', body).group(1) == str(len(rows))
     assert '<span class="pill st-missing">missing</span>' in table or '<span class="pill st-' in table
-
-
-def test_failed_task_table_without_failed_tasks_and_with_run_text() -> None:
-    assert "No task has an attempt that did not pass." in reports.failed_task_html_rows([])
-    task = reports.FailedTask(
-        task_id="<b>x</b>", category='c"1', passed=0, n=1, eligible_failed=1,
-        records=[{"task_id": "<b>x</b>", "attempt": 2, "line": 4, "status": "failed", "failure_class": "<i>",
-                  "agent_eligible": True, "evidence": {"dir": "tasks/<x>"}}],
-        k=2, unsafe_lines=set(), evidence_base="../run",
-    )
-    rows = str(reports.failed_task_html_rows([task]))
-    assert "<b>" not in rows and "&lt;b&gt;x&lt;/b&gt;" in rows and "c&#34;1" in rows and "&lt;i&gt;" in rows
-    assert rows.count("<tr>") == 2 and 'rowspan="2"' in rows  # attempt 1 is a missing placeholder
-    assert '<span class="pill st-missing">missing</span>' in rows
-    assert '<a href="../run/tasks/%3Cx%3E/"><code>tasks/&lt;x&gt;</code></a>' in rows
 
 
 @pytest.mark.parametrize("value", [None, True, 0, -3, 7, 1234567, 2.5, -0.004, 1e308, -1e308, 10**300,
@@ -704,178 +565,6 @@ def test_report_html_compared_with_the_baseline_is_escaped(run: tuple, tmp_path:
 
 # ------------------------------------------------------------------------------ histograms
 
-SVG = "{http://www.w3.org/2000/svg}"
-#: 32 attempts between 20 and 30 s and one 600 s timeout (the real run's wall times)
-LONG_TAIL_MS = [20_000.0 + (i * 7_919) % 10_000 for i in range(32)] + [600_000.0]
-
-
-def svg_tree(markup: object) -> ET.Element:
-    """The chart parsed as XML (default namespace added so that ElementTree reads it)."""
-    return ET.fromstring(str(markup).replace("<svg ", f'<svg xmlns="{SVG[1:-1]}" ', 1))
-
-
-def texts(root: ET.Element, css: str) -> list[ET.Element]:
-    return [t for t in root.iter(f"{SVG}text") if css in t.get("class", "").split()]
-
-
-def text_box(t: ET.Element, font_px: float = 10.0) -> tuple[float, float, float, float]:
-    """(x0, x1, y0, y1) of a text at ~0.6 em per character, 1 em above and 0.3 em below its baseline."""
-    w = 0.6 * font_px * len(t.text or "")
-    x, y = float(t.get("x")), float(t.get("y"))
-    x0 = {"start": x, "middle": x - w / 2, "end": x - w}[t.get("text-anchor", "start")]
-    return x0, x0 + w, y - font_px, y + 0.3 * font_px
-
-
-def intersect(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
-
-
-def bar_counts(root: ET.Element, css: str = "bar") -> list[int]:
-    """Attempts per bar, read from each bar's title ('... : 3 attempts')."""
-    rects = [r for r in root.iter(f"{SVG}rect") if r.get("class") == css]
-    return [int(re.search(r"([\d,]+) attempts?\b", r.find(f"{SVG}title").text).group(1).replace(",", ""))
-            for r in rects]
-
-
-def assert_marker_labels_apart(root: ET.Element) -> list[tuple[float, ...]]:
-    boxes = [text_box(t) for t in texts(root, "mlabel")]
-    for i, a in enumerate(boxes):
-        assert 0 <= a[0] and a[1] <= float(root.get("viewBox").split()[2]), a
-        for b in boxes[i + 1:]:
-            assert not intersect(a, b), (a, b)
-    return boxes
-
-
-def test_a_long_tail_is_cut_from_the_axis_and_counted_beside_it() -> None:
-    data = sorted(LONG_TAIL_MS)
-    # why the former rule (values above the p99 folded away when max > 1.5 x p99, 50 values
-    # or more) never fired: with 33 values the interpolated p99 lies in the gap to the timeout
-    assert percentile(data, 99) > 400_000 and not 600_000 > 1.5 * percentile(data, 99)
-    h = reports.histogram_bins(LONG_TAIL_MS)
-    assert h.scale == "linear" and (h.below, h.above, h.high) == (0, 1, 600_000)
-    assert h.above_threshold == 30_000 and h.bins[0][0] == 20_000 and h.count == 33
-    assert max(c for *_, c in h.bins) / 33 < 0.2  # was 32 of 33 in one bar
-
-    p50, p90 = percentile(data, 50), percentile(data, 90)
-    root = svg_tree(reports.svg_histogram(LONG_TAIL_MS, "task_wall_ms", markers={"p50": p50, "p90": p90}))
-    assert root.get("data-scale") == "linear"
-    counts = bar_counts(root)
-    assert sum(counts) == 32 and max(counts) / 33 < 0.9 and len([c for c in counts if c]) >= 10
-    assert bar_counts(root, "bar over") == [1]
-    caption = " ".join(t.text for t in texts(root, "caption"))
-    assert "linear scale cut at 30.0 s" in caption and "+1 attempt above 30.0 s, max 10.0 min" in caption
-    assert "linear scale cut at 30.0 s" in root.get("aria-label") and root.find(f"{SVG}title") is not None
-    labels = texts(root, "mlabel")
-    assert [t.text for t in labels] == ["p50 25.4 s", "p90 29.1 s"]
-    assert_marker_labels_apart(root)
-
-
-@pytest.mark.parametrize(("values", "field", "markers"), [
-    (LONG_TAIL_MS, "task_wall_ms", {"p50": 24_830.0, "p90": 25_100.0}),  # close markers
-    (LONG_TAIL_MS, "task_wall_ms", {"p50": 20_000.0, "p90": 20_400.0}),  # close, at the left end
-    (LONG_TAIL_MS, "task_wall_ms", {"p50": 29_900.0, "p90": 600_000.0}),  # one on the outliers' bar
-    ([0.0] * 85 + [1000.0] * 3 + [2000.0] * 3 + [3000, 4000, 5000, 6000, 20000, 30000, 40000, 45000, 50000],
-     "total_tokens", {"p50": 0.0, "p90": 2000.0}),
-    ([0] * 10, "tool_calls", {"p50": 0, "p90": 0}),
-    ([7] * 5, "tool_calls", {"p50": 7, "p90": 7, "p95": 7, "max": 7}),
-    ([1e300, 1e-300, 5.0], "total_tokens", {"p50": 5.0, "p90": 1e300}),
-])
-def test_marker_labels_never_overlap(values: list, field: str, markers: dict) -> None:
-    root = svg_tree(reports.svg_histogram(values, field, markers=markers))
-    boxes = assert_marker_labels_apart(root)
-    assert len(boxes) == len(markers)
-    # every text of the chart (axis, counts, caption, markers) stays apart, too
-    all_boxes = [text_box(t) for t in root.iter(f"{SVG}text")]
-    assert not [(a, b) for i, a in enumerate(all_boxes) for b in all_boxes[i + 1:] if intersect(a, b)]
-
-
-def test_close_markers_at_the_axis_end_stack_their_labels() -> None:
-    values = [0.0] * 85 + [1000.0] * 3 + [2000.0] * 3 + [3000, 4000, 5000, 6000, 20000, 30000, 40000, 45000, 50000]
-    root = svg_tree(reports.svg_histogram(values, "total_tokens", markers={"p50": 1000.0, "p90": 2000.0}))
-    p50, p90 = texts(root, "mlabel")
-    lines = [ln for ln in root.iter(f"{SVG}line") if "marker" in ln.get("class")]
-    x50, x90 = (float(ln.get("x1")) for ln in lines)
-    assert x50 < x90 < x50 + 20  # too close, and too near the left end for "p50 1,000" to go left of its line
-    # the two labels sit in rows of their own, each line rising to its own label: p50's
-    # above, so that p90's line does not cross it
-    assert float(p50.get("y")) <= float(p90.get("y")) - 13
-    for line, label in zip(lines, (p50, p90)):
-        assert float(line.get("y1")) < float(label.get("y"))
-    x0, x1, *_ = text_box(p90)
-    assert not x0 <= x50 <= x1  # p50's line rises past p90's row beside its label
-    assert_marker_labels_apart(root)
-    # with n labels at one place, n rows
-    placed = place_labels([(50.0, 60.0, True), (52.0, 60.0, False), (54.0, 60.0, False)], 560)
-    assert len({row for _, row in placed}) == 3
-
-
-def test_positive_values_over_orders_of_magnitude_get_a_log_axis() -> None:
-    import random
-
-    rng = random.Random(3)
-    values = [round(rng.lognormvariate(10, 1.2)) for _ in range(10_000)]
-    h = reports.histogram_bins(values)
-    assert h.scale == "log" and h.count == 10_000 and h.below == h.above == 0
-    widths = {round(math.log10(hi) - math.log10(lo), 9) for lo, hi, _ in h.bins}
-    assert widths == {h.log_step} and len(h.bins) <= 20
-    assert max(c for *_, c in h.bins) / 10_000 < 0.25
-    root = svg_tree(reports.svg_histogram(values, "total_tokens",
-                                          markers={"p50": percentile(sorted(values), 50), "p90": percentile(sorted(values), 90)}))
-    assert root.get("data-scale") == "log"
-    assert "log scale" in " ".join(t.text for t in texts(root, "caption"))
-    ticks = [t.text for t in texts(root, "axis")]
-    assert {"1k", "10k", "100k"} <= set(ticks)
-    assert_marker_labels_apart(root)
-    # the same input gives the same chart
-    assert str(reports.svg_histogram(values, "total_tokens")) == str(reports.svg_histogram(list(values), "total_tokens"))
-    # a uniform spread over two orders of magnitude stays linear (half of it is not crowded low)
-    assert reports.histogram_bins([float(v) for v in range(1, 200)]).scale == "linear"
-
-
-@settings(max_examples=150, deadline=None)
-@given(st.one_of(st.lists(st.one_of(st.floats(-1e7, 1e7), st.integers(0, 400), st.sampled_from([0.0, 600_000.0])),
-                         min_size=1, max_size=60),
-                st.lists(st.floats(1e-3, 1e9), min_size=1, max_size=60)),
-       st.lists(st.floats(-1e7, 1e7), min_size=0, max_size=4),
-       st.sampled_from(["task_wall_ms", "total_tokens", "tool_calls", "cost_usd"]))
-def test_no_two_texts_of_a_histogram_overlap(values: list, extra: list, field: str) -> None:
-    data = sorted(float(v) for v in values)
-    markers = {"p50": percentile(data, 50), "p90": percentile(data, 90)} | {f"m{i}": v for i, v in enumerate(extra)}
-    root = svg_tree(reports.svg_histogram(values, field, markers=markers))
-    assert_marker_labels_apart(root)
-    boxes = [text_box(t) for t in root.iter(f"{SVG}text")]
-    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if intersect(a, b)]
-    assert reports.histogram_bins(values).count == len(values)
-
-
-@pytest.mark.parametrize(("values", "bars", "total"), [
-    ([0, 0, 0], 1, 3),
-    ([0.0] * 10, 1, 10),
-    ([5.5] * 3, 1, 3),
-    ([None, 2.0, None, 4.0, float("nan"), True], 3, 2),  # nulls, NaN and booleans are no values
-    ([-5, -3, -1, 0, 2], 8, 5),
-    ([-40_000.0, -1_000.0, 0.0, 2_500.0, 1e6], None, 5),
-    ([2 ** 60, 2 ** 61, 5], None, 3),
-])
-def test_histograms_of_odd_values(values: list, bars: int | None, total: int) -> None:
-    h = reports.histogram_bins(values)
-    assert h.count == total
-    if bars is not None:
-        assert len(h.bins) == bars
-    root = svg_tree(reports.svg_histogram(values, "task_wall_ms", markers={"p50": 0, "p90": None}))
-    assert sum(bar_counts(root)) + sum(bar_counts(root, "bar over")) == total
-    assert "scale" in " ".join(t.text for t in texts(root, "caption"))
-    assert [t.text.split()[0] for t in texts(root, "mlabel")] == ["p50"]  # the null marker is left out
-
-
-def test_a_low_outlier_is_counted_below_the_axis() -> None:
-    h = reports.histogram_bins(LONG_TAIL_MS + [200.0])
-    assert (h.below, h.below_threshold, h.low) == (1, 20_000, 200) and h.above == 1
-    root = svg_tree(reports.svg_histogram(LONG_TAIL_MS + [200.0], "task_wall_ms"))
-    caption = " ".join(t.text for t in texts(root, "caption"))
-    assert "+1 attempt below 20.0 s, min 200 ms" in caption and "+1 attempt above 30.0 s" in caption
-
-
 def test_report_histograms_say_their_scale(page: str) -> None:
     charts = re.findall(r'<svg class="hist".*?</svg>', page, re.S)
     assert len(charts) == 4
@@ -884,57 +573,3 @@ def test_report_histograms_say_their_scale(page: str) -> None:
         assert root.get("data-scale") in ("linear", "log")
         assert "scale" in " ".join(t.text for t in texts(root, "caption"))
         assert_marker_labels_apart(root)
-
-
-# ------------------------------------------------------------------------------ paired changes
-
-
-def _delta_rows(**wall: object) -> list[dict]:
-    signed = lambda v: "n/a" if v is None else f"{v:+,.0f} ms"  # noqa: E731
-    return [
-        {"label": "First attempt", "delta": -0.2, "lower": -0.35, "upper": -0.05, "scale": "rate",
-         "fmt": lambda v: f"{v * 100:+.1f} pp", "css": "bad", "verdict_text": "regression"},
-        {"label": "Task wall time", "delta": 600.0, "lower": 600.0, "upper": 600.0, "scale": "ms", "fmt": signed,
-         "css": "bad", "verdict_text": "regression", **wall},
-        {"label": "Cost (USD)", "delta": 0.01, "lower": None, "upper": None, "scale": "usd",
-         "fmt": lambda v: f"{v:+.4f}", "css": "na", "verdict_text": "n/a"},
-    ]
-
-
-def test_a_change_without_variation_is_a_hollow_dot_not_an_interval() -> None:
-    root = svg_tree(reports.svg_delta_intervals(_delta_rows(no_variation=True)))
-    rows = [g for g in root.iter(f"{SVG}g") if "row" in g.get("class").split()]
-    first, wall, cost = rows
-    assert first.find(f"{SVG}rect[@class='ci']") is not None
-    assert wall.find(f"{SVG}rect") is None  # no zero-width interval
-    dot = wall.find(f"{SVG}circle")
-    assert dot.get("class") == "pt nv" and "no variation to estimate an interval from" in dot.find(f"{SVG}title").text
-    assert "change +600 ms" in dot.find(f"{SVG}title").text
-    note = [t for t in wall.iter(f"{SVG}text") if "nv" in t.get("class", "").split()]
-    assert [t.text for t in note] == ["no variation to estimate an interval from"]
-    assert "no 95% interval" in wall.find(f"{SVG}title").text and "[" not in wall.find(f"{SVG}title").text
-    # the note stays on the track (its end away from the dot) and clear of the dot
-    x0, x1, y0, y1 = text_box(note[0], 11.0)
-    track = wall.find(f"{SVG}line")
-    assert float(track.get("x1")) <= x0 and x1 <= float(track.get("x2"))
-    assert y1 <= float(dot.get("cy")) - 5
-    # a row without an interval keeps its plain dot and "no interval"
-    assert cost.find(f"{SVG}rect") is None and cost.find(f"{SVG}circle").get("class") == "pt"
-    assert "no interval" in [t.text for t in cost.iter(f"{SVG}text")]
-
-
-@pytest.mark.parametrize("wall", [{}, {"no_variation": False}])
-def test_rows_without_no_variation_draw_their_interval(wall: dict) -> None:
-    root = svg_tree(reports.svg_delta_intervals(_delta_rows(**wall)))
-    wall_row = [g for g in root.iter(f"{SVG}g") if "row" in g.get("class").split()][1]
-    assert wall_row.find(f"{SVG}rect").get("class") == "ci" and wall_row.find(f"{SVG}circle").get("class") == "pt"
-    assert "95% interval [+600 ms, +600 ms]" in wall_row.find(f"{SVG}title").text
-    assert "no variation" not in str(reports.svg_delta_intervals(_delta_rows(**wall)))
-
-
-def test_no_variation_without_a_change_is_still_n_a() -> None:
-    rows = _delta_rows(no_variation=True)
-    rows[1].update(delta=None, lower=None, upper=None)
-    root = svg_tree(reports.svg_delta_intervals(rows))
-    wall_row = [g for g in root.iter(f"{SVG}g") if "row" in g.get("class").split()][1]
-    assert wall_row.find(f"{SVG}circle") is None and "n/a" in [t.text for t in wall_row.iter(f"{SVG}text")]

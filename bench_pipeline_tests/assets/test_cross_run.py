@@ -1,0 +1,136 @@
+"""assets/cross_run.py: the run catalog and the suite trends, materialized through Dagster on a
+temporary instance, and ``catalog_behind``, the key the catalog refresh follows."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+import pytest
+
+from bench_pipeline.assets import cross_run, cross_run_assets, per_run_assets
+from bench_pipeline.assets.cross_run import REFRESHED, catalog_behind
+from bench_pipeline.formula import FORMULA_VERSION
+from bench_pipeline.partitions import runs_partitions
+from bench_pipeline.pipeline import run_stages
+from bench_pipeline.resources.io_managers import store_partition
+
+from ..dagster_helpers import make_resources
+from ..run_builder import make_run, row
+
+
+@pytest.fixture(autouse=True)
+def _no_langfuse(monkeypatch):
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _written_metrics(tmp_path, rows, run_id="r"):
+    """metrics.json as the pipeline writes it."""
+    run = make_run(tmp_path / "runs", rows, run_id=run_id, manifest={"status": "completed", "metrics_k": 2})
+    run_stages(run, tmp_path / "out" / run_id)
+    return json.loads((tmp_path / "out" / run_id / "metrics.json").read_text())
+
+
+def _materialize_catalog(instance, resources, selection=("run_catalog",)):
+    result = dg.materialize([*per_run_assets, *cross_run_assets], selection=list(selection), instance=instance,
+                            resources=resources)
+    assert result.success
+    (event,) = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("run_catalog")]
+    return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def test_run_catalog_lists_exactly_the_runs_behind_the_formula(tmp_path):
+    """25 stored runs: 22 with an older formula version or none, 3 with the current one. The
+    catalog's metadata counts the 22 and names the first 20 with their versions."""
+    resources = make_resources(tmp_path)
+    metrics = _written_metrics(tmp_path, [row("a"), row("b", status="failed")])
+    versions = {f"r{i:02d}": (FORMULA_VERSION if i % 10 == 3 else None if i == 7 else f"2026-0{1 + i % 9}-01.1")
+                for i in range(25)}
+    for run_id, version in versions.items():
+        store_partition(resources["settings"].storage_base, "capability_aggregates", run_id,
+                        {**metrics, "run_id": run_id, "formula_version": version})
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, list(versions))
+
+    meta = _materialize_catalog(instance, resources)
+    behind = [run_id for run_id, version in versions.items() if version != FORMULA_VERSION]
+    assert len(behind) == 22 and "r03" not in behind and "r07" in behind
+    assert meta["formula_version"] == FORMULA_VERSION
+    assert meta["runs_behind_formula"] == 22 and isinstance(meta["runs_behind_formula"], int)
+    lines = meta["runs_behind_formula_list"].splitlines()
+    assert lines[0] == f"22 run(s) computed with another formula version than the current `{FORMULA_VERSION}`:"
+    listed = [line.split(" | ")[0].removeprefix("| ") for line in lines[4:24]]
+    assert listed == behind[:20]  # one suite, no start times: catalog order is run id order
+    assert lines[4:24] == [f"| {r} | suite-x | {versions[r] or 'unknown'} |" for r in behind[:20]]
+    assert lines[-1] == "... and 2 more (the catalog's `formula_version` column has every run)."
+    assert "formula_version" in meta["preview"].splitlines()[0]
+
+
+def test_after_a_formula_change_the_catalog_is_behind_until_refreshed(tmp_path, monkeypatch):
+    """A processed run and its catalog are up to date. Once the formula version changes, the
+    catalog is behind although no run was materialized; refreshed (with the rest of the catalog
+    refresh: systems, suite pages), it lists the run with its old version; a run materialized
+    later puts it behind again, with a new key."""
+    resources = make_resources(tmp_path)
+    make_run(tmp_path / "runs", [row("a"), row("b", status="failed")], run_id="r1")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["r1"])
+    assert catalog_behind(instance) is None  # nothing processed yet
+    assert dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources).success
+    first_key = catalog_behind(instance)
+    assert first_key is not None and first_key.endswith(f"@{FORMULA_VERSION}")
+
+    meta = _materialize_catalog(instance, resources, REFRESHED)
+    assert (meta["formula_version"], meta["runs_behind_formula"]) == (FORMULA_VERSION, 0)
+    assert meta["runs_behind_formula_list"] == (
+        f"Every run in the catalog was computed with the current formula version `{FORMULA_VERSION}`.")
+    assert catalog_behind(instance) is None
+
+    monkeypatch.setattr(cross_run, "FORMULA_VERSION", "bumped")
+    bumped_key = catalog_behind(instance)
+    assert bumped_key is not None and bumped_key.endswith("@bumped") and bumped_key != first_key
+    meta = _materialize_catalog(instance, resources, REFRESHED)
+    assert (meta["formula_version"], meta["runs_behind_formula"]) == ("bumped", 1)
+    assert meta["runs_behind_formula_list"].splitlines()[-1] == f"| r1 | suite-x | {FORMULA_VERSION} |"
+    assert catalog_behind(instance) is None
+
+    assert dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources).success
+    again = catalog_behind(instance)
+    assert again is not None and again not in (first_key, bumped_key)
+
+
+def test_the_catalog_and_the_trends_of_two_runs_of_one_suite(tmp_path):
+    """r1 passes a and b, r2 (started later) only a: the catalog has both runs with their
+    manifests' model and start; the trends compare r2 with r1 on the 2 paired tasks."""
+    resources = make_resources(tmp_path)
+    for run_id, rows, started in (("r1", [row("a"), row("b")], "2026-11-01T00:00:00Z"),
+                                  ("r2", [row("a"), row("b", status="failed")], "2026-11-02T00:00:00Z")):
+        make_run(tmp_path / "runs", rows, run_id=run_id,
+                 manifest={"status": "completed", "model": {"name": "m1"}, "started_at": started})
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["r1", "r2"])
+    for run_id in ("r1", "r2"):
+        assert dg.materialize(per_run_assets, partition_key=run_id, instance=instance, resources=resources).success
+    result = dg.materialize([*per_run_assets, *cross_run_assets], selection=["run_catalog", "suite_trends"],
+                            instance=instance, resources=resources)
+    assert result.success
+    catalog = result.output_for_node("run_catalog")
+    assert list(catalog["run_id"]) == ["r1", "r2"] and set(catalog["suite"]) == {"suite-x"}
+    assert list(catalog["pass_at_1"]) == [1.0, 0.5] and set(catalog["formula_version"]) == {FORMULA_VERSION}
+    trends = result.output_for_node("suite_trends")
+    assert list(trends["run_id"]) == ["r1", "r2"]
+    assert trends["compared_with"].iloc[1] == "r1" and trends["paired_tasks"].iloc[1] == 2
+    assert trends["pass_at_1_change"].iloc[1] == -0.5
+    assert trends["comparison_note"].iloc[0] == "first run of the suite"
+    (event,) = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("suite_trends")]
+    meta = {k: v.value for k, v in event.materialization.metadata.items()}
+    assert meta["dagster/row_count"] == 2 and meta["gate_failures"] == int((trends["gate"] == "fail").sum())
+
+
+def test_nothing_is_behind_before_any_run_is_done() -> None:
+    instance = dg.DagsterInstance.ephemeral()
+    assert catalog_behind(instance) is None
+    assert REFRESHED == ("run_catalog", "system_repeats", "suite_pages")
+    assert {a.key.to_user_string() for a in cross_run_assets} >= {"run_catalog", "suite_trends"}
+    assert cross_run.GROUP == "cross_run"

@@ -1,0 +1,102 @@
+"""reports/repeated.py: repeats.md and the repeated comparison.md, from documents in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench_pipeline.comparison import make_side
+from bench_pipeline.identity import RunIdentity
+from bench_pipeline.repeats import RepeatRun, compare_sets, repeats
+from bench_pipeline.reports.repeated import (
+    REPEATS_WARNING_TEXT,
+    _report_link,
+    _set_reading,
+    level_interval,
+    noise_sentence,
+    render_repeats_md,
+    render_set_comparison_md,
+    repeats_view,
+    set_comparison_view,
+    system_text,
+)
+
+
+def one_run(run_id: str, outcomes: dict[str, bool], *, model: str = "m", pass_at_1: float | None = None) -> RepeatRun:
+    """A run of one attempt per task, from {task: success}."""
+    rows = [{"task_id": task, "attempt": 1, "line": line, "success": ok, "agent_eligible": True,
+             "quality_score": None, "task_wall_ms": None, "total_tokens": None, "cost_usd": None}
+            for line, (task, ok) in enumerate(outcomes.items(), start=1)]
+    identity = RunIdentity(suite="s", model_name=model, git_sha="g", started_at=None)
+    return RepeatRun(make_side(rows, run_id=run_id, suite="s", metrics_k=1, identity=identity), pass_at_1)
+
+
+def test_level_interval_formats_both_ends_by_kind() -> None:
+    assert level_interval("rate", 0.25, 0.5) == "[25.0%, 50.0%]"
+    assert level_interval("score", 0.5, 0.75) == "[0.500, 0.750]"
+    assert level_interval("task_wall_ms", 850, 1500) == "[850 ms, 1.5 s]"
+    assert level_interval("rate", None, 0.5) == "n/a" and level_interval("rate", 0.1, None) == "n/a"
+
+
+def test_system_text_names_unknown_parts() -> None:
+    assert system_text({"suite": "core", "model": "m1", "git_sha": "abc"}) == "core / m1 / abc"
+    assert system_text({"suite": "core", "model": None}) == "core / unknown / unknown"
+
+
+def test_noise_sentence_with_and_without_a_spread() -> None:
+    assert noise_sentence({"noise_floor95": None, "runs": 1, "pass_at_1_sd": None}) == (
+        "With 1 run(s) whose pass@1 is known there is no between-run spread yet: at least two runs are needed "
+        "to tell how far apart single runs land by chance.")
+    assert noise_sentence({"noise_floor95": 0.125, "runs": 3, "pass_at_1_sd": 0.05}) == (
+        "Two single runs of this system differ in pass@1 by up to 12.5 points by chance (95% of the time; "
+        "between-run standard deviation 5.0 points over 3 runs): a single-run comparison whose change is smaller "
+        "than that is noise.")
+
+
+def test_report_links_are_relative_to_the_output_folder() -> None:
+    assert _report_link(Path("/o/sys"), Path("/o/runs/r 1/report.html")) == "../runs/r%201/report.html"
+    assert _report_link(None, Path("/o/r1/report.html")) is None and _report_link(Path("/o"), None) is None
+
+
+def test_a_section_reading_in_words() -> None:
+    assert _set_reading("first_attempt", {"n": 0}, None) == (
+        "No paired task is in this section on both sides: nothing to compare.")
+    one = {"n": 1, "baseline_mean": 1.0, "candidate_mean": 0.5, "delta": -0.5, "verdict": None, "se": None,
+           "ci95": {"lower": None, "upper": None}}
+    assert _set_reading("first_attempt", one, None) == (
+        "1 paired task: 100.0% pooled over the baseline's runs, 50.0% over the candidate's, a change of -50.0 pp. "
+        "With fewer than two paired tasks there is no interval or verdict.")
+
+
+def test_repeats_view_of_two_runs() -> None:
+    runs = [one_run("r1", {"a": True, "b": True}, pass_at_1=1.0), one_run("r2", {"a": True, "b": False}, pass_at_1=0.5)]
+    view = repeats_view(repeats(runs), runs)
+    assert view["system"] == "s / m / g" and view["k"] == "1"
+    assert [(r["run_id"], r["pass_at_1"], r["href"]) for r in view["runs"]] == [("r1", "100.0%", None), ("r2", "50.0%", None)]
+    # first attempt pooled per task: a 1, b 1/2: mean 75.0% over 2 tasks
+    first = view["pooled"][0]
+    assert (first["label"], first["n"], first["mean"]) == ("First attempt (pass@1)", "2", "75.0%")
+    assert view["stability"] == {"tasks_classified": "2", "stable_pass": "1", "stable_fail": "0", "flaky": "1",
+                                 "flip_rate": "0.500"}  # b: 2 * 1 * 1 / (2 * 1) = 1; (0 + 1) / 2
+    assert [t["task_id"] for t in view["flaky"]] == ["b"] and view["flaky_more"] == 0 and view["warnings"] == []
+    md = render_repeats_md(repeats(runs), runs)
+    assert "s / m / g" in md and "75.0%" in md
+
+
+def test_repeats_view_says_what_each_warning_means() -> None:
+    runs = [one_run("r1", {"a": True}, model="m1"), one_run("r2", {"a": True}, model="m2")]
+    view = repeats_view(repeats(runs), runs)
+    assert view["warnings"] == [{"code": "model_differs", "text": REPEATS_WARNING_TEXT["model_differs"]}]
+
+
+def test_set_comparison_view_of_two_sides() -> None:
+    base = [one_run("b1", {"a": True, "b": True}), one_run("b2", {"a": True, "b": True})]
+    cand = [one_run("c1", {"a": False, "b": True}, model="m2")]
+    view = set_comparison_view(compare_sets(base, cand), None, base, cand)
+    assert view["baseline"] == {"runs": ["b1", "b2"], "count": 2, "systems": ["s / m / g"]}
+    assert view["candidate"] == {"runs": ["c1"], "count": 1, "systems": ["s / m2 / g"]}
+    assert view["paired"] == "2" and view["regressions"] == ["a"] and view["only_baseline"] == 0
+    first = view["rows"][0]
+    # a: 1 -> 0, b: 1 -> 1: baseline 100.0%, candidate 50.0%, change -50.0 pp; no single-run comparison given
+    assert (first["label"], first["n"], first["baseline"], first["candidate"], first["change"], first["single"]) == (
+        "First attempt (pass@1)", "2", "100.0%", "50.0%", "-50.0 pp", "n/a")
+    assert "100.0%" in render_set_comparison_md(compare_sets(base, cand), None, base, cand)
