@@ -14,7 +14,7 @@ from bench_pipeline import object_store
 from bench_pipeline.assets import bucket_io
 from bench_pipeline.assets.bucket_io import FRAME_STAGES, Delivery, prepare
 from bench_pipeline.assets.partition_work import STAGES, PartitionJob, PartitionOutcome
-from bench_pipeline.publication import LangfuseSettings
+from bench_pipeline.publication.settings import LangfuseSettings
 
 NO_LANGFUSE = LangfuseSettings(None, None, None)
 

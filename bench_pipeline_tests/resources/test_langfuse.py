@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench_pipeline.publication import LangfuseSettings
+from bench_pipeline.publication.settings import LangfuseSettings
 from bench_pipeline.resources.langfuse import LangfuseResource
 
 VARIABLES = ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "MY_URL", "MY_PK", "MY_SK")
