@@ -15,11 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from bench_pipeline.attempt_metrics import is_device_action
+from bench_pipeline.attempt_metrics import derive_episode, derive_history, is_device_action
+from bench_pipeline.attempt_metrics.assemble import measured_values
 from bench_pipeline.generator import generate_runs
 from bench_pipeline.generator.outcomes import OUTCOMES
 from bench_pipeline.vocabulary import FAILURE_CLASSES, FAILURE_STAGES, ROW_METRICS_KEYS, STATUSES
 
+#: Fields every clean attempt's history.json gives (episode.json may replace some).
+DERIVED_FROM_FILES = ("llm_calls", "llm_time_ms", "input_tokens", "tool_calls", "device_actions",
+                      "screenshots_taken", "tool_errors")
 RUN_ID = re.compile(r"^2026-\d\d-\d\dT\d\d-\d\d-\d\dZ-[0-9a-f]{6}$")
 ROW_KEYS = {
     "task_id", "attempt", "category", "artifact_dir", "episode_id", "active_skills", "status", "success",
@@ -166,46 +170,6 @@ def _is_device(name: str, tool_input: object) -> bool:
     return is_device_action(name, _json_object(tool_input) if isinstance(tool_input, str) else tool_input)
 
 
-def derive(messages: list[dict], episode: dict | None) -> dict:
-    """A few reference 3.3-3.5 values, written separately from the generator."""
-    calls = [m for m in messages if m["type"] in ("assistant", "tool_call") and isinstance(m.get("usage"), dict)]
-    tool_calls = [m for m in messages if m["type"] == "tool_call"]
-    results = [m for m in messages if m["type"] == "tool_result"]
-    errors = [r for r in results if r["is_error"] or _json_object(r["content"]).get("ok") is False
-              or _json_object(r["content"]).get("is_error")]
-    shots = [r for r in results if _json_object(r["content"]).get("data") or "screenshot observation" in r["content"]]
-    out = {
-        "llm_calls": len(calls) or None,
-        "llm_time_ms": sum(m["duration_ms"] for m in calls) if calls and all("duration_ms" in m for m in calls)
-        else None,
-        "input_tokens": sum(m["usage"].get("input_tokens", m["usage"].get("prompt_tokens")) for m in calls)
-        if calls else None,
-        "tool_calls": len(tool_calls),
-        "device_actions": sum(_is_device(m["tool_name"], m["tool_input"]) for m in tool_calls),
-        "screenshots_taken": len(shots),
-        "tool_errors": len(errors),
-        "device_execution_ms": None,
-    }
-    if episode is None:
-        return out
-    events = episode["events"]
-    out["tool_errors"] = sum(1 for e in events if e["type"] == "tool_result" and e["is_error"])
-    if "prompt_tokens" in episode["extra"]:
-        out["input_tokens"] = episode["extra"]["prompt_tokens"]
-    last_input: dict[str, object] = {}
-    total, complete = 0.0, True
-    for event in events:
-        if event.get("tool_input") is not None:
-            last_input[event["tool_name"]] = event["tool_input"]
-        if event["type"] == "tool_result" and _is_device(event["tool_name"], last_input.get(event["tool_name"], {})):
-            if "duration_ms" in event:
-                total += max(0.0, event["duration_ms"])
-            else:
-                complete = False
-    out["device_execution_ms"] = total if complete else None
-    return out
-
-
 # ----------------------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="module")
@@ -327,9 +291,14 @@ def test_recorded_metrics_equal_what_the_artifacts_give(clean_runs: list[Path]) 
             folder = run / row["artifact_dir"]
             episode_path = folder / "episode.json"
             episode = load(episode_path) if episode_path.exists() else None
-            derived = derive(load(folder / "history.json"), episode)
-            recorded = {key: row["metrics"][key] for key in derived}
-            assert derived == recorded, (run.name, row["task_id"], row["attempt"])
+            # The pipeline's own formulas and precedence (reference 3.3-3.5, R3, R34) on the
+            # attempt's files: every field they derive equals the value the runner recorded.
+            history = derive_history(load(folder / "history.json"))
+            values, provenance = measured_values(row, history, derive_episode(episode) if episode else None)
+            derived = {key: values[key] for key, source in provenance.items()
+                       if source == "derived" and key in row["metrics"]}
+            assert set(DERIVED_FROM_FILES) <= set(derived), sorted(derived)
+            assert derived == {key: row["metrics"][key] for key in derived}, (run.name, row["task_id"], row["attempt"])
             checked += 1
     assert checked == 6 * 18 * 3
 
