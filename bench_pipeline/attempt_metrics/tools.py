@@ -40,15 +40,17 @@ def parse_tool_input(value: object) -> dict | None:
     return None
 
 
-def is_device_action(tool_name: object, tool_input: dict | None) -> bool:
+def is_device_action(tool_name: object, tool_input: object) -> bool:
     """Reference 3.4: an allowlisted tool, minus the two read-only exclusions.
 
     quick_action with ``list`` exactly true (R20) and a listed bridge_* tool whose
-    case-insensitive ``action`` is a query verb are excluded. No input excludes nothing.
+    case-insensitive ``action`` is a query verb are excluded. No input, or one that is not
+    a JSON object, excludes nothing ("an absent or unparseable input does not establish
+    either exclusion").
     """
     if type(tool_name) is not str or tool_name not in DEVICE_ACTION_TOOLS:
         return False
-    if tool_input is None:
+    if not isinstance(tool_input, dict):
         return True
     if tool_name == "quick_action":
         return tool_input.get("list") is not True

@@ -210,3 +210,10 @@ def test_ids_of_different_json_types_do_not_pair():
     history = [call("tap", call_id=1), result("tap", content="screenshot observation", call_id=True),
                result("tap", content="screenshot observation", call_id=1.0)]
     assert derive_history(history).screenshots_taken == 0
+
+
+@pytest.mark.parametrize("tool_input", ["list", ["list", True], 7, True])
+@pytest.mark.parametrize("name", ["quick_action", "bridge_clipboard"])
+def test_an_input_that_is_not_an_object_excludes_nothing(name, tool_input):
+    """Reference 3.4: an unparseable input does not establish either exclusion."""
+    assert is_device_action(name, tool_input) is True
