@@ -1,8 +1,11 @@
 """Stage 4 edge cases: run aggregates in metrics.json (metrics-reference.txt 2, 3.7, 3.8;
 outputs.md; readings R19, R24, R25, R29, R35, R37, R38).
 
-Rows without artifact folders keep their recorded numbers and labels, so every value
-below is set directly in results.jsonl.
+The aggregates are computed from attempt rows in memory (``support.attempt_rows``: the rows
+as stage 2 makes them, a recorded value it makes unavailable given as None). A few cases go
+through a run folder, where the point is the whole path: an empty results.jsonl, the
+document's identity, values derived from artifacts, and every population of one duplicated
+attempt at once (data_quality included).
 """
 
 from __future__ import annotations
@@ -15,9 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench_pipeline.attempt_metrics.evidence import observations
+from bench_pipeline.capability import distributions, unbiased_estimators
 from bench_pipeline.pipeline import process_run
+from bench_pipeline.stats import distribution, is_number
 
 from .run_builder import make_run, row
+from .support.attempt_rows import attempt, metrics_of, unknown
 
 CLASSES = ("agent", "environment", "evaluation", "skipped", "unknown")
 STAGES = ("setup", "perception", "planning", "action_selection", "device_execution",
@@ -35,18 +42,11 @@ def _metrics(tmp_path, rows, **kw) -> dict:
     return process_run(make_run(tmp_path, rows, **kw)).metrics
 
 
-def unknown(task_id: str, attempt: int = 1, **fields) -> dict:
-    """An eligible attempt whose success is unknown (R19)."""
-    return row(task_id, attempt, "judge_error", agent_eligible=True, failure_class="unknown", **fields)
-
-
 # --- empty run (3.7, 3.8, R25) ---------------------------------------------------------------
 
-@pytest.mark.parametrize("content", [b"", b"\n", b"\n  \n\t\n"])
-def test_empty_run(tmp_path, content):
-    run = make_run(tmp_path, [])
-    (run / "results.jsonl").write_bytes(content)
-    m = process_run(run).metrics
+def _assert_empty_run(m: dict) -> None:
+    """Every aggregate of a run without attempts: zero counts, null values, every class and
+    stage listed."""
     cap = m["capability"]
     for name in ("pass_at_1", "pass_at_k", "pass_pow_k"):
         assert cap[name] == {"value": None, "successes": 0, "eligible_tasks": 0, "total_tasks": 0,
@@ -67,9 +67,25 @@ def test_empty_run(tmp_path, content):
     assert m["cost_to_first_success"] == {f: {"count": 0, "mean": None, "p50": None}
                                           for f in ("task_wall_ms", "total_tokens", "cost_usd")}
     assert m["aggregate"] == {"tasks": 0, "per_task": {}}
+    json.dumps(m, allow_nan=False)
+
+
+def test_empty_run():
+    _assert_empty_run(metrics_of([]))
+
+
+@pytest.mark.parametrize("content", [b"", b"\n", b"\n  \n\t\n"])
+def test_empty_results_file_is_an_empty_run(tmp_path, content):
+    """Through a run folder: a results.jsonl without a row (blank lines only) is a run
+    without attempts, with nothing to report in data_quality."""
+    run = make_run(tmp_path, [])
+    (run / "results.jsonl").write_bytes(content)
+    processed = process_run(run)
+    assert processed.attempts == [] and processed.tasks == []
+    m = processed.metrics
+    _assert_empty_run(m)
     dq = m["data_quality"]
     assert (dq["bad_rows"], dq["duplicate_rows"], dq["unsafe_artifact_dirs"]) == ([], [], [])
-    json.dumps(m, allow_nan=False)
 
 
 def test_metrics_document_identity(tmp_path):
@@ -80,8 +96,8 @@ def test_metrics_document_identity(tmp_path):
     assert isinstance(m["generated_at"], str)
 
 
-def test_all_ineligible_run(tmp_path):
-    m = _metrics(tmp_path, [row("a", status="skipped"), row("b", status="judge_error")])
+def test_all_ineligible_run():
+    m = metrics_of([attempt("a", status="skipped"), attempt("b", status="judge_error")])
     cap = m["capability"]
     assert cap["pass_at_1"]["value"] is None and cap["pass_at_1"]["total_tasks"] == 2
     assert cap["attempt_success_rate"]["value"] is None
@@ -93,15 +109,15 @@ def test_all_ineligible_run(tmp_path):
 
 # --- attempt_success_rate and coverage (3.7, 3.8, R19, R29) ------------------------------
 
-def test_attempt_success_rate_counts_every_eligible_row(tmp_path):
+def test_attempt_success_rate_counts_every_eligible_row():
     rows = [
-        row("A", 1, "passed"), row("A", 2, "failed"), row("A", 3, "passed"),     # beyond k included
-        unknown("B", 1),                                                          # eligible, not success
-        row("C", 1, "skipped"),                                                   # ineligible
-        row("D", 1, "passed", agent_eligible=False),                              # explicit exclusion
-        row("A", 1, "passed"),                                                    # duplicate: still a row
+        attempt("A", 1, "passed"), attempt("A", 2, "failed"), attempt("A", 3, "passed"),  # beyond k included
+        unknown("B", 1),                                                                    # eligible, not success
+        attempt("C", 1, "skipped"),                                                         # ineligible
+        attempt("D", 1, "passed", agent_eligible=False),                                    # explicit exclusion
+        attempt("A", 1, "passed"),                                                          # duplicate: still a row
     ]
-    m = _metrics(tmp_path, rows, manifest={"status": "completed", "metrics_k": 1})
+    m = metrics_of(rows, 1)
     asr = m["capability"]["attempt_success_rate"]
     assert (asr["successes"], asr["eligible_attempts"], asr["total_attempts"]) == (3, 5, 7)
     assert asr["value"] == pytest.approx(3 / 5)
@@ -112,52 +128,52 @@ def test_attempt_success_rate_counts_every_eligible_row(tmp_path):
     assert m["aggregate"]["tasks"] == 7
 
 
-def test_pass_metric_shape_and_wilson(tmp_path):
-    rows = [row("a"), row("b"), row("c", status="failed")]
-    p1 = _metrics(tmp_path, rows)["capability"]["pass_at_1"]
+def test_pass_metric_shape_and_wilson():
+    rows = [attempt("a"), attempt("b"), attempt("c", status="failed")]
+    p1 = metrics_of(rows)["capability"]["pass_at_1"]
     assert set(p1) == {"value", "successes", "eligible_tasks", "total_tasks", "ci95"}
     assert p1["value"] == pytest.approx(2 / 3)
     assert 0 < p1["ci95"]["lower"] < 2 / 3 < p1["ci95"]["upper"] < 1
 
 
-def test_all_success_interval_clipped_to_one(tmp_path):
-    ci = _metrics(tmp_path, [row("a"), row("b")])["capability"]["pass_at_1"]["ci95"]
+def test_all_success_interval_clipped_to_one():
+    ci = metrics_of([attempt("a"), attempt("b")])["capability"]["pass_at_1"]["ci95"]
     assert ci["upper"] <= 1 and ci["upper"] == pytest.approx(1)
-    ci0 = _metrics(tmp_path / "z", [row("a", status="failed")])["capability"]["pass_at_1"]["ci95"]
+    ci0 = metrics_of([attempt("a", status="failed")])["capability"]["pass_at_1"]["ci95"]
     assert ci0["lower"] == 0
 
 
 # --- failures (2, 3.8, R19, R29, R35) ------------------------------------------------------
 
-def test_failure_class_counts_all_classified_rows(tmp_path):
+def test_failure_class_counts_all_classified_rows():
     rows = [
-        row("a", status="failed", failure_class="agent"),
-        row("b", status="timeout", failure_class="agent"),
-        row("c", status="failed", failure_class="environment", agent_eligible=False),
-        row("d", status="judge_error"),                                     # evaluation, ineligible
-        row("e", status="skipped"),                                         # skipped, ineligible
-        row("f", status="failed", failure_class="unknown", success=None, agent_eligible=False),
-        row("g", status="passed"),                                          # null class: not counted
-        row("h", status="failed", failure_class="network"),                # unlisted: own key
-        row("a", status="failed", failure_class="agent"),                   # duplicate counts too
+        attempt("a", status="failed", failure_class="agent"),
+        attempt("b", status="timeout", failure_class="agent"),
+        attempt("c", status="failed", failure_class="environment", agent_eligible=False),
+        attempt("d", status="judge_error"),                                   # evaluation, ineligible
+        attempt("e", status="skipped"),                                       # skipped, ineligible
+        attempt("f", status="failed", failure_class="unknown", success=None, agent_eligible=False),
+        attempt("g", status="passed"),                                        # null class: not counted
+        attempt("h", status="failed", failure_class="network"),              # unlisted: own key
+        attempt("a", status="failed", failure_class="agent"),                 # duplicate counts too
     ]
-    cls = _metrics(tmp_path, rows)["failures"]["class"]
+    cls = metrics_of(rows)["failures"]["class"]
     assert cls == {"agent": 3, "environment": 1, "evaluation": 1, "skipped": 1, "unknown": 1, "network": 1}
 
 
-def test_failure_stage_counts_eligible_failures_only(tmp_path):
+def test_failure_stage_counts_eligible_failures_only():
     rows = [
-        row("a", status="failed", first_failure_stage="device_execution"),
-        row("b", status="failed", first_failure_stage="unknown"),
-        row("c", status="failed", first_failure_stage="warp"),              # unlisted: own key
-        row("d", status="timeout", first_failure_stage="setup"),
-        row("e", status="failed", first_failure_stage="planning", agent_eligible=False, failure_class="environment"),
-        unknown("f", first_failure_stage="perception"),                     # success unknown: not a failure
-        row("g", status="passed", first_failure_stage="recovery"),          # success clears the stage
-        row("h", status="skipped", first_failure_stage="setup"),
-        row("a", status="failed", first_failure_stage="device_execution"),  # duplicate counts too
+        attempt("a", status="failed", first_failure_stage="device_execution"),
+        attempt("b", status="failed", first_failure_stage="unknown"),
+        attempt("c", status="failed", first_failure_stage="warp"),            # unlisted: own key
+        attempt("d", status="timeout", first_failure_stage="setup"),
+        attempt("e", status="failed", first_failure_stage="planning", agent_eligible=False, failure_class="environment"),
+        unknown("f", first_failure_stage="perception"),                       # success unknown: not a failure
+        attempt("g", status="passed"),                                        # recorded "recovery": success clears it
+        attempt("h", status="skipped", first_failure_stage="setup"),
+        attempt("a", status="failed", first_failure_stage="device_execution"),  # duplicate counts too
     ]
-    m = _metrics(tmp_path, rows)
+    m = metrics_of(rows)
     stage = m["failures"]["stage"]
     assert set(STAGES) <= set(stage)
     assert stage["device_execution"] == 2
@@ -171,41 +187,43 @@ def test_failure_stage_counts_eligible_failures_only(tmp_path):
     assert m["diagnostics"]["failure_stage_coverage"] == pytest.approx(3 / 5)
 
 
-def test_failure_stage_coverage_null_stage_is_not_recognized(tmp_path):
-    rows = [row("a", status="failed", first_failure_stage=None), row("b", status="failed", first_failure_stage="final_response")]
-    m = _metrics(tmp_path, rows)
+def test_failure_stage_coverage_null_stage_is_not_recognized():
+    rows = [attempt("a", status="failed", first_failure_stage=None),
+            attempt("b", status="failed", first_failure_stage="final_response")]
+    m = metrics_of(rows)
     assert m["diagnostics"]["failure_stage_coverage"] == 0.5
     assert m["failures"]["stage"]["final_response"] == 1
 
 
-def test_failure_stage_coverage_null_without_eligible_failures(tmp_path):
-    rows = [row("a"), unknown("b", first_failure_stage="planning"),
-            row("c", status="failed", agent_eligible=False, first_failure_stage="setup")]
-    m = _metrics(tmp_path, rows)
+def test_failure_stage_coverage_null_without_eligible_failures():
+    rows = [attempt("a"), unknown("b", first_failure_stage="planning"),
+            attempt("c", status="failed", agent_eligible=False, first_failure_stage="setup")]
+    m = metrics_of(rows)
     assert m["diagnostics"]["failure_stage_coverage"] is None
     assert m["failures"]["stage"] == {s: 0 for s in STAGES}
 
 
-def test_failures_list_every_class_and_stage_with_zeros(tmp_path):
-    m = _metrics(tmp_path, [row("a")])
+def test_failures_list_every_class_and_stage_with_zeros():
+    m = metrics_of([attempt("a")])
     assert m["failures"]["class"] == {c: 0 for c in CLASSES}
     assert m["failures"]["stage"] == {s: 0 for s in STAGES}
 
 
 # --- category (3.8, R24, R29, R37) ------------------------------------------------------------
 
-def test_category_rates(tmp_path):
-    suite = {"name": "s", "tasks": [{"id": "e", "category": "fromsuite"}, {"id": "f"}]}
+def test_category_rates():
     rows = [
-        row("a", status="passed", category="nav", rubric_pass_count=3, rubric_total=4),
-        row("b", status="failed", category="nav", rubric_pass_count=1, rubric_total=2),
-        row("c", status="skipped", category="nav", rubric_pass_count=None, rubric_total=4),
-        row("d", status="passed", category="nav", agent_eligible=False, rubric_pass_count=2, rubric_total=True),
-        row("e", status="passed", category=None, rubric_pass_count=0, rubric_total=0),
-        row("f", status="failed"),                                       # no category anywhere
-        row("g", status="failed", category=None),
+        attempt("a", status="passed", category="nav", rubric_pass_count=3, rubric_total=4),
+        attempt("b", status="failed", category="nav", rubric_pass_count=1, rubric_total=2),
+        attempt("c", status="skipped", category="nav", rubric_pass_count=None, rubric_total=4),
+        attempt("d", status="passed", category="nav", agent_eligible=False,
+                rubric_pass_count=2, rubric_total=None),                 # recorded total true: unavailable
+        attempt("e", status="passed", category="fromsuite",              # the suite task's category (R24)
+                rubric_pass_count=0, rubric_total=0),
+        attempt("f", status="failed"),                                   # no category anywhere
+        attempt("g", status="failed", category=None),
     ]
-    cat = _metrics(tmp_path, rows, suite=suite)["category"]
+    cat = metrics_of(rows)["category"]
     assert set(cat) == {"nav", "fromsuite"}
     assert cat["nav"]["attempts"] == 4
     assert cat["nav"]["pass_rate"] == 0.5                                # status=passed incl. ineligible
@@ -213,42 +231,46 @@ def test_category_rates(tmp_path):
     assert cat["fromsuite"] == {"pass_rate": 1.0, "rubric_pass_rate": None, "attempts": 1}
 
 
-def test_category_rubric_needs_both_numbers(tmp_path):
-    rows = [row("a", category="c", rubric_pass_count=2, rubric_total=None),
-            row("b", category="c", rubric_pass_count=None, rubric_total=None)]
-    cat = _metrics(tmp_path, rows)["category"]["c"]
+def test_category_rubric_needs_both_numbers():
+    rows = [attempt("a", category="c", rubric_pass_count=2, rubric_total=None),
+            attempt("b", category="c", rubric_pass_count=None, rubric_total=None)]
+    cat = metrics_of(rows)["category"]["c"]
     assert cat["rubric_pass_rate"] is None
     assert (cat["pass_rate"], cat["attempts"]) == (1.0, 2)
 
 
-def test_category_rubric_is_weighted_not_mean_of_ratios(tmp_path):
-    rows = [row("a", category="c", rubric_pass_count=1, rubric_total=1),
-            row("b", status="failed", category="c", rubric_pass_count=0, rubric_total=9)]
-    cat = _metrics(tmp_path, rows)["category"]["c"]
+def test_category_rubric_is_weighted_not_mean_of_ratios():
+    rows = [attempt("a", category="c", rubric_pass_count=1, rubric_total=1),
+            attempt("b", status="failed", category="c", rubric_pass_count=0, rubric_total=9)]
+    cat = metrics_of(rows)["category"]["c"]
     assert cat["rubric_pass_rate"] == pytest.approx(1 / 10)
 
 
-def test_category_counts_duplicate_rows(tmp_path):
-    rows = [row("a", status="failed", category="c"), row("a", status="passed", category="c")]
-    cat = _metrics(tmp_path, rows)["category"]["c"]
+def test_category_counts_duplicate_rows():
+    rows = [attempt("a", status="failed", category="c"), attempt("a", status="passed", category="c")]
+    cat = metrics_of(rows)["category"]["c"]
     assert (cat["attempts"], cat["pass_rate"]) == (2, 0.5)
 
 
 # --- observations (3.8, R38, R29) -----------------------------------------------------------
 
-def test_observations(tmp_path):
+def test_observations():
+    """Each row's observations as stage 2 reads its trace_observations (evidence.observations)."""
+    def traced(task_id: str, status: str = "passed", entries: object = None) -> dict:
+        return attempt(task_id, status=status, observations=observations(entries))
+
     rows = [
-        row("a", trace_observations=[{"id": "o1", "passed": False}, {"id": "o1", "passed": True},
-                                     {"id": "o2", "passed": 1}, {"id": 5, "passed": True},
-                                     {"passed": True}, "junk", None]),
-        row("b", status="failed", trace_observations=[{"id": "o1", "passed": False}, {"id": "o2", "passed": "true"}]),
-        row("c", status="skipped", trace_observations=[{"id": "o1", "passed": True}]),
-        row("d"),
-        row("e", trace_observations="bad"),
-        row("f", trace_observations=[{"id": "o3"}]),
-        row("a", trace_observations=[{"id": "o1", "passed": True}]),       # duplicate row counts
+        traced("a", entries=[{"id": "o1", "passed": False}, {"id": "o1", "passed": True},
+                             {"id": "o2", "passed": 1}, {"id": 5, "passed": True},
+                             {"passed": True}, "junk", None]),
+        traced("b", "failed", [{"id": "o1", "passed": False}, {"id": "o2", "passed": "true"}]),
+        traced("c", "skipped", [{"id": "o1", "passed": True}]),
+        traced("d"),
+        traced("e", entries="bad"),
+        traced("f", entries=[{"id": "o3"}]),
+        traced("a", entries=[{"id": "o1", "passed": True}]),       # duplicate row counts
     ]
-    obs = _metrics(tmp_path, rows)["observations"]
+    obs = metrics_of(rows)["observations"]
     assert set(obs) == {"o1", "o2", "o3"}
     assert obs["o1"] == {"pass_rate": 0.75, "passed_tasks": 3, "observed_tasks": 4}
     assert obs["o2"] == {"pass_rate": 0.0, "passed_tasks": 0, "observed_tasks": 2}
@@ -257,15 +279,16 @@ def test_observations(tmp_path):
 
 # --- efficiency and reliability distributions (3.8, R29) -----------------------------------
 
-def test_efficiency_uses_eligible_rows_setup_uses_all(tmp_path):
+def test_efficiency_uses_eligible_rows_setup_uses_all():
     rows = [
-        row("a", metrics={"task_wall_ms": 100, "setup_ms": 10, "tool_calls": True, "tool_errors": 2, "cost_usd": 0}),
-        row("b", status="failed", metrics={"task_wall_ms": 300, "setup_ms": 20, "tool_errors": 0, "replan_count": 1}),
-        row("c", status="skipped", metrics={"task_wall_ms": 5000, "setup_ms": 30, "tool_errors": 5, "replan_count": 9}),
-        unknown("d", metrics={"task_wall_ms": 200, "setup_ms": None}),
-        row("e", status="passed", agent_eligible=False, metrics={"task_wall_ms": 7000, "setup_ms": 40}),
+        attempt("a", task_wall_ms=100, setup_ms=10, tool_calls=None,    # recorded true: unavailable
+                tool_errors=2, cost_usd=0),
+        attempt("b", status="failed", task_wall_ms=300, setup_ms=20, tool_errors=0, replan_count=1),
+        attempt("c", status="skipped", task_wall_ms=5000, setup_ms=30, tool_errors=5, replan_count=9),
+        unknown("d", task_wall_ms=200, setup_ms=None),
+        attempt("e", status="passed", agent_eligible=False, task_wall_ms=7000, setup_ms=40),
     ]
-    m = _metrics(tmp_path, rows)
+    m = metrics_of(rows)
     eff, rel = m["efficiency"], m["reliability"]
     assert set(eff) == set(EFFICIENCY)
     assert set(rel) == set(RELIABILITY)
@@ -280,13 +303,15 @@ def test_efficiency_uses_eligible_rows_setup_uses_all(tmp_path):
     assert rel["retry_count"] == EMPTY_DIST
 
 
-def test_distributions_use_duplicate_rows(tmp_path):
-    rows = [row("a", metrics={"task_wall_ms": 100}), row("a", metrics={"task_wall_ms": 300})]
-    eff = _metrics(tmp_path, rows)["efficiency"]["task_wall_ms"]
+def test_distributions_use_duplicate_rows():
+    rows = [attempt("a", task_wall_ms=100), attempt("a", task_wall_ms=300)]
+    eff = metrics_of(rows)["efficiency"]["task_wall_ms"]
     assert (eff["count"], eff["sum"], eff["mean"]) == (2, 400, 200)
 
 
 def test_distribution_of_derived_values(tmp_path):
+    """Through a run folder: values derived from history.json reach the distributions
+    beside recorded ones."""
     history = [{"type": "assistant", "usage": {"input_tokens": 5, "output_tokens": 1}, "duration_ms": 40}]
     rows = [row("a"), row("b", status="failed", metrics={"llm_calls": 3, "llm_time_ms": 60})]
     m = _metrics(tmp_path, rows, artifacts={"tasks/a": {"history.json": history}})
@@ -299,6 +324,8 @@ def test_distribution_of_derived_values(tmp_path):
 # --- R29 all populations together ---------------------------------------------------------
 
 def test_duplicates_row_level_versus_task_level(tmp_path):
+    """Through a run folder: one duplicated attempt in every population at once, the
+    row-level ones, the task-level ones and data_quality's list of duplicates."""
     rows = [
         row("t", 1, "failed", category="c", first_failure_stage="planning",
             trace_observations=[{"id": "o1", "passed": True}], metrics={"task_wall_ms": 100, "tool_errors": 1}),
@@ -329,6 +356,7 @@ def test_duplicates_row_level_versus_task_level(tmp_path):
 
 
 def test_stage_from_artifact_evidence_is_counted(tmp_path):
+    """Through a run folder: a stage derived from history.json's error is counted."""
     history = [{"type": "tool_call", "tool_name": "tap", "tool_input": {"x": 1}, "tool_call_id": "c"},
                {"type": "tool_result", "tool_name": "tap", "tool_call_id": "c", "content": "x", "is_error": True}]
     rows = [row("a", status="failed", first_failure_stage=None), row("b", status="failed", first_failure_stage=None)]
@@ -340,9 +368,6 @@ def test_stage_from_artifact_evidence_is_counted(tmp_path):
 def test_distributions_of_any_field_selection_match_field_by_field():
     """The one-pass column read gives each field's own distribution, setup_ms over every
     row and the others over eligible rows (3.8), for no, one or several fields."""
-    from bench_pipeline.capability import distributions
-    from bench_pipeline.stats import distribution, is_number
-
     rows = [
         {"agent_eligible": True, "setup_ms": 5, "task_wall_ms": 10, "llm_calls": None},
         {"agent_eligible": False, "setup_ms": 7, "task_wall_ms": 99, "llm_calls": 3},
@@ -367,18 +392,18 @@ def _direct_clustered(outcomes: dict[str, list[bool]]) -> tuple[float, float]:
     return math.sqrt(p * (1 - p) / n), clustered
 
 
-def test_uncertainty_of_the_reference_example_by_hand(tmp_path):
+def test_uncertainty_of_the_reference_example_by_hand():
     """3.7's k=2 example: eligible x = A 1,0; B 0,1; C 1,1; D 1 (D's attempt 2 ineligible).
     N = 7, p = 5/7; per-task sums of x - p: -3/7, -3/7, 4/7, 2/7, squares 38/49, so
     se_clustered = sqrt(38/49) / 7 = sqrt(38) / 49; se_simple = sqrt(10/343);
     design effect = (38/2401) / (10/343) = 0.542857..."""
     rows = [
-        row("A", 1, "passed"), row("A", 2, "failed"),
-        row("B", 1, "failed"), row("B", 2, "passed"),
-        row("C", 1, "passed"), row("C", 2, "passed"),
-        row("D", 1, "passed"), row("D", 2, "skipped"),
+        attempt("A", 1, "passed"), attempt("A", 2, "failed"),
+        attempt("B", 1, "failed"), attempt("B", 2, "passed"),
+        attempt("C", 1, "passed"), attempt("C", 2, "passed"),
+        attempt("D", 1, "passed"), attempt("D", 2, "skipped"),
     ]
-    u = _metrics(tmp_path, rows, manifest={"status": "completed", "metrics_k": 2})["uncertainty"]["attempt_success_rate"]
+    u = metrics_of(rows, 2)["uncertainty"]["attempt_success_rate"]
     assert list(u) == ["value", "tasks", "attempts", "se_simple", "se_clustered", "ci95", "design_effect"]
     assert (u["value"], u["tasks"], u["attempts"]) == (5 / 7, 4, 7)
     assert u["se_clustered"] == pytest.approx(math.sqrt(38) / 49, rel=1e-15)
@@ -391,12 +416,12 @@ def test_uncertainty_of_the_reference_example_by_hand(tmp_path):
     assert (u["se_simple"], u["se_clustered"]) == (pytest.approx(simple, rel=1e-14), pytest.approx(clustered, rel=1e-14))
 
 
-def test_uncertainty_counts_duplicate_rows_and_clusters_by_task(tmp_path):
+def test_uncertainty_counts_duplicate_rows_and_clusters_by_task():
     """Over capability.attempt_success_rate's population: eligible rows, a duplicate
     included (R29); a task whose repeats agree widens the interval (design effect > 1)."""
-    rows = [row("a", 1), row("a", 2), row("a", 2), row("b", 1, "failed"), row("b", 2, "failed"),
-            row("c", 1), row("c", 2, "failed"), row("d", 1, "skipped")]
-    m = _metrics(tmp_path, rows, manifest={"status": "completed", "metrics_k": 2})
+    rows = [attempt("a", 1), attempt("a", 2), attempt("a", 2), attempt("b", 1, "failed"), attempt("b", 2, "failed"),
+            attempt("c", 1), attempt("c", 2, "failed"), attempt("d", 1, "skipped")]
+    m = metrics_of(rows, 2)
     u = m["uncertainty"]["attempt_success_rate"]
     assert u["attempts"] == m["capability"]["attempt_success_rate"]["eligible_attempts"] == 7
     assert u["value"] == m["capability"]["attempt_success_rate"]["value"] == 4 / 7
@@ -407,19 +432,19 @@ def test_uncertainty_counts_duplicate_rows_and_clusters_by_task(tmp_path):
     assert u["design_effect"] == pytest.approx((clustered / simple) ** 2, rel=1e-13) and u["design_effect"] > 1
 
 
-def test_clustered_equals_simple_with_one_attempt_per_task(tmp_path):
+def test_clustered_equals_simple_with_one_attempt_per_task():
     outcomes = ["passed", "failed", "passed", "passed", "timeout", "passed", "failed"]
-    m = _metrics(tmp_path, [row(f"t{i}", 1, s) for i, s in enumerate(outcomes)])
+    m = metrics_of([attempt(f"t{i}", 1, s) for i, s in enumerate(outcomes)])
     u = m["uncertainty"]["attempt_success_rate"]
     assert u["se_clustered"] == u["se_simple"] == pytest.approx(math.sqrt(4 / 7 * 3 / 7 / 7), rel=1e-15)
     assert u["design_effect"] == 1.0
 
 
-def test_uncertainty_without_eligible_rows_and_at_the_edges(tmp_path):
-    empty = _metrics(tmp_path / "e", [row("a", 1, "skipped")])["uncertainty"]["attempt_success_rate"]
+def test_uncertainty_without_eligible_rows_and_at_the_edges():
+    empty = metrics_of([attempt("a", 1, "skipped")])["uncertainty"]["attempt_success_rate"]
     assert empty == {"value": None, "tasks": 0, "attempts": 0, "se_simple": None, "se_clustered": None,
                      "ci95": {"lower": None, "upper": None}, "design_effect": None}
-    allpass = _metrics(tmp_path / "p", [row("a", 1), row("a", 2), row("b", 1)])["uncertainty"]["attempt_success_rate"]
+    allpass = metrics_of([attempt("a", 1), attempt("a", 2), attempt("b", 1)])["uncertainty"]["attempt_success_rate"]
     assert (allpass["value"], allpass["se_simple"], allpass["se_clustered"]) == (1.0, 0.0, 0.0)
     assert allpass["ci95"] == {"lower": 1.0, "upper": 1.0} and allpass["design_effect"] is None
 
@@ -431,7 +456,7 @@ def _enumerated(attempts: list[bool], k: int) -> tuple[float, float]:
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
-def test_estimators_equal_an_enumeration_of_every_k_subset(tmp_path, k):
+def test_estimators_equal_an_enumeration_of_every_k_subset(k):
     """Tasks with n_i >= k eligible attempts (an ineligible attempt is not one of them);
     each estimate is the mean over those tasks of the share of k-subsets (Chen et al. 2021,
     Yao et al. 2024). metrics_k comes from the manifest."""
@@ -440,8 +465,8 @@ def test_estimators_equal_an_enumeration_of_every_k_subset(tmp_path, k):
             "c": ["passed", "skipped", "passed"],  # two eligible attempts
             "d": ["failed"],
             "e": ["passed", "passed", "passed", "passed"]}
-    rows = [row(t, n, s) for t, statuses in plan.items() for n, s in enumerate(statuses, start=1)]
-    est = _metrics(tmp_path, rows, manifest={"status": "completed", "metrics_k": k})["estimators"]
+    rows = [attempt(t, n, s) for t, statuses in plan.items() for n, s in enumerate(statuses, start=1)]
+    est = metrics_of(rows, k)["estimators"]
     eligible = {t: [s == "passed" for s in statuses if s != "skipped"] for t, statuses in plan.items()}
     shares = [_enumerated(v, k) for v in eligible.values() if len(v) >= k]
     assert est["pass_at_k_unbiased"] == {"value": pytest.approx(sum(a for a, _ in shares) / len(shares), rel=1e-15),
@@ -454,8 +479,6 @@ def test_estimators_equal_an_enumeration_of_every_k_subset(tmp_path, k):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.booleans(), min_size=1, max_size=7), min_size=1, max_size=6), st.integers(1, 5))
 def test_the_estimator_formulas_equal_enumeration_on_random_tasks(tasks, k):
-    from bench_pipeline.capability import unbiased_estimators
-
     rows = [{"eligible_attempts": len(t), "passed": sum(t)} for t in tasks]
     est = unbiased_estimators(rows, k)
     shares = [_enumerated(t, k) for t in tasks if len(t) >= k]
@@ -466,12 +489,10 @@ def test_the_estimator_formulas_equal_enumeration_on_random_tasks(tasks, k):
     assert est["pass_pow_k_unbiased"]["value"] == pytest.approx(sum(p for _, p in shares) / len(shares), rel=1e-12)
 
 
-def test_estimators_keep_the_later_duplicate_and_need_a_k(tmp_path):
-    from bench_pipeline.capability import unbiased_estimators
-
+def test_estimators_keep_the_later_duplicate_and_need_a_k():
     # a#2 appears twice: the later (passed) line wins, so a has c = 2 of n = 2
-    rows = [row("a", 1), row("a", 2, "failed"), row("a", 2)]
-    est = _metrics(tmp_path, rows, manifest={"status": "completed", "metrics_k": 2})["estimators"]
+    rows = [attempt("a", 1), attempt("a", 2, "failed"), attempt("a", 2)]
+    est = metrics_of(rows, 2)["estimators"]
     assert est["pass_pow_k_unbiased"] == {"value": 1.0, "tasks": 1, "k": 2}
     assert unbiased_estimators([{"eligible_attempts": 3, "passed": 1}], None) == {
         "pass_at_k_unbiased": {"value": None, "tasks": 0, "k": None},

@@ -1,5 +1,7 @@
-"""Paired run comparison (comparison.md): every section worked out by hand, McNemar against
-scipy, the edge cases, the gate, and the files run_stages writes with a baseline."""
+"""Paired run comparison (comparison.md): every section worked out by hand on sides built
+from attempt rows in memory, McNemar against scipy, the edge cases and the gate; through
+run folders, the sides read from output folders and the files run_stages writes with a
+baseline."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from bench_pipeline.comparison import (
     WARNINGS,
     Z_POWER80,
     ComparisonInputError,
+    Side,
     check_max_drop,
     compare,
     make_side,
@@ -26,43 +29,50 @@ from bench_pipeline.pipeline import run_stages
 from bench_pipeline.stats import Z_95
 
 from .run_builder import make_run, row
+from .support.attempt_rows import attempt, in_file_order
 
 Z_SUM = Z_95 + Z_POWER80
 BINARY_KEYS = ["n", "both_pass", "baseline_only", "candidate_only", "both_fail", "baseline_rate", "candidate_rate",
                "delta", "se", "ci95", "mde80", "mcnemar_p", "verdict"]
 MEAN_KEYS = ["n", "baseline_mean", "candidate_mean", "delta", "se", "ci95", "mde80", "verdict"]
 
-
-def _r(task, attempt, status, quality=None, **metrics):
-    return row(task, attempt, status, quality_score=quality, metrics=metrics)
-
-
 # The reference's k=2 example (3.7: A Pass/Fail, B Fail/Pass, C Pass/Pass, D Pass/Ineligible),
-# with quality scores and resources added so that every section has numbers.
-BASELINE_ROWS = [
-    _r("A", 1, "passed", 1.0, task_wall_ms=1000, total_tokens=100, cost_usd=0.5),
-    _r("A", 2, "failed", 0.5, task_wall_ms=1000, total_tokens=100),
-    _r("B", 1, "failed", 0.25, task_wall_ms=2000, total_tokens=200),
-    _r("B", 2, "passed", 1.0, task_wall_ms=2000, total_tokens=200),
-    _r("C", 1, "passed", 1.0, task_wall_ms=1000, total_tokens=300),
-    _r("C", 2, "passed", 1.0, task_wall_ms=3000, total_tokens=300),
-    _r("D", 1, "passed", 1.0, task_wall_ms=4000, total_tokens=400),
-    _r("D", 2, "skipped", None, task_wall_ms=500, total_tokens=9999),  # ineligible: in no population
+# with quality scores and resources added so that every section has numbers:
+# (task, attempt, status, quality_score, {resource: value}).
+BASELINE = [
+    ("A", 1, "passed", 1.0, {"task_wall_ms": 1000, "total_tokens": 100, "cost_usd": 0.5}),
+    ("A", 2, "failed", 0.5, {"task_wall_ms": 1000, "total_tokens": 100}),
+    ("B", 1, "failed", 0.25, {"task_wall_ms": 2000, "total_tokens": 200}),
+    ("B", 2, "passed", 1.0, {"task_wall_ms": 2000, "total_tokens": 200}),
+    ("C", 1, "passed", 1.0, {"task_wall_ms": 1000, "total_tokens": 300}),
+    ("C", 2, "passed", 1.0, {"task_wall_ms": 3000, "total_tokens": 300}),
+    ("D", 1, "passed", 1.0, {"task_wall_ms": 4000, "total_tokens": 400}),
+    ("D", 2, "skipped", None, {"task_wall_ms": 500, "total_tokens": 9999}),  # ineligible: in no population
 ]
 # The candidate, by hand: A and D lose their first attempt, B gains it; E is new.
-CANDIDATE_ROWS = [
-    _r("A", 1, "failed", 0.5, task_wall_ms=1500, total_tokens=90, cost_usd=0.25),
-    _r("A", 2, "passed", 1.0, task_wall_ms=1500, total_tokens=90),
-    _r("B", 1, "passed", 1.0, task_wall_ms=2600, total_tokens=170),
-    _r("B", 2, "passed", 1.0, task_wall_ms=2400, total_tokens=170),
-    _r("C", 1, "passed", 1.0, task_wall_ms=2500, total_tokens=290),
-    _r("C", 2, "failed", 0.0, task_wall_ms=2500, total_tokens=290),
-    _r("D", 1, "failed", 0.0, task_wall_ms=4500, total_tokens=370),
-    _r("D", 2, "passed", 1.0, task_wall_ms=4500, total_tokens=370),
-    _r("E", 1, "passed", 1.0, task_wall_ms=100, total_tokens=10),
-    _r("E", 2, "passed", 1.0, task_wall_ms=100, total_tokens=10),
+CANDIDATE = [
+    ("A", 1, "failed", 0.5, {"task_wall_ms": 1500, "total_tokens": 90, "cost_usd": 0.25}),
+    ("A", 2, "passed", 1.0, {"task_wall_ms": 1500, "total_tokens": 90}),
+    ("B", 1, "passed", 1.0, {"task_wall_ms": 2600, "total_tokens": 170}),
+    ("B", 2, "passed", 1.0, {"task_wall_ms": 2400, "total_tokens": 170}),
+    ("C", 1, "passed", 1.0, {"task_wall_ms": 2500, "total_tokens": 290}),
+    ("C", 2, "failed", 0.0, {"task_wall_ms": 2500, "total_tokens": 290}),
+    ("D", 1, "failed", 0.0, {"task_wall_ms": 4500, "total_tokens": 370}),
+    ("D", 2, "passed", 1.0, {"task_wall_ms": 4500, "total_tokens": 370}),
+    ("E", 1, "passed", 1.0, {"task_wall_ms": 100, "total_tokens": 10}),
+    ("E", 2, "passed", 1.0, {"task_wall_ms": 100, "total_tokens": 10}),
 ]
+#: The example as results.jsonl rows, for the run folders.
+BASELINE_ROWS = [row(t, a, s, quality_score=q, metrics=m) for t, a, s, q, m in BASELINE]
+CANDIDATE_ROWS = [row(t, a, s, quality_score=q, metrics=m) for t, a, s, q, m in CANDIDATE]
 K2 = {"status": "completed", "metrics_k": 2}
+
+
+def example_side(attempts: list[tuple], run_id: str) -> Side:
+    """A side of the example from its attempt rows in memory, as the processed run gives it
+    (suite "suite-a", metrics_k 2)."""
+    rows = in_file_order(attempt(t, a, s, quality_score=q, **m) for t, a, s, q, m in attempts)
+    return make_side(rows, run_id=run_id, suite="suite-a", metrics_k=2)
 
 
 @pytest.fixture()
@@ -78,9 +88,8 @@ def approx(value):
     return pytest.approx(value, rel=1e-12, abs=1e-15)
 
 
-def test_the_reference_example_against_a_hand_written_candidate(processed):
-    root, _, candidate = processed
-    c = compare(side_from_output(root / "out" / "base"), side_from_processed(candidate.processed))
+def test_the_reference_example_against_a_hand_written_candidate():
+    c = compare(example_side(BASELINE, "base"), example_side(CANDIDATE, "cand"))
     assert list(c) == ["schema_version", "baseline", "candidate", "k", "warnings", "tasks", "first_attempt",
                        "pass_at_k", "pass_pow_k", "task_success", "quality", "resources", "regressions",
                        "improvements", "gate"]
@@ -163,6 +172,13 @@ def test_the_reference_example_against_a_hand_written_candidate(processed):
     assert c["gate"] == {"result": "pass", "max_drop": None, "reasons": []}
 
 
+def _without_evidence(side: Side) -> tuple:
+    """A side's content without its evidence folders (built rows have none)."""
+    return side.run_id, side.suite, side.metrics_k, {
+        task: {n: {k: v for k, v in r.items() if k != "evidence_dir"} for n, r in by_attempt.items()}
+        for task, by_attempt in side.tasks.items()}
+
+
 def test_a_side_from_the_output_folder_equals_the_side_from_the_processed_run(processed):
     root, _, result = processed
     from_files = side_from_output(root / "out" / "cand")
@@ -172,6 +188,9 @@ def test_a_side_from_the_output_folder_equals_the_side_from_the_processed_run(pr
     assert from_files.tasks["D"][2]["agent_eligible"] is True
     assert side_from_output(root / "out" / "base").tasks["D"][2]["agent_eligible"] is False
     assert from_run.run_dir == root / "runs" / "cand"
+    # the sides the in-memory tests build are these, the evidence folders aside (links only)
+    assert _without_evidence(from_files) == _without_evidence(example_side(CANDIDATE, "cand"))
+    assert _without_evidence(side_from_output(root / "out" / "base")) == _without_evidence(example_side(BASELINE, "base"))
 
 
 def test_a_bad_baseline_folder_is_refused_with_its_reason(processed):
@@ -219,14 +238,10 @@ def test_mcnemar_p_at_sizes_beyond_the_float_range_of_2_to_the_m():
 
 def side(outcomes: dict[str, list], *, run_id="r", suite="s", k=2):
     """A side from {task: [True / False / None (ineligible), ...]} by attempt number."""
-    rows, line = [], 0
-    for task, results in outcomes.items():
-        for attempt, outcome in enumerate(results, start=1):
-            line += 1
-            rows.append({"task_id": task, "attempt": attempt, "line": line,
-                         "success": outcome is True, "agent_eligible": outcome is not None,
-                         "quality_score": None, "task_wall_ms": None, "total_tokens": None, "cost_usd": None})
-    return make_side(rows, run_id=run_id, suite=suite, metrics_k=k)
+    status = {True: "passed", False: "failed", None: "skipped"}
+    rows = [attempt(task, n, status[outcome]) for task, results in outcomes.items()
+            for n, outcome in enumerate(results, start=1)]
+    return make_side(in_file_order(rows), run_id=run_id, suite=suite, metrics_k=k)
 
 
 def test_no_paired_task_gives_nulls_zero_counts_and_a_warning():
@@ -280,10 +295,7 @@ def test_unpaired_tasks_enter_no_paired_statistic():
 
 def test_the_later_line_wins_in_a_side():
     """R29: a duplicated task/attempt keeps the later line, exactly as task_groups does."""
-    rows = [
-        {"task_id": "a", "attempt": 1, "line": 3, "success": True, "agent_eligible": True},
-        {"task_id": "a", "attempt": 1, "line": 1, "success": False, "agent_eligible": True},
-    ]
+    rows = [attempt("a", 1, "passed", line=3), attempt("a", 1, "failed", line=1)]
     s = make_side(rows, run_id="r", suite=None, metrics_k=1)
     assert s.tasks["a"][1]["success"] is True and s.tasks["a"][1]["line"] == 3
 

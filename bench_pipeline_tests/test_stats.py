@@ -27,6 +27,7 @@ from bench_pipeline.stats import (
 )
 
 from .run_builder import make_run, row
+from .support.attempt_rows import attempt, metrics_of
 
 
 # --- percentiles (3.8) -----------------------------------------------------------------
@@ -141,7 +142,7 @@ def test_not_numbers(value):
     assert is_number(value) is False
 
 
-# --- the same rules through a whole run ------------------------------------------------
+# --- the same rules in the run aggregates (the first case through a whole run) -----------
 
 def test_distribution_through_pipeline_skips_unavailable_values(tmp_path):
     """Booleans, NaN, Infinity and huge integers are unavailable, so not in the sample."""
@@ -157,9 +158,9 @@ def test_distribution_through_pipeline_skips_unavailable_values(tmp_path):
     assert dist == {"count": 2, "sum": 400, "mean": 200, "p50": 200, "p90": pytest.approx(280), "p95": pytest.approx(290)}
 
 
-def test_attempt_success_interval_through_pipeline(tmp_path):
-    rows = [row("a"), row("b", status="failed"), row("c", status="failed"), row("d", status="skipped")]
-    asr = process_run(make_run(tmp_path, rows)).metrics["capability"]["attempt_success_rate"]
+def test_attempt_success_interval_of_the_eligible_rows():
+    rows = [attempt("a"), attempt("b", status="failed"), attempt("c", status="failed"), attempt("d", status="skipped")]
+    asr = metrics_of(rows)["capability"]["attempt_success_rate"]
     # 1 success of 3 eligible rows (the skipped row is ineligible): Wilson bounds at s = 1, n = 3
     assert asr["ci95"]["lower"] == pytest.approx(0.06149194472039621)
     assert asr["ci95"]["upper"] == pytest.approx(0.7923403991979522)

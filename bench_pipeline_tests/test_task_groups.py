@@ -2,21 +2,24 @@
 "aggregate.per_task" in 2; readings R19, R26, R29, R30, R31).
 
 Grouping is by task_id and *actual* attempt number; a duplicated task/attempt keeps the
-later line. Task-level metrics (pass metrics, oracle, first success, cost to first success,
-per_task) are read from metrics.json.
+later line. The task-level metrics (pass metrics, oracle, first success, cost to first
+success, per_task) are computed from attempt rows in memory (``support.attempt_rows``:
+group_tasks, then the capability sections); one case goes through a run folder, where the
+point is stage 2's legacy key reaching the task groups.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from bench_pipeline.capability import per_task
-from bench_pipeline.pipeline import process_run
 from bench_pipeline.attempt_metrics import outcome
+from bench_pipeline.capability import per_task
 from bench_pipeline.comparison import first_attempt_value, pass_at_k_value, task_success_value
+from bench_pipeline.pipeline import process_run
 from bench_pipeline.task_groups import (
     ek_window,
     eligible_attempts,
+    group_tasks,
     in_e1,
     is_eligible,
     success_rate,
@@ -24,19 +27,7 @@ from bench_pipeline.task_groups import (
 )
 
 from .run_builder import make_run, row
-
-
-def _metrics(tmp_path, rows, k=None, **kw) -> dict:
-    manifest = {"status": "completed"}
-    if k is not None:
-        manifest["metrics_k"] = k
-    p = process_run(make_run(tmp_path, rows, manifest=manifest, **kw))
-    return p.metrics
-
-
-def unknown(task_id: str, attempt: int = 1, **fields) -> dict:
-    """An eligible attempt whose success is unknown (R19)."""
-    return row(task_id, attempt, "judge_error", agent_eligible=True, failure_class="unknown", **fields)
+from .support.attempt_rows import attempt, in_file_order, metrics_of, unknown
 
 
 def _pm(m: dict, name: str) -> tuple:
@@ -46,59 +37,59 @@ def _pm(m: dict, name: str) -> tuple:
 
 # --- pass_at_1 (3.7) ------------------------------------------------------------------
 
-def test_pass_at_1_uses_actual_attempt_1(tmp_path):
-    rows = [row("A", 2, "passed"), row("A", 3, "passed"), row("B", 1, "passed"), row("C", 1, "failed")]
-    m = _metrics(tmp_path, rows, k=1)
+def test_pass_at_1_uses_actual_attempt_1():
+    rows = [attempt("A", 2, "passed"), attempt("A", 3, "passed"), attempt("B", 1, "passed"), attempt("C", 1, "failed")]
+    m = metrics_of(rows, 1)
     assert _pm(m, "pass_at_1") == (1, 2, 3, 0.5)
     assert m["coverage"]["pass_at_1"] == pytest.approx(2 / 3)
     assert m["coverage"]["unique_tasks"] == 3
 
 
-def test_pass_at_1_ineligible_attempt_1_leaves_e1(tmp_path):
-    rows = [row("A", 1, "skipped"), row("A", 2, "passed"), row("B", 1, "passed")]
-    m = _metrics(tmp_path, rows, k=1)
+def test_pass_at_1_ineligible_attempt_1_leaves_e1():
+    rows = [attempt("A", 1, "skipped"), attempt("A", 2, "passed"), attempt("B", 1, "passed")]
+    m = metrics_of(rows, 1)
     assert _pm(m, "pass_at_1") == (1, 1, 2, 1.0)
     assert m["coverage"]["pass_at_1"] == 0.5
 
 
-def test_eligible_unknown_success_is_in_denominator_not_a_success(tmp_path):
-    rows = [unknown("A"), row("B", 1, "passed")]
-    m = _metrics(tmp_path, rows, k=1)
+def test_eligible_unknown_success_is_in_denominator_not_a_success():
+    rows = [unknown("A"), attempt("B", 1, "passed")]
+    m = metrics_of(rows, 1)
     assert _pm(m, "pass_at_1") == (1, 2, 2, 0.5)
     assert _pm(m, "pass_at_k") == (1, 2, 2, 0.5)
     assert _pm(m, "pass_pow_k") == (1, 2, 2, 0.5)
 
 
-def test_at_k_1_the_three_pass_metrics_coincide(tmp_path):
-    rows = [row("A", 1, "passed"), row("B", 1, "failed"), row("C", 1, "skipped"), row("C", 2, "passed"),
-            row("D", 1, "passed"), row("D", 2, "failed")]
-    m = _metrics(tmp_path, rows, k=1)
+def test_at_k_1_the_three_pass_metrics_coincide():
+    rows = [attempt("A", 1, "passed"), attempt("B", 1, "failed"), attempt("C", 1, "skipped"),
+            attempt("C", 2, "passed"), attempt("D", 1, "passed"), attempt("D", 2, "failed")]
+    m = metrics_of(rows, 1)
     assert _pm(m, "pass_at_1") == _pm(m, "pass_at_k") == _pm(m, "pass_pow_k") == (2, 3, 4, 2 / 3)
     assert m["coverage"]["pass_at_1"] == m["coverage"]["pass_at_k"] == m["coverage"]["pass_pow_k"] == 0.75
 
 
 # --- pass_at_k / pass_pow_k (3.7) ----------------------------------------------------
 
-def test_ek_requires_every_attempt_1_to_k_present_and_eligible(tmp_path):
+def test_ek_requires_every_attempt_1_to_k_present_and_eligible():
     rows = [
         # A: in Ek; success only beyond k (attempt 4) does not count for pass_at_k.
-        row("A", 1, "failed"), row("A", 2, "failed"), row("A", 3, "passed"), row("A", 4, "passed"),
-        row("B", 1, "passed"), row("B", 2, "passed"), row("B", 3, "passed"),
-        row("C", 1, "passed"), row("C", 2, "passed"),                                  # attempt 3 missing
-        row("D", 1, "passed"), row("D", 2, "skipped"), row("D", 3, "passed"),          # ineligible inside k
-        row("E", 1, "passed"), row("E", 2, "passed"), unknown("E", 3),                 # unknown is not success
-        row("F", 1, "failed"), row("F", 2, "failed"), row("F", 3, "failed"), row("F", 4, "passed"),
-        row("G", 2, "passed"), row("G", 3, "passed"), row("G", 4, "passed"),           # attempt 1 missing
+        attempt("A", 1, "failed"), attempt("A", 2, "failed"), attempt("A", 3, "passed"), attempt("A", 4, "passed"),
+        attempt("B", 1, "passed"), attempt("B", 2, "passed"), attempt("B", 3, "passed"),
+        attempt("C", 1, "passed"), attempt("C", 2, "passed"),                                # attempt 3 missing
+        attempt("D", 1, "passed"), attempt("D", 2, "skipped"), attempt("D", 3, "passed"),    # ineligible inside k
+        attempt("E", 1, "passed"), attempt("E", 2, "passed"), unknown("E", 3),               # unknown is not success
+        attempt("F", 1, "failed"), attempt("F", 2, "failed"), attempt("F", 3, "failed"), attempt("F", 4, "passed"),
+        attempt("G", 2, "passed"), attempt("G", 3, "passed"), attempt("G", 4, "passed"),     # attempt 1 missing
     ]
-    m = _metrics(tmp_path, rows, k=3)
+    m = metrics_of(rows, 3)
     assert _pm(m, "pass_at_k") == (3, 4, 7, 0.75)        # Ek = A, B, E, F; any success: A, B, E
     assert _pm(m, "pass_pow_k") == (1, 4, 7, 0.25)       # all k successes: B
     assert m["coverage"]["pass_at_k"] == m["coverage"]["pass_pow_k"] == pytest.approx(4 / 7)
     assert _pm(m, "pass_at_1") == (4, 6, 7, pytest.approx(4 / 6))  # E1 = A..F
 
 
-def test_k_larger_than_any_task_gives_null_pass_at_k(tmp_path):
-    m = _metrics(tmp_path, [row("A", 1, "passed"), row("A", 2, "passed")], k=3)
+def test_k_larger_than_any_task_gives_null_pass_at_k():
+    m = metrics_of([attempt("A", 1, "passed"), attempt("A", 2, "passed")], 3)
     pk = m["capability"]["pass_at_k"]
     assert (pk["value"], pk["successes"], pk["eligible_tasks"], pk["total_tasks"]) == (None, 0, 0, 1)
     assert pk["ci95"] == {"lower": None, "upper": None}
@@ -107,18 +98,19 @@ def test_k_larger_than_any_task_gives_null_pass_at_k(tmp_path):
     assert m["capability"]["oracle_best_score_at_k"] == {"value": None, "count": 0, "eligible_tasks": 0}
 
 
-def test_k_from_observed_when_manifest_silent(tmp_path):
-    rows = [row("A", 1, "failed"), row("A", 2, "passed"), row("B", 1, "failed"), row("B", 2, "failed"), row("B", 3, "passed")]
-    m = _metrics(tmp_path, rows)
+def test_k_from_observed_when_manifest_silent():
+    rows = [attempt("A", 1, "failed"), attempt("A", 2, "passed"), attempt("B", 1, "failed"),
+            attempt("B", 2, "failed"), attempt("B", 3, "passed")]
+    m = metrics_of(rows)  # no metrics_k: stage 1's k of the rows (run_reader.resolve_metrics_k)
     assert m["coverage"]["metrics_k"] == 2
     assert _pm(m, "pass_at_k") == (1, 2, 2, 0.5)
 
 
 # --- duplicates in task grouping (3.7, R29) -------------------------------------------
 
-def test_later_duplicate_line_wins_in_task_grouping(tmp_path):
-    rows = [row("A", 1, "failed", metrics={"task_wall_ms": 100}), row("A", 1, "passed", metrics={"task_wall_ms": 300})]
-    m = _metrics(tmp_path, rows, k=1)
+def test_later_duplicate_line_wins_in_task_grouping():
+    rows = [attempt("A", 1, "failed", task_wall_ms=100), attempt("A", 1, "passed", task_wall_ms=300)]
+    m = metrics_of(rows, 1)
     assert _pm(m, "pass_at_1") == (1, 1, 1, 1.0)
     assert m["coverage"]["unique_tasks"] == 1
     assert m["aggregate"]["per_task"]["A"]["attempts"] == 1
@@ -127,57 +119,66 @@ def test_later_duplicate_line_wins_in_task_grouping(tmp_path):
     assert m["cost_to_first_success"]["task_wall_ms"] == {"count": 1, "mean": 300, "p50": 300}
 
 
-def test_later_ineligible_duplicate_removes_task_from_e1(tmp_path):
-    rows = [row("A", 1, "passed"), row("A", 1, "skipped")]
-    m = _metrics(tmp_path, rows, k=1)
+def test_later_ineligible_duplicate_removes_task_from_e1():
+    rows = [attempt("A", 1, "passed"), attempt("A", 1, "skipped")]
+    m = metrics_of(rows, 1)
     assert _pm(m, "pass_at_1") == (0, 0, 1, None)
     assert m["coverage"]["pass_at_1"] == 0
     assert m["capability"]["first_success_attempt"]["count"] == 0
 
 
-def test_later_duplicate_wins_regardless_of_attempt_order(tmp_path):
-    rows = [row("A", 2, "passed"), row("A", 1, "passed"), row("A", 2, "failed")]
-    m = _metrics(tmp_path, rows, k=2)
+def test_later_duplicate_wins_regardless_of_attempt_order():
+    rows = [attempt("A", 2, "passed"), attempt("A", 1, "passed"), attempt("A", 2, "failed")]
+    m = metrics_of(rows, 2)
     assert _pm(m, "pass_pow_k") == (0, 1, 1, 0.0)
     assert _pm(m, "pass_at_k") == (1, 1, 1, 1.0)
 
 
+def test_grouping_follows_line_numbers_not_list_order():
+    """3.7, R29: the later *line* wins, whatever order the rows are handed over in."""
+    early, late = attempt("A", 1, "failed", line=1), attempt("A", 1, "passed", line=2)
+    for rows in ([early, late], [late, early]):
+        (task,) = group_tasks(rows, 1)
+        assert (task["attempts"], task["passed"], task["in_e1"], task["attempt1_success"]) == (1, 1, True, True)
+
+
 # --- oracle_best_score_at_k (3.7) --------------------------------------------------------
 
-def test_oracle_best_score_at_k(tmp_path):
+def test_oracle_best_score_at_k():
     rows = [
-        row("A", 1, "failed", quality_score=0.2), row("A", 2, "failed", quality_score=0.6),
-        row("A", 3, "passed", quality_score=1.0),                      # beyond k: not used
-        row("B", 1, "failed", quality_score=None), row("B", 2, "failed", quality_score=0.4),
-        row("C", 1, "failed"), row("C", 2, "failed"),                  # no numeric quality: omitted
-        row("D", 1, "passed", quality_score=0.8), row("D", 2, "skipped", quality_score=0.9),  # not in Ek
-        row("E", 1, "failed", quality_score=True), row("E", 2, "failed", quality_score=0.5),
+        attempt("A", 1, "failed", quality_score=0.2), attempt("A", 2, "failed", quality_score=0.6),
+        attempt("A", 3, "passed", quality_score=1.0),                      # beyond k: not used
+        attempt("B", 1, "failed", quality_score=None), attempt("B", 2, "failed", quality_score=0.4),
+        attempt("C", 1, "failed"), attempt("C", 2, "failed"),              # no numeric quality: omitted
+        attempt("D", 1, "passed", quality_score=0.8), attempt("D", 2, "skipped", quality_score=0.9),  # not in Ek
+        attempt("E", 1, "failed", quality_score=None),                     # recorded true: unavailable
+        attempt("E", 2, "failed", quality_score=0.5),
     ]
-    o = _metrics(tmp_path, rows, k=2)["capability"]["oracle_best_score_at_k"]
+    o = metrics_of(rows, 2)["capability"]["oracle_best_score_at_k"]
     assert o["eligible_tasks"] == 4
     assert o["count"] == 3
     assert o["value"] == pytest.approx((0.6 + 0.4 + 0.5) / 3)
 
 
-def test_oracle_zero_quality_is_a_value(tmp_path):
-    o = _metrics(tmp_path, [row("A", 1, "failed", quality_score=0)], k=1)["capability"]["oracle_best_score_at_k"]
+def test_oracle_zero_quality_is_a_value():
+    o = metrics_of([attempt("A", 1, "failed", quality_score=0)], 1)["capability"]["oracle_best_score_at_k"]
     assert (o["value"], o["count"], o["eligible_tasks"]) == (0, 1, 1)
 
 
 # --- first success and cost to first success (3.7) --------------------------------------
 
-def test_first_success_prefix_rules(tmp_path):
+def test_first_success_prefix_rules():
     rows = [
-        row("A", 1, "failed", metrics={"task_wall_ms": 100, "total_tokens": 10, "cost_usd": 0.1}),
-        row("A", 2, "passed", metrics={"task_wall_ms": 200, "total_tokens": 20, "cost_usd": 0.2}),  # beyond k=1
-        row("B", 1, "failed"), row("B", 2, "skipped"), row("B", 3, "passed"),      # prefix ends at 2
-        row("C", 1, "failed"), row("C", 3, "passed"),                              # attempt 2 missing
-        row("D", 1, "passed", metrics={"task_wall_ms": 50, "total_tokens": 5, "cost_usd": 0.05}),
-        unknown("E", 1, metrics={"total_tokens": 1}), row("E", 2, "passed", metrics={"task_wall_ms": 70, "total_tokens": 2}),
-        row("F", 2, "passed"),                                                     # no attempt 1
-        row("G", 1, "failed"), row("G", 2, "failed"),                              # never succeeds
+        attempt("A", 1, "failed", task_wall_ms=100, total_tokens=10, cost_usd=0.1),
+        attempt("A", 2, "passed", task_wall_ms=200, total_tokens=20, cost_usd=0.2),  # beyond k=1
+        attempt("B", 1, "failed"), attempt("B", 2, "skipped"), attempt("B", 3, "passed"),  # prefix ends at 2
+        attempt("C", 1, "failed"), attempt("C", 3, "passed"),                         # attempt 2 missing
+        attempt("D", 1, "passed", task_wall_ms=50, total_tokens=5, cost_usd=0.05),
+        unknown("E", 1, total_tokens=1), attempt("E", 2, "passed", task_wall_ms=70, total_tokens=2),
+        attempt("F", 2, "passed"),                                                    # no attempt 1
+        attempt("G", 1, "failed"), attempt("G", 2, "failed"),                         # never succeeds
     ]
-    m = _metrics(tmp_path, rows, k=1)
+    m = metrics_of(rows, 1)
     fs = m["capability"]["first_success_attempt"]
     assert fs["count"] == 3                        # A (2), D (1), E (2)
     assert fs["mean"] == pytest.approx(5 / 3)
@@ -191,17 +192,17 @@ def test_first_success_prefix_rules(tmp_path):
     assert cfs["cost_usd"]["mean"] == pytest.approx((0.3 + 0.05) / 2)
 
 
-def test_cost_to_first_success_requires_numeric_values(tmp_path):
-    rows = [row("A", 1, "failed", metrics={"task_wall_ms": True, "cost_usd": 0}),
-            row("A", 2, "passed", metrics={"task_wall_ms": 10, "cost_usd": 0})]
-    cfs = _metrics(tmp_path, rows, k=1)["cost_to_first_success"]
+def test_cost_to_first_success_requires_numeric_values():
+    rows = [attempt("A", 1, "failed", task_wall_ms=None, cost_usd=0),  # recorded true: unavailable
+            attempt("A", 2, "passed", task_wall_ms=10, cost_usd=0)]
+    cfs = metrics_of(rows, 1)["cost_to_first_success"]
     assert cfs["task_wall_ms"] == {"count": 0, "mean": None, "p50": None}
     assert cfs["cost_usd"] == {"count": 1, "mean": 0, "p50": 0}
 
 
-def test_first_success_beyond_k(tmp_path):
-    rows = [row("A", n, "failed") for n in (1, 2, 3, 4)] + [row("A", 5, "passed")]
-    fs = _metrics(tmp_path, rows, k=2)["capability"]["first_success_attempt"]
+def test_first_success_beyond_k():
+    rows = [attempt("A", n, "failed") for n in (1, 2, 3, 4)] + [attempt("A", 5, "passed")]
+    fs = metrics_of(rows, 2)["capability"]["first_success_attempt"]
     assert fs == {"mean": 5, "p50": 5, "count": 1}
 
 
@@ -211,14 +212,14 @@ PER_TASK_KEYS = {"attempts", "eligible_attempts", "passed", "failed", "pass_rate
                  "avg_quality", "avg_wall_ms", "first_attempt_passed"}
 
 
-def test_per_task_counts_and_known_values(tmp_path):
+def test_per_task_counts_and_known_values():
     rows = [
-        row("T", 3, "skipped", quality_score=0.9, metrics={"task_wall_ms": 1000}),
-        row("T", 2, "passed", quality_score=0.5, metrics={"task_wall_ms": 200}),
-        row("T", 1, "failed", quality_score=0.0, metrics={"task_wall_ms": 100}),
+        attempt("T", 3, "skipped", quality_score=0.9, task_wall_ms=1000),
+        attempt("T", 2, "passed", quality_score=0.5, task_wall_ms=200),
+        attempt("T", 1, "failed", quality_score=0.0, task_wall_ms=100),
         unknown("T", 4),
     ]
-    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["T"]
+    pt = metrics_of(rows)["aggregate"]["per_task"]["T"]
     assert set(pt) == PER_TASK_KEYS
     assert pt["attempts"] == 4
     assert pt["eligible_attempts"] == 3
@@ -230,58 +231,52 @@ def test_per_task_counts_and_known_values(tmp_path):
     assert pt["first_attempt_passed"] is False             # attempt 1 by number, not line order
 
 
-def test_per_task_first_attempt_passed_is_first_eligible(tmp_path):
-    rows = [row("U", 1, "skipped"), row("U", 2, "passed"), row("U", 3, "failed")]
-    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["U"]
+def test_per_task_first_attempt_passed_is_first_eligible():
+    rows = [attempt("U", 1, "skipped"), attempt("U", 2, "passed"), attempt("U", 3, "failed")]
+    pt = metrics_of(rows)["aggregate"]["per_task"]["U"]
     assert pt["first_attempt_passed"] is True
     assert pt["pass_rate"] == 0.5
 
 
-def test_per_task_first_eligible_unknown_is_null(tmp_path):
-    rows = [row("U", 1, "skipped"), unknown("U", 2), row("U", 3, "passed")]
-    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["U"]
+def test_per_task_first_eligible_unknown_is_null():
+    rows = [attempt("U", 1, "skipped"), unknown("U", 2), attempt("U", 3, "passed")]
+    pt = metrics_of(rows)["aggregate"]["per_task"]["U"]
     assert pt["first_attempt_passed"] is None
     assert (pt["eligible_attempts"], pt["passed"], pt["failed"]) == (2, 1, 0)
     assert pt["pass_rate"] == 0.5
 
 
-def test_per_task_all_ineligible(tmp_path):
+def test_per_task_all_ineligible():
     """R30: a task without an eligible attempt stays listed, with its counts and nulls, even
     when its ineligible attempts have a quality and a wall time."""
-    rows = [row("V", 1, "skipped", quality_score=0.3, metrics={"task_wall_ms": 40}), row("V", 2, "judge_error")]
-    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["V"]
+    rows = [attempt("V", 1, "skipped", quality_score=0.3, task_wall_ms=40), attempt("V", 2, "judge_error")]
+    pt = metrics_of(rows)["aggregate"]["per_task"]["V"]
     assert pt == {"attempts": 2, "eligible_attempts": 0, "passed": 0, "failed": 0, "pass_rate": None,
                   "best_quality": None, "avg_quality": None, "avg_wall_ms": None, "first_attempt_passed": None}
 
 
-def test_per_task_ineligible_timeout_and_judge_error_keep_out_their_numbers(tmp_path):
+def test_per_task_ineligible_timeout_and_judge_error_keep_out_their_numbers():
     """R30: an ineligible timeout and an ineligible judge error with wall times and
     qualities change none of the task's quality or wall-time values."""
     rows = [
-        row("Y", 1, "failed", quality_score=0.25, metrics={"task_wall_ms": 1000}),
-        row("Y", 2, "timeout", agent_eligible=False, success=None, failure_class="unknown",
-            quality_score=1.0, metrics={"task_wall_ms": 300000}),
-        row("Y", 3, "judge_error", quality_score=0.9, metrics={"task_wall_ms": 5000}),
-        row("Y", 4, "passed", quality_score=0.75, metrics={"task_wall_ms": 3000}),
+        attempt("Y", 1, "failed", quality_score=0.25, task_wall_ms=1000),
+        attempt("Y", 2, "timeout", agent_eligible=False, success=None, failure_class="unknown",
+                quality_score=1.0, task_wall_ms=300000),
+        attempt("Y", 3, "judge_error", quality_score=0.9, task_wall_ms=5000),
+        attempt("Y", 4, "passed", quality_score=0.75, task_wall_ms=3000),
     ]
-    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]["Y"]
+    pt = metrics_of(rows)["aggregate"]["per_task"]["Y"]
     assert (pt["attempts"], pt["eligible_attempts"], pt["passed"], pt["failed"]) == (4, 2, 1, 1)
     assert (pt["best_quality"], pt["avg_quality"], pt["avg_wall_ms"]) == (0.75, 0.5, 2000)
 
 
-def _attempt(n, eligible, success, quality, wall, line=None):
-    return {"task_id": "Z", "attempt": n, "line": line or n, "agent_eligible": eligible, "success": success,
-            "quality_score": quality, "task_wall_ms": wall, "category": None, "total_tokens": None,
-            "cost_usd": None}
-
-
 def test_per_task_formula_in_memory():
-    """task_group and capability.per_task on values in memory (R30, R31)."""
+    """task_group and capability.per_task on one task's attempts (R30, R31)."""
     by_attempt = {
-        1: _attempt(1, False, None, 0.9, 90000),  # ineligible, with a quality and a wall time
-        2: _attempt(2, True, False, 0.2, 1000),
-        3: _attempt(3, True, True, None, 3000),   # eligible without a quality
-        4: _attempt(4, True, None, 0.6, None),    # eligible, unknown success, no wall time
+        1: attempt("Z", 1, "skipped", line=1, quality_score=0.9, task_wall_ms=90000),  # ineligible, with numbers
+        2: attempt("Z", 2, "failed", line=2, quality_score=0.2, task_wall_ms=1000),
+        3: attempt("Z", 3, "passed", line=3, task_wall_ms=3000),                       # eligible without a quality
+        4: unknown("Z", 4, line=4, quality_score=0.6),                                  # unknown success, no wall time
     }
     pt = per_task([task_group("Z", by_attempt, None)])["Z"]
     assert pt == {"attempts": 4, "eligible_attempts": 3, "passed": 1, "failed": 1,
@@ -293,15 +288,16 @@ def test_per_task_formula_in_memory():
                                "first_attempt_passed": None}
 
 
-def test_per_task_without_numbers(tmp_path):
-    pt = _metrics(tmp_path, [row("W", 1, "failed", quality_score=None, metrics={"task_wall_ms": None})])["aggregate"]["per_task"]["W"]
+def test_per_task_without_numbers():
+    pt = metrics_of([attempt("W", 1, "failed", quality_score=None, task_wall_ms=None)])["aggregate"]["per_task"]["W"]
     assert (pt["best_quality"], pt["avg_quality"], pt["avg_wall_ms"]) == (None, None, None)
     assert (pt["pass_rate"], pt["first_attempt_passed"]) == (0.0, False)
 
 
-def test_per_task_uses_deduplicated_attempts(tmp_path):
-    rows = [row("X", 1, "failed", quality_score=0.1), row("X", 1, "passed", quality_score=0.7), row("X", 2, "failed")]
-    m = _metrics(tmp_path, rows)
+def test_per_task_uses_deduplicated_attempts():
+    rows = [attempt("X", 1, "failed", quality_score=0.1), attempt("X", 1, "passed", quality_score=0.7),
+            attempt("X", 2, "failed")]
+    m = metrics_of(rows)
     pt = m["aggregate"]["per_task"]["X"]
     assert (pt["attempts"], pt["eligible_attempts"], pt["passed"], pt["failed"]) == (2, 2, 1, 1)
     assert (pt["best_quality"], pt["avg_quality"]) == (0.7, 0.7)
@@ -309,42 +305,52 @@ def test_per_task_uses_deduplicated_attempts(tmp_path):
     assert m["aggregate"]["tasks"] == 3                    # legacy meaning: attempt rows
 
 
-def test_per_task_has_every_observed_task(tmp_path):
-    rows = [row("a"), row("b", 2, "failed"), row("c", 1, "skipped")]
-    pt = _metrics(tmp_path, rows)["aggregate"]["per_task"]
+def test_per_task_has_every_observed_task():
+    rows = [attempt("a"), attempt("b", 2, "failed"), attempt("c", 1, "skipped")]
+    pt = metrics_of(rows)["aggregate"]["per_task"]
     assert set(pt) == {"a", "b", "c"}
 
 
+def test_task_rows_in_order_of_first_appearance():
+    """3.7: one task row per observed task, in the order the tasks first appear."""
+    rows = in_file_order([attempt("b", 2, "failed"), attempt("a"), attempt("b", 1), attempt("c", 1, "skipped")])
+    assert [t["task_id"] for t in group_tasks(rows, 1)] == ["b", "a", "c"]
+
+
 def test_per_task_avg_wall_uses_legacy_wall_ms(tmp_path):
+    """Through a run folder: stage 2 reads the legacy wall_ms key (R7), in ``metrics`` or at
+    the top level, into task_wall_ms, which per_task and cost to first success use."""
     rows = [row("L", 1, "failed", metrics={"wall_ms": 100}), row("L", 2, "passed", wall_ms=300, metrics={})]
-    m = _metrics(tmp_path, rows, k=1)
+    m = process_run(make_run(tmp_path, rows, manifest={"status": "completed", "metrics_k": 1})).metrics
     assert m["aggregate"]["per_task"]["L"]["avg_wall_ms"] == 200
     assert m["cost_to_first_success"]["task_wall_ms"] == {"count": 1, "mean": 400, "p50": 400}
 
 
 # --- E1, Ek and the task's success rate, in memory (3.7; one definition, read by comparison) --
 
-def _att(success, eligible) -> dict:
-    return {"success": success, "agent_eligible": eligible, "quality_score": None}
+def _att(success: bool | None, eligible: bool, n: int = 1) -> dict:
+    """Attempt ``n`` of task A with this success and eligibility."""
+    status = {True: "passed", False: "failed", None: "judge_error"}[success]
+    return attempt("A", n, status, line=n, success=success, agent_eligible=eligible)
 
 
 def test_e1_and_ek_membership_in_memory():
-    full = {1: _att(False, True), 2: _att(True, True), 3: _att(True, True)}
+    full = {1: _att(False, True, 1), 2: _att(True, True, 2), 3: _att(True, True, 3)}
     assert in_e1(full) and ek_window(full, 3) == [full[1], full[2], full[3]]
     assert ek_window(full, 2) == [full[1], full[2]]
-    gap = {1: _att(True, True), 3: _att(True, True), 4: _att(True, True)}  # 3 rows, attempt 2 missing
+    gap = {1: _att(True, True, 1), 3: _att(True, True, 3), 4: _att(True, True, 4)}  # 3 rows, attempt 2 missing
     assert in_e1(gap) and ek_window(gap, 3) is None
-    late = {2: _att(True, True)}
+    late = {2: _att(True, True, 2)}
     assert not in_e1(late) and ek_window(late, 1) is None
-    ineligible_first = {1: _att(None, False), 2: _att(True, True)}
+    ineligible_first = {1: _att(None, False, 1), 2: _att(True, True, 2)}
     assert not in_e1(ineligible_first) and ek_window(ineligible_first, 2) is None
     assert ek_window(full, None) is None and ek_window(full, 0) is None  # k unknown
     assert ek_window(full, 10**12) is None  # k far beyond the task's attempts (R26)
 
 
 def test_success_rate_over_every_eligible_attempt():
-    by_attempt = {1: _att(True, True), 2: _att(False, True), 3: _att(None, True), 4: _att(None, False),
-                  5: _att(True, True)}
+    by_attempt = {1: _att(True, True, 1), 2: _att(False, True, 2), 3: _att(None, True, 3), 4: _att(None, False, 4),
+                  5: _att(True, True, 5)}
     eligible = eligible_attempts(by_attempt)
     assert eligible == [by_attempt[1], by_attempt[2], by_attempt[3], by_attempt[5]]
     assert success_rate(eligible) == 0.5  # 2 successes / 4 eligible (unknown counts, R19; beyond k too)
@@ -366,19 +372,16 @@ def test_eligibility_after_derivation_is_boolean_so_both_readings_agree(raw):
 def test_non_boolean_eligibility_is_not_eligible():
     """A truthy non-Boolean (a hand-edited attempts.jsonl) is not eligible: the rule is
     "agent_eligible is true", for task groups and comparison alike."""
-    by_attempt = {1: _att(True, 1), 2: _att(True, "yes")}
+    by_attempt = {1: {**_att(True, True, 1), "agent_eligible": 1}, 2: {**_att(True, True, 2), "agent_eligible": "yes"}}
     assert not is_eligible(by_attempt[1]) and not in_e1(by_attempt) and ek_window(by_attempt, 2) is None
     assert first_attempt_value(by_attempt) is None and pass_at_k_value(by_attempt, 2) is None
     assert task_success_value(by_attempt) is None
-    row = task_group("A", {a: {**r, "line": a, "task_id": "A", "attempt": a, "category": None, "task_wall_ms": None,
-                               "total_tokens": None, "cost_usd": None} for a, r in by_attempt.items()}, 2)
-    assert (row["in_e1"], row["in_ek"], row["eligible_attempts"], row["pass_rate"]) == (False, False, 0, None)
+    task = task_group("A", by_attempt, 2)
+    assert (task["in_e1"], task["in_ek"], task["eligible_attempts"], task["pass_rate"]) == (False, False, 0, None)
 
 
 def test_task_group_and_comparison_read_the_same_membership():
-    by_attempt = {1: _att(True, True), 2: _att(False, True), 3: _att(True, False)}
-    rows = {a: {**r, "line": a, "task_id": "A", "attempt": a, "category": None, "task_wall_ms": None,
-                "total_tokens": None, "cost_usd": None} for a, r in by_attempt.items()}
+    rows = {1: _att(True, True, 1), 2: _att(False, True, 2), 3: _att(True, False, 3)}
     for k in (1, 2, 3):
         group = task_group("A", rows, k)
         assert group["in_e1"] is (first_attempt_value(rows) is not None)
