@@ -10,7 +10,7 @@ The Dagster assets run these per partition in ``assets.partition_work``.
 report.html rows) right where each chunk of attempts is derived, so on a large run it is
 spread over worker processes with the derivation; the run-level rest is split in two
 halves (what needs the task groups, what needs the attempt rows alone) computed side by
-side. Without an output folder it stops after stage 4 (``process_run``). Parallel work
+side. Without an output folder it stops after stage 4 (``run_stages(run_dir).processed``). Parallel work
 forks only where forking is safe (``bulk.can_fork``); elsewhere the same work runs in this
 process, with the same result.
 """
@@ -162,13 +162,6 @@ def publish(
         settings=settings,
         progress=progress,
     )
-
-
-def process_run(
-    run_dir: Path | str, progress: Callable[[int, int], None] | None = None, workers: int = 1
-) -> ProcessedRun:
-    """Stages 1-4 on one run folder (no files): ``run_stages`` without an output folder."""
-    return run_stages(run_dir, workers=workers, progress=progress).processed
 
 
 class _Derived:

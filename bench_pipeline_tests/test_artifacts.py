@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from bench_pipeline.artifacts import read_json_file
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 
 from .run_builder import make_run, row, write_json
 
@@ -72,7 +72,7 @@ def test_conventional_folder_attempt_one(tmp_path, artifact_dir):
     r = row("t", status="failed", metrics=RECORDED)
     if artifact_dir != "absent":
         r["artifact_dir"] = artifact_dir
-    p = process_run(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}}))
+    p = run_stages(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}})).processed
     a = _attempt(p)
     assert _history_used(a)
     assert a["artifact_dir"] is None  # outputs.md: as recorded, null when absent
@@ -83,7 +83,7 @@ def test_conventional_folder_for_later_attempts(tmp_path):
     rows = [row("t", 1, "failed", metrics=RECORDED), row("t", 2, "failed", metrics=RECORDED),
             row("t", 3, "failed", metrics=RECORDED)]
     artifacts = {"tasks/t": {"history.json": HISTORY}, "tasks/t/attempt-2": {"history.json": HISTORY}}
-    p = process_run(make_run(tmp_path, rows, artifacts=artifacts))
+    p = run_stages(make_run(tmp_path, rows, artifacts=artifacts)).processed
     assert _history_used(_attempt(p, "t", 1))
     assert _history_used(_attempt(p, "t", 2))
     # Attempt 3 has no tasks/t/attempt-3 folder; it must not borrow attempt 1's files.
@@ -94,21 +94,21 @@ def test_recorded_artifact_dir_is_authoritative(tmp_path):
     other = [HISTORY[1], HISTORY[1], HISTORY[1]]  # 3 model calls, no tool calls
     r = row("t", status="failed", artifact_dir="elsewhere/t", metrics=RECORDED)
     artifacts = {"elsewhere/t": {"history.json": HISTORY}, "tasks/t": {"history.json": other}}
-    a = _attempt(process_run(make_run(tmp_path, [r], artifacts=artifacts)))
+    a = _attempt(run_stages(make_run(tmp_path, [r], artifacts=artifacts)).processed)
     assert _history_used(a)
     assert a["artifact_dir"] == "elsewhere/t"
 
 
 def test_recorded_artifact_dir_without_files_does_not_fall_back_to_convention(tmp_path):
     r = row("t", status="failed", artifact_dir="elsewhere/t", metrics=RECORDED)
-    a = _attempt(process_run(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}})))
+    a = _attempt(run_stages(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}})).processed)
     assert not _history_used(a)
 
 
 @pytest.mark.parametrize("artifact_dir", ["tasks/x/../t", "tasks/./t", "tasks//t", "tasks/t/", "tasks\\t", "tasks\\x\\..\\t"])
 def test_safe_relative_paths_are_followed(tmp_path, artifact_dir):
     r = row("t", status="failed", artifact_dir=artifact_dir, metrics=RECORDED)
-    p = process_run(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}}))
+    p = run_stages(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}})).processed
     assert _history_used(_attempt(p))
     assert _unsafe(p) == []
 
@@ -118,7 +118,7 @@ def test_empty_artifact_dir_is_the_run_folder(tmp_path, artifact_dir):
     r = row("t", status="failed", artifact_dir=artifact_dir, metrics=RECORDED)
     run = make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": [HISTORY[1]] * 4}})
     write_json(run / "history.json", HISTORY)
-    p = process_run(run)
+    p = run_stages(run).processed
     assert _history_used(_attempt(p))
     assert _unsafe(p) == []
 
@@ -145,7 +145,7 @@ def test_unsafe_artifact_dirs_are_refused_and_reported(tmp_path, artifact_dir):
     for name in ("C:x", "c:x", "C:\\x", "\\outside"):
         write_json(run / name / "history.json", HISTORY)
     write_json(run / "C:" / "x" / "history.json", HISTORY)
-    p = process_run(run)
+    p = run_stages(run).processed
     a = _attempt(p)
     assert not _history_used(a)
     assert not _episode_used(a)
@@ -157,14 +157,14 @@ def test_absolute_artifact_dir_is_refused_even_when_inside_the_run(tmp_path):
     run = make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}})
     r["artifact_dir"] = str(run / "tasks" / "t")
     (run / "results.jsonl").write_text(json.dumps(r) + "\n", encoding="utf-8")
-    p = process_run(run)
+    p = run_stages(run).processed
     assert not _history_used(_attempt(p))
     assert _unsafe(p) == [{"line": 1, "task_id": "t", "attempt": 1, "artifact_dir": str(run / "tasks" / "t")}]
 
 
 def test_unsafe_dir_reported_with_its_line_and_attempt(tmp_path):
     rows = [row("a"), row("t", 2, "failed", artifact_dir="../x", metrics=RECORDED)]
-    p = process_run(make_run(tmp_path, rows))
+    p = run_stages(make_run(tmp_path, rows)).processed
     assert _unsafe(p) == [{"line": 2, "task_id": "t", "attempt": 2, "artifact_dir": "../x"}]
 
 
@@ -177,7 +177,7 @@ def test_symlinked_folder_leaving_the_run_is_refused(tmp_path, explicit):
     run = make_run(tmp_path, [r])
     (run / "tasks").mkdir()
     os.symlink(outside, run / "tasks" / "t")
-    p = process_run(run)
+    p = run_stages(run).processed
     a = _attempt(p)
     assert not _history_used(a)
     assert not _episode_used(a)
@@ -190,21 +190,21 @@ def test_symlinked_parent_folder_leaving_the_run_is_refused(tmp_path):
     write_json(outside / "t" / "history.json", HISTORY)
     run = make_run(tmp_path, [row("t", status="failed", artifact_dir="tasks/t", metrics=RECORDED)])
     os.symlink(outside, run / "tasks")
-    assert not _history_used(_attempt(process_run(run)))
+    assert not _history_used(_attempt(run_stages(run).processed))
 
 
 def test_symlinked_folder_inside_the_run_is_followed(tmp_path):
     run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"shared/t": {"history.json": HISTORY}})
     (run / "tasks").mkdir()
     os.symlink(run / "shared" / "t", run / "tasks" / "t")
-    assert _history_used(_attempt(process_run(run)))
+    assert _history_used(_attempt(run_stages(run).processed))
 
 
 def test_symlinked_file_leaving_the_run_is_unavailable(tmp_path):
     outside = _outside_with_history(tmp_path)
     run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"episode.json": EPISODE}})
     os.symlink(outside / "history.json", run / "tasks" / "t" / "history.json")
-    a = _attempt(process_run(run))
+    a = _attempt(run_stages(run).processed)
     assert not _history_used(a)
     # Availability is per file: the regular episode.json beside it is still read.
     assert _episode_used(a)
@@ -214,14 +214,14 @@ def test_symlinked_file_inside_the_run_is_read(tmp_path):
     run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"shared": {"h.json": HISTORY}})
     (run / "tasks" / "t").mkdir(parents=True)
     os.symlink(run / "shared" / "h.json", run / "tasks" / "t" / "history.json")
-    assert _history_used(_attempt(process_run(run)))
+    assert _history_used(_attempt(run_stages(run).processed))
 
 
 def test_dangling_symlink_is_unavailable(tmp_path):
     run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)])
     (run / "tasks" / "t").mkdir(parents=True)
     os.symlink(run / "nowhere.json", run / "tasks" / "t" / "history.json")
-    assert not _history_used(_attempt(process_run(run)))
+    assert not _history_used(_attempt(run_stages(run).processed))
 
 
 def test_fifo_named_history_json_is_unavailable_and_does_not_hang(tmp_path):
@@ -232,7 +232,7 @@ def test_fifo_named_history_json_is_unavailable_and_does_not_hang(tmp_path):
 
     def work():
         try:
-            result["processed"] = process_run(run)
+            result["processed"] = run_stages(run).processed
         except BaseException as exc:  # pragma: no cover - reported below
             result["error"] = exc
 
@@ -244,7 +244,7 @@ def test_fifo_named_history_json_is_unavailable_and_does_not_hang(tmp_path):
         fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
         os.close(fd)
         thread.join(timeout=5)
-        pytest.fail("process_run blocked on a FIFO named history.json")
+        pytest.fail("the stages blocked on a FIFO named history.json")
     assert "error" not in result, result.get("error")
     a = _attempt(result["processed"])
     assert not _history_used(a)
@@ -254,7 +254,7 @@ def test_fifo_named_history_json_is_unavailable_and_does_not_hang(tmp_path):
 def test_directory_named_history_json_is_unavailable(tmp_path):
     run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"episode.json": EPISODE}})
     (run / "tasks" / "t" / "history.json").mkdir()
-    a = _attempt(process_run(run))
+    a = _attempt(run_stages(run).processed)
     assert not _history_used(a)
     assert _episode_used(a)
 
@@ -262,7 +262,7 @@ def test_directory_named_history_json_is_unavailable(tmp_path):
 def test_directory_named_episode_json_is_unavailable(tmp_path):
     run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"history.json": HISTORY}})
     (run / "tasks" / "t" / "episode.json").mkdir()
-    a = _attempt(process_run(run))
+    a = _attempt(run_stages(run).processed)
     assert _history_used(a)
     assert not _episode_used(a)
 
@@ -278,7 +278,7 @@ def content_runs(tmp_path_factory):
         if table not in cache:
             rows = [row(f"c{i}", status="failed", metrics=RECORDED) for i in range(len(contents))]
             artifacts = {f"tasks/c{i}": make_files(c) for i, c in enumerate(contents)}
-            processed = process_run(make_run(tmp_path_factory.mktemp(table), rows, artifacts=artifacts))
+            processed = run_stages(make_run(tmp_path_factory.mktemp(table), rows, artifacts=artifacts)).processed
             cache[table] = {int(a["task_id"][1:]): a for a in processed.attempts}
         return cache[table]
 
@@ -314,7 +314,7 @@ def test_unavailable_history_falls_back_to_recorded(content_runs, i, content):
 def test_history_as_messages_object_is_accepted(tmp_path):
     run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)],
                    artifacts={"tasks/t": {"history.json": {"messages": HISTORY, "other": 1}}})
-    assert _history_used(_attempt(process_run(run)))
+    assert _history_used(_attempt(run_stages(run).processed))
 
 
 BAD_EPISODE = [b"[]", b"[1, 2]", b'"x"', b"null", b"not json", b"", b'{"events": []']
@@ -329,7 +329,7 @@ def test_unavailable_episode_falls_back_to_recorded(content_runs, i, content):
 
 def test_history_missing_episode_present_is_judged_per_file(tmp_path):
     run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"episode.json": EPISODE}})
-    a = _attempt(process_run(run))
+    a = _attempt(run_stages(run).processed)
     assert not _history_used(a)
     assert _episode_used(a)
 
@@ -338,7 +338,7 @@ def test_history_missing_episode_present_is_judged_per_file(tmp_path):
 
 def test_nul_in_artifact_dir_means_no_artifacts(tmp_path):
     r = row("t", status="failed", artifact_dir="tasks/t\x00", metrics=RECORDED)
-    p = process_run(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY, "episode.json": EPISODE}}))
+    p = run_stages(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY, "episode.json": EPISODE}})).processed
     a = _attempt(p)
     assert not _history_used(a)
     assert not _episode_used(a)
@@ -347,7 +347,7 @@ def test_nul_in_artifact_dir_means_no_artifacts(tmp_path):
 
 def test_nul_in_task_id_means_no_artifacts(tmp_path):
     r = row("t\x00", status="failed", metrics=RECORDED)
-    p = process_run(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}}))
+    p = run_stages(make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}})).processed
     a = _attempt(p, "t\x00")
     assert not _history_used(a)
     assert not _episode_used(a)
@@ -376,7 +376,7 @@ def test_symlink_to_sibling_folder_with_run_name_prefix_is_refused(tmp_path):
     run = make_run(tmp_path, [row("t", status="failed", artifact_dir="tasks/t", metrics=RECORDED)])
     (run / "tasks").mkdir()
     os.symlink(sibling, run / "tasks" / "t")
-    assert not _history_used(_attempt(process_run(run)))
+    assert not _history_used(_attempt(run_stages(run).processed))
 
 
 def test_symlinked_file_to_sibling_with_run_name_prefix_is_unavailable(tmp_path):
@@ -385,19 +385,19 @@ def test_symlinked_file_to_sibling_with_run_name_prefix_is_unavailable(tmp_path)
     run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)])
     (run / "tasks" / "t").mkdir(parents=True)
     os.symlink(sibling / "history.json", run / "tasks" / "t" / "history.json")
-    assert not _history_used(_attempt(process_run(run)))
+    assert not _history_used(_attempt(run_stages(run).processed))
 
 
 def test_artifact_folder_path_through_a_regular_file(tmp_path):
     run = make_run(tmp_path, [row("t", status="failed", artifact_dir="tasks/t", metrics=RECORDED)])
     (run / "tasks").write_text("not a folder", encoding="utf-8")
-    assert not _history_used(_attempt(process_run(run)))
+    assert not _history_used(_attempt(run_stages(run).processed))
 
 
 def test_deeply_nested_history_is_not_fatal(tmp_path):
     deep = ("[" * 100000 + "]" * 100000).encode()
     run = make_run(tmp_path, [row("t", status="failed", metrics=RECORDED)], artifacts={"tasks/t": {"history.json": deep}})
-    a = _attempt(process_run(run))
+    a = _attempt(run_stages(run).processed)
     # Either unavailable (recorded) or an array with no message objects (derived, no calls).
     assert (a["llm_calls"], a["tool_calls"]) in {(9, 8), (None, 0)}
 
@@ -414,7 +414,7 @@ def test_socket_named_history_json_is_unavailable():
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(str(path))
-            a = _attempt(process_run(run))
+            a = _attempt(run_stages(run).processed)
         finally:
             sock.close()
     finally:
@@ -433,7 +433,7 @@ def test_character_device_named_history_json_is_unreadable(tmp_path):
     except (PermissionError, OSError):  # no CAP_MKNOD: the system's own device node
         os.symlink("/dev/null", run / "tasks" / "t" / "history.json")
     assert read_json_file(run, os.path.realpath(run), "tasks/t/history.json").status == "unreadable"
-    assert not _history_used(_attempt(process_run(run)))
+    assert not _history_used(_attempt(run_stages(run).processed))
 
 
 # --- the fast path of read_json_file and the per-run folder cache -------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from bench_pipeline.attempt_metrics import derive_attempt
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 
 from .run_builder import make_run, row
 from .support.attempt_inputs import call, event, model, result
@@ -21,7 +21,7 @@ def test_artifacts_of_the_conventional_folder_reach_the_attempt_row(tmp_path):
     rec = {"task_wall_ms": 2500, "setup_ms": 30, "llm_calls": 7, "device_execution_ms": 99, "input_tokens": 50}
     run = make_run(tmp_path, [row("t", status="failed", metrics=rec), row("u", status="failed", metrics=rec)],
                    artifacts={"tasks/t": {"history.json": history, "episode.json": episode}})
-    processed = process_run(run)
+    processed = run_stages(run).processed
     assert processed.metrics["data_quality"]["bad_rows"] == []
     a, b = sorted(processed.attempts, key=lambda x: x["task_id"])
     assert (a["llm_calls"], a["llm_time_ms"], a["tool_calls"], a["device_actions"]) == (1, 100, 2, 2)
@@ -37,7 +37,7 @@ def test_history_that_is_not_utf8_leaves_the_recorded_failure_evidence(tmp_path)
     r = row("t", status="failed", first_failure_stage="planning", metrics={"failure_event_ref": "history:9"})
     run = make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": b"\xff not utf-8",
                                                          "episode.json": {"events": [event("tap", 3, {})]}}})
-    processed = process_run(run)
+    processed = run_stages(run).processed
     assert processed.metrics["data_quality"]["bad_rows"] == []
     (a,) = processed.attempts
     assert (a["first_failure_stage"], a["failure_event_ref"]) == ("planning", "history:9")
@@ -55,7 +55,7 @@ def test_a_formula_failure_marks_the_file_invalid_and_keeps_the_run_going(tmp_pa
     monkeypatch.setattr(sys.modules[derive_attempt.__module__], "derive_history", broken)
     run = make_run(tmp_path, [row("t", status="failed", metrics={"llm_calls": 4}), row("u", status="passed")],
                    artifacts={"tasks/t": {"history.json": [model()]}})
-    processed = process_run(run)
+    processed = run_stages(run).processed
     a = next(x for x in processed.attempts if x["task_id"] == "t")
     assert a["llm_calls"] == 4 and a["provenance"]["llm_calls"] == "recorded"
     (finding,) = processed.metrics["data_quality"]["invalid_artifacts"]

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from bench_pipeline.attempt_metrics.evidence import observations
 from bench_pipeline.capability import distributions, unbiased_estimators
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 from bench_pipeline.stats import distribution, is_number
 
 from .run_builder import make_run, row
@@ -39,7 +39,7 @@ EMPTY_DIST = {"count": 0, "sum": None, "mean": None, "p50": None, "p90": None, "
 
 
 def _metrics(tmp_path, rows, **kw) -> dict:
-    return process_run(make_run(tmp_path, rows, **kw)).metrics
+    return run_stages(make_run(tmp_path, rows, **kw)).processed.metrics
 
 
 # --- empty run (3.7, 3.8, R25) ---------------------------------------------------------------
@@ -80,7 +80,7 @@ def test_empty_results_file_is_an_empty_run(tmp_path, content):
     without attempts, with nothing to report in data_quality."""
     run = make_run(tmp_path, [])
     (run / "results.jsonl").write_bytes(content)
-    processed = process_run(run)
+    processed = run_stages(run).processed
     assert processed.attempts == [] and processed.tasks == []
     m = processed.metrics
     _assert_empty_run(m)

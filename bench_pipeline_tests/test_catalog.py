@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from bench_pipeline.catalog import catalog_frame, catalog_row, suite_trends
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 
 from .run_builder import make_run, row
 
@@ -13,7 +13,7 @@ from .run_builder import make_run, row
 def _metrics(tmp_path, run_id, outcomes):
     rows = [row(f"t{i}", status=s, metrics={"total_tokens": 100, "cost_usd": 0.5}) for i, s in enumerate(outcomes)]
     run = make_run(tmp_path, rows, run_id=run_id, suite={"name": "suite-a", "tasks": []})
-    return process_run(run).metrics
+    return run_stages(run).processed.metrics
 
 
 def test_catalog_and_trend(tmp_path):
@@ -134,7 +134,7 @@ def test_catalog_counts_are_nullable_64_bit_and_a_huge_plan_fits(tmp_path):
     import pandas as pd
 
     huge = {"status": "aborted", "planned": [{"task_id": t, "attempts": 9 * 10 ** 18} for t in "abc"]}
-    metrics = process_run(make_run(tmp_path, [row("a")], run_id="huge", manifest=huge)).metrics
+    metrics = run_stages(make_run(tmp_path, [row("a")], run_id="huge", manifest=huge)).processed.metrics
     assert metrics["coverage"]["missing_attempts"] == 27 * 10 ** 18 - 1
     plain = _metrics(tmp_path, "plain", ["passed", "failed"])
     catalog = catalog_frame([catalog_row("huge", metrics, {}), catalog_row("plain", plain, {})])

@@ -15,7 +15,7 @@ from bench_pipeline.frames import (
     tasks_frame,
     tasks_from_frame,
 )
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 from bench_pipeline.run_reader import RawRow, RawRun
 
 from .run_builder import make_run, row, write_json
@@ -73,7 +73,7 @@ def test_frames_keep_large_integers_next_to_nulls_exact(tmp_path):
         row("a", 2 ** 63 - 1, metrics={}),
         "not json",
     ])
-    processed = process_run(run)
+    processed = run_stages(run).processed
     frame = raw_results_frame(processed.raw)
     assert frame["attempt"].tolist()[:2] == [1, 2 ** 63 - 1] and frame["attempt"].isna().tolist()[2]
     back = attempts_from_frame(attempts_frame(processed.attempts))

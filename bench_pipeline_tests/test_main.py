@@ -44,7 +44,7 @@ def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
     """The sample ids tell a newcomer what to expect: the clean run passes every check, and
     each run with data problems fails at least one, because of its data."""
     from bench_pipeline.main import ensure_sample_runs
-    from bench_pipeline.pipeline import process_run
+    from bench_pipeline.pipeline import run_stages
     from bench_pipeline.data_quality_checks import run_checks
 
     ensure_sample_runs(tmp_path)
@@ -53,7 +53,7 @@ def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
                                                       "sample-with-data-problems"]
     failed = {}
     for name in names:
-        processed = process_run(tmp_path / name)
+        processed = run_stages(tmp_path / name).processed
         assert processed.raw.run_id == name
         failed[name] = {c.name for c in run_checks(processed.raw, processed.attempts, processed.metrics["data_quality"])
                         if not c.passed}

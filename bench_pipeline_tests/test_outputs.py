@@ -7,13 +7,13 @@ import json
 from bench_pipeline.comparison import comparison_of, side_from_processed
 from bench_pipeline.jsonio import dumps
 from bench_pipeline.outputs import COMPARISON_FILES, OUTPUT_FILES, write_comparison_files, write_run_outputs
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 
 from .run_builder import make_run, row
 
 
 def test_write_run_outputs_writes_the_four_files_in_their_order(tmp_path):
-    processed = process_run(make_run(tmp_path / "runs", [row("a"), row("b", status="failed")]))
+    processed = run_stages(make_run(tmp_path / "runs", [row("a"), row("b", status="failed")])).processed
     written = write_run_outputs(tmp_path / "out", processed)
     assert list(written) == list(OUTPUT_FILES) == ["metrics.json", "attempts.jsonl", "summary.md", "report.html"]
     assert written["metrics.json"].read_bytes() == dumps(processed.metrics) + b"\n"
@@ -25,8 +25,8 @@ def test_write_run_outputs_writes_the_four_files_in_their_order(tmp_path):
 
 
 def test_a_comparison_adds_its_two_files(tmp_path):
-    baseline = process_run(make_run(tmp_path / "runs", [row("a"), row("b")], run_id="base"))
-    candidate = process_run(make_run(tmp_path / "runs", [row("a"), row("b", status="failed")], run_id="cand"))
+    baseline = run_stages(make_run(tmp_path / "runs", [row("a"), row("b")], run_id="base")).processed
+    candidate = run_stages(make_run(tmp_path / "runs", [row("a"), row("b", status="failed")], run_id="cand")).processed
     comparison = comparison_of(side_from_processed(baseline), side_from_processed(candidate))
     written = write_run_outputs(tmp_path / "out", candidate, comparison=comparison)
     assert list(written) == [*OUTPUT_FILES, *COMPARISON_FILES]

@@ -16,7 +16,7 @@ from bench_pipeline.frames import attempts_frame, attempts_from_frame, raw_resul
 from bench_pipeline.generator import generate_runs
 from bench_pipeline.metrics_files import ATTEMPT_KEYS
 from bench_pipeline.outputs import write_run_outputs
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 from bench_pipeline.vocabulary import EFFICIENCY_FIELDS, FAILURE_CLASSES, FAILURE_STAGES, RELIABILITY_FIELDS
 
 # outputs.md "metrics.json", key by key.
@@ -138,7 +138,7 @@ def test_every_generated_run_processes_with_the_outputs_md_structure(fifty_runs,
     metrics.json has every key of outputs.md."""
     found = {"bad_rows": 0, "duplicate_rows": 0, "unsafe_artifact_dirs": 0, "invalid_artifacts": 0, "missing_attempts": 0}
     for run in fifty_runs:
-        processed = process_run(run)
+        processed = run_stages(run).processed
         written = write_run_outputs(tmp_path / run.name, processed)
         metrics = json.loads(written["metrics.json"].read_text())
         assert_outputs_md_shape(metrics)
@@ -161,13 +161,13 @@ def test_parallel_derivation_equals_sequential(tmp_path, monkeypatch):
     run = generate_runs(tmp_path, runs=1, seed=5, tasks=40, repeats=3, history_messages=12)[0]
     monkeypatch.setattr("bench_pipeline.derivation.PARALLEL_MIN_ROWS", 10)
     monkeypatch.setattr("bench_pipeline.derivation._CHUNK_ROWS", 17)
-    assert process_run(run, workers=2).attempts == process_run(run, workers=1).attempts
+    assert run_stages(run, workers=2).processed.attempts == run_stages(run, workers=1).processed.attempts
 
 
 def test_parallel_outputs_equal_sequential_outputs(fifty_runs, tmp_path, monkeypatch):
     """With workers, report.html is written here and the other files by a forked child
     (report rows in chunks, too): every file is byte-identical to the sequential one."""
-    processed = process_run(fifty_runs[3])
+    processed = run_stages(fifty_runs[3]).processed
     sequential = write_run_outputs(tmp_path / "one", processed, workers=1)
     monkeypatch.setattr("bench_pipeline.reports.rows.PARALLEL_MIN_ATTEMPTS", 1)
     monkeypatch.setattr("bench_pipeline.reports.rows._CHUNK_ATTEMPTS", 7)
@@ -180,7 +180,7 @@ def test_parallel_outputs_equal_sequential_outputs(fifty_runs, tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_run_stages_equals_process_run_then_write(fifty_runs, tmp_path, monkeypatch, workers):
+def test_run_stages_with_an_output_folder_equals_the_stages_then_write(fifty_runs, tmp_path, monkeypatch, workers):
     """The composition with files (attempts.jsonl lines and report rows made where each
     chunk is derived, bulky evidence then dropped) writes the same bytes as processing
     without files and writing the processed run in one process."""
@@ -192,7 +192,7 @@ def test_run_stages_equals_process_run_then_write(fifty_runs, tmp_path, monkeypa
     # One generated_at for both paths, so that every byte can be compared.
     monkeypatch.setattr("bench_pipeline.metrics_files.metrics_document.__defaults__", ("2026-11-30T00:00:00Z",))
     for run in fifty_runs[:6]:
-        expected = write_run_outputs(tmp_path / "staged" / run.name, process_run(run))
+        expected = write_run_outputs(tmp_path / "staged" / run.name, run_stages(run).processed)
         result = run_stages(run, tmp_path / "command" / run.name, workers=workers)
         processed, written = result.processed, result.written
         assert list(written) == list(expected)
@@ -202,7 +202,7 @@ def test_run_stages_equals_process_run_then_write(fifty_runs, tmp_path, monkeypa
         assert not any(k in a["evidence"] for a in processed.attempts for k in BULKY_EVIDENCE)
         result = run_stages(run, tmp_path / "kept" / run.name, workers=workers, keep_evidence=True)
         kept = result.processed
-        staged = process_run(run)
+        staged = run_stages(run).processed
         assert kept.attempts == staged.attempts
         assert kept.tasks == processed.tasks == staged.tasks
         assert kept.metrics == processed.metrics == staged.metrics
@@ -213,10 +213,10 @@ def test_run_stages_equals_process_run_then_write(fifty_runs, tmp_path, monkeypa
 def test_invariants_hold_on_generated_runs(tmp_path_factory, seed, tasks, repeats, edge):
     root = tmp_path_factory.mktemp("prop")
     run = generate_runs(root, runs=1, seed=seed, tasks=tasks, repeats=repeats, history_messages=8, edge_cases=edge)[0]
-    first = process_run(run)
+    first = run_stages(run).processed
     assert_outputs_md_shape(first.metrics)
     assert_invariants(first.metrics, first.attempts)
-    again = process_run(run)
+    again = run_stages(run).processed
     first.metrics.pop("generated_at")
     again.metrics.pop("generated_at")
     assert again.metrics == first.metrics  # deterministic
@@ -244,7 +244,7 @@ def test_extreme_but_valid_numbers_process_end_to_end(tmp_path):
     assert lines[0]["input_tokens"] == 2 ** 63
     assert lines[0]["llm_calls"] is None and lines[1]["retry_count"] is None  # counts beyond 64 bits
     assert (out / "report.html").stat().st_size > 0 and "n/a" in (out / "summary.md").read_text()
-    assert len(attempts_frame(process_run(run).attempts)) == 2
+    assert len(attempts_frame(run_stages(run).processed.attempts)) == 2
 
 
 ANY_JSON = st.recursive(
@@ -321,7 +321,7 @@ def test_nan_next_to_a_huge_integer_in_row_evidence_is_written_as_null(tmp_path)
     first = json.loads(written["attempts.jsonl"].read_text().splitlines()[0])
     assert first["evidence"]["hard_assertions"] == {"x": None, "y": int(big)}
     assert len(processed.attempts) == 2
-    back = attempts_from_frame(attempts_frame(process_run(make_run(tmp_path / "d", [line])).attempts))
+    back = attempts_from_frame(attempts_frame(run_stages(make_run(tmp_path / "d", [line])).processed.attempts))
     assert back[0]["evidence"]["hard_assertions"] == {"x": None, "y": int(big)}
 
 

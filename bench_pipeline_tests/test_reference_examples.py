@@ -5,7 +5,7 @@ The attempt examples (3.3, 3.4, 3.6, the outcome table) derive the attempt row i
 (``support.attempt_inputs``: stage 2 on the artifacts as values); the run examples (3.6's
 category, 3.7, 3.8) compute the run aggregates from attempt rows in memory
 (``support.attempt_rows``). The 3.7 fixed-k example also goes through a run folder and the
-whole pipeline (process_run), where the point is that the path gives the same numbers.
+whole pipeline (run_stages), where the point is that the path gives the same numbers.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from bench_pipeline.attempt_metrics import outcome
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 
 from .run_builder import make_run, row
 from .support.attempt_inputs import derive
@@ -109,7 +109,7 @@ def test_3_7_fixed_k_example():
 def test_3_7_fixed_k_example_through_a_run_folder(tmp_path):
     """The same example as a run folder through the whole pipeline: the same numbers."""
     rows = [row(t, n, s) for t, n, s in FIXED_K_EXAMPLE]
-    _assert_fixed_k_example(process_run(make_run(tmp_path, rows, manifest={"status": "completed", "metrics_k": 2})).metrics)
+    _assert_fixed_k_example(run_stages(make_run(tmp_path, rows, manifest={"status": "completed", "metrics_k": 2})).processed.metrics)
 
 
 def test_3_7_first_success_example():

@@ -105,14 +105,14 @@ def test_local_run_files_of_a_local_root_are_the_run_folders(tmp_path):
 def test_a_runs_copy_holds_exactly_the_files_the_stages_read(tmp_path, monkeypatch):
     """run_folders.read_by_stages names every file attempt_metrics.derive_attempt opens."""
     import bench_pipeline.attempt_metrics.assemble as attempt_metrics
-    from bench_pipeline.pipeline import process_run
+    from bench_pipeline.pipeline import run_stages
 
     opened = set()
     real = attempt_metrics._read_artifact
     monkeypatch.setattr(attempt_metrics, "_read_artifact",
                         lambda ctx, folder, name: opened.add(name) or real(ctx, folder, name))
     run = make_run(tmp_path, [row("a")], artifacts={"tasks/a": {"history.json": [], "pre.png": b"x"}})
-    process_run(run)
+    run_stages(run).processed
     assert opened == set(run_folders.ARTIFACT_FILES)
     assert run_folders.read_by_stages("results.jsonl") and run_folders.read_by_stages("tasks/a/attempt-2/trace.json")
     assert not run_folders.read_by_stages("tasks/a/pre.png") and not run_folders.read_by_stages("notes/results.jsonl")

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 from bench_pipeline.run_reader import NotARunFolderError, planned_attempts, read_run
 
 from .run_builder import make_run, row
@@ -35,7 +35,7 @@ def test_folder_without_results_raises_naming_the_path(tmp_path):
     folder.mkdir()
     (folder / "manifest.json").write_text('{"status": "completed"}', encoding="utf-8")
     with pytest.raises(NotARunFolderError) as info:
-        process_run(folder)
+        run_stages(folder).processed
     assert str(folder) in str(info.value)
     with pytest.raises(NotARunFolderError):
         read_run(folder)
@@ -45,7 +45,7 @@ def test_missing_manifest_and_suite_are_not_fatal(tmp_path):
     run = make_run(tmp_path, [row("t")])
     (run / "manifest.json").unlink()
     (run / "suite.json").unlink()
-    m = process_run(run).metrics
+    m = run_stages(run).processed.metrics
     assert m["coverage"]["attempts"] == 1
     assert m["suite"] is None
     assert m["coverage"]["metrics_k"] == 1  # observed: highest attempt of the only task
@@ -55,7 +55,7 @@ def test_malformed_manifest_and_suite_are_not_fatal(tmp_path):
     run = make_run(tmp_path, [row("t", 1), row("t", 2)])
     (run / "manifest.json").write_text('{"status": "completed", "metrics_k": ', encoding="utf-8")
     (run / "suite.json").write_bytes(b"\xff\xfe not json")
-    m = process_run(run).metrics
+    m = run_stages(run).processed.metrics
     assert m["coverage"]["attempts"] == 2
     assert m["coverage"]["metrics_k"] == 2
     assert m["coverage"]["planned_attempts"] is None
@@ -66,7 +66,7 @@ def test_malformed_manifest_and_suite_are_not_fatal(tmp_path):
 
 def test_run_id_is_folder_name_not_manifest_run_id(tmp_path):
     run = make_run(tmp_path, [row("t")], run_id="folder-id", manifest={"status": "completed", "run_id": "manifest-id"})
-    p = process_run(run)
+    p = run_stages(run).processed
     assert p.metrics["run_id"] == "folder-id"
     assert _attempt(p, "t")["run_id"] == "folder-id"
 
@@ -85,7 +85,7 @@ def test_suite_name_precedence(tmp_path, suite, manifest_suite, expected):
     manifest = {"status": "completed"}
     if manifest_suite is not None:
         manifest["suite"] = manifest_suite
-    m = process_run(make_run(tmp_path, [row("t")], suite=suite, manifest=manifest)).metrics
+    m = run_stages(make_run(tmp_path, [row("t")], suite=suite, manifest=manifest)).processed.metrics
     assert m["suite"] == expected
 
 
@@ -93,7 +93,7 @@ def test_suite_name_precedence(tmp_path, suite, manifest_suite, expected):
 
 def test_blank_and_whitespace_lines_are_ignored_and_line_numbers_kept(tmp_path):
     rows = [row("a"), "", "   \t ", row("b"), "not json"]
-    p = process_run(make_run(tmp_path, rows))
+    p = run_stages(make_run(tmp_path, rows)).processed
     assert p.metrics["coverage"]["attempts"] == 2
     assert _attempt(p, "a")["line"] == 1
     assert _attempt(p, "b")["line"] == 4
@@ -126,7 +126,7 @@ BAD_LINES = [
 
 @pytest.mark.parametrize("line", BAD_LINES)
 def test_each_bad_row_is_reported_and_excluded(tmp_path, line):
-    p = process_run(make_run(tmp_path, [row("good"), line]))
+    p = run_stages(make_run(tmp_path, [row("good"), line])).processed
     assert p.metrics["coverage"]["attempts"] == 1
     assert p.metrics["coverage"]["unique_tasks"] == 1
     bad = p.metrics["data_quality"]["bad_rows"]
@@ -137,7 +137,7 @@ def test_each_bad_row_is_reported_and_excluded(tmp_path, line):
 
 def test_bad_rows_together_keep_their_line_numbers(tmp_path):
     rows = [row("g1")] + BAD_LINES + [row("g2")]
-    p = process_run(make_run(tmp_path, rows))
+    p = run_stages(make_run(tmp_path, rows)).processed
     assert _bad_lines(p.metrics) == list(range(2, 2 + len(BAD_LINES)))
     assert _attempt(p, "g2")["line"] == 2 + len(BAD_LINES)
     assert p.metrics["aggregate"]["tasks"] == 2
@@ -149,7 +149,7 @@ def test_non_utf8_line_is_a_bad_row(tmp_path):
     (run / "results.jsonl").write_bytes(
         good + b"\n" + b'{"task_id": "t\xff", "attempt": 1, "status": "passed"}\n' + b"\xfe\xff\n" + json.dumps(row("b")).encode() + b"\n"
     )
-    p = process_run(run)
+    p = run_stages(run).processed
     assert _bad_lines(p.metrics) == [2, 3]
     assert sorted(a["task_id"] for a in p.attempts) == ["a", "b"]
     assert _attempt(p, "b")["line"] == 4
@@ -160,7 +160,7 @@ def test_crlf_line_endings_are_rows(tmp_path):
     (run / "results.jsonl").write_bytes(
         json.dumps(row("a")).encode() + b"\r\n" + json.dumps(row("b", status="failed")).encode() + b"\r\n\r\n"
     )
-    p = process_run(run)
+    p = run_stages(run).processed
     assert p.metrics["data_quality"]["bad_rows"] == []
     assert p.metrics["coverage"]["attempts"] == 2
 
@@ -168,20 +168,20 @@ def test_crlf_line_endings_are_rows(tmp_path):
 def test_last_line_without_newline_is_a_row(tmp_path):
     run = make_run(tmp_path, [row("x")])
     (run / "results.jsonl").write_text(json.dumps(row("a")) + "\n" + json.dumps(row("b")), encoding="utf-8")
-    assert process_run(run).metrics["coverage"]["attempts"] == 2
+    assert run_stages(run).processed.metrics["coverage"]["attempts"] == 2
 
 
 @pytest.mark.parametrize("attempt_field", [{"attempt": None}, {}])
 def test_null_or_absent_attempt_means_one(tmp_path, attempt_field):
     r = {"task_id": "t", "status": "passed", "success": True, "agent_eligible": True, **attempt_field}
-    p = process_run(make_run(tmp_path, [r]))
+    p = run_stages(make_run(tmp_path, [r])).processed
     assert p.metrics["data_quality"]["bad_rows"] == []
     assert _attempt(p, "t", 1)["attempt"] == 1
     assert p.metrics["capability"]["pass_at_1"]["successes"] == 1
 
 
 def test_row_with_unknown_keys_is_kept(tmp_path):
-    p = process_run(make_run(tmp_path, [row("t", some_future_key={"x": 1}, metrics={"new_metric": 3})]))
+    p = run_stages(make_run(tmp_path, [row("t", some_future_key={"x": 1}, metrics={"new_metric": 3})])).processed
     assert p.metrics["data_quality"]["bad_rows"] == []
     assert p.metrics["coverage"]["attempts"] == 1
 
@@ -196,7 +196,7 @@ def test_line_with_nan_infinity_and_huge_ints_is_still_a_row(tmp_path):
         ' "metrics": {"task_wall_ms": NaN, "setup_ms": -Infinity, "llm_calls": ' + big + ','
         ' "tool_calls": 1e400, "input_tokens": -' + big + ', "cost_usd": Infinity}}'
     )
-    p = process_run(make_run(tmp_path, [line, row("ok", metrics={"task_wall_ms": 10})]))
+    p = run_stages(make_run(tmp_path, [line, row("ok", metrics={"task_wall_ms": 10})])).processed
     m = p.metrics
     assert m["data_quality"]["bad_rows"] == []
     assert m["coverage"]["attempts"] == 2
@@ -219,7 +219,7 @@ def test_line_with_nan_infinity_and_huge_ints_is_still_a_row(tmp_path):
 def test_duplicates_reported_once_per_task_attempt_with_all_lines(tmp_path):
     legacy = {"task_id": "t", "status": "passed", "success": True, "agent_eligible": True}
     rows = [row("t", 1), row("t", 2), row("t", 1, "failed"), legacy, row("u"), row("u"), row("v")]
-    m = process_run(make_run(tmp_path, rows)).metrics
+    m = run_stages(make_run(tmp_path, rows)).processed.metrics
     dups = sorted(m["data_quality"]["duplicate_rows"], key=lambda d: d["task_id"])
     assert dups == [
         {"task_id": "t", "attempt": 1, "lines": [1, 3, 4]},
@@ -230,7 +230,7 @@ def test_duplicates_reported_once_per_task_attempt_with_all_lines(tmp_path):
 
 
 def test_no_duplicates_gives_empty_list(tmp_path):
-    m = process_run(make_run(tmp_path, [row("t", 1), row("t", 2)])).metrics
+    m = run_stages(make_run(tmp_path, [row("t", 1), row("t", 2)])).processed.metrics
     assert m["data_quality"]["duplicate_rows"] == []
 
 
@@ -265,24 +265,24 @@ PLANNED = [{"task_id": "a", "attempts": 3}, {"task_id": "b", "attempts": 2}]
 )
 def test_metrics_k_chain(tmp_path, manifest, expected):
     rows = [row("a", 1), row("a", 2), row("a", 3), row("b", 1), row("b", 2)]
-    m = process_run(make_run(tmp_path, rows, manifest={"status": "completed", **manifest})).metrics
+    m = run_stages(make_run(tmp_path, rows, manifest={"status": "completed", **manifest})).processed.metrics
     assert m["coverage"]["metrics_k"] == expected
 
 
 def test_metrics_k_observed_uses_highest_attempt_not_count(tmp_path):
     rows = [row("a", 3), row("b", 1), row("b", 4)]
-    m = process_run(make_run(tmp_path, rows)).metrics
+    m = run_stages(make_run(tmp_path, rows)).processed.metrics
     assert m["coverage"]["metrics_k"] == 3
 
 
 def test_metrics_k_null_when_nothing_known(tmp_path):
-    m = process_run(make_run(tmp_path, [])).metrics
+    m = run_stages(make_run(tmp_path, [])).processed.metrics
     assert m["coverage"]["metrics_k"] is None
 
 
 def test_metrics_k_ignores_bad_rows(tmp_path):
     rows = [row("a", 1), row("a", 2), '{"task_id": "b", "attempt": "9"}']
-    m = process_run(make_run(tmp_path, rows)).metrics
+    m = run_stages(make_run(tmp_path, rows)).processed.metrics
     assert m["coverage"]["metrics_k"] == 2
     assert m["coverage"]["unique_tasks"] == 1
 
@@ -290,13 +290,13 @@ def test_metrics_k_ignores_bad_rows(tmp_path):
 # --- planned / missing (R32, R33) ---------------------------------------------------------
 
 def test_no_planned_list_gives_nulls(tmp_path):
-    m = process_run(make_run(tmp_path, [row("a")])).metrics
+    m = run_stages(make_run(tmp_path, [row("a")])).processed.metrics
     assert m["coverage"]["planned_attempts"] is None
     assert m["coverage"]["missing_attempts"] is None
 
 
 def test_empty_planned_list_gives_zeros(tmp_path):
-    m = process_run(make_run(tmp_path, [row("a")], manifest={"status": "completed", "planned": []})).metrics
+    m = run_stages(make_run(tmp_path, [row("a")], manifest={"status": "completed", "planned": []})).processed.metrics
     assert m["coverage"]["planned_attempts"] == 0
     assert m["coverage"]["missing_attempts"] == 0
     assert m["data_quality"]["missing_attempts"] == []
@@ -310,7 +310,7 @@ def test_missing_attempts_in_plan_order_and_extras_not_missing(tmp_path):
         {"task_id": 9, "attempts": 2},        # invalid entry: not planned
     ]}
     rows = [row("a", 1), row("a", 3), row("b", 2), row("extra", 1), row("a", 5)]
-    m = process_run(make_run(tmp_path, rows, manifest=manifest)).metrics
+    m = run_stages(make_run(tmp_path, rows, manifest=manifest)).processed.metrics
     assert m["coverage"]["planned_attempts"] == 5
     assert m["coverage"]["missing_attempts"] == 2
     assert m["data_quality"]["missing_attempts"] == [
@@ -321,7 +321,7 @@ def test_missing_attempts_in_plan_order_and_extras_not_missing(tmp_path):
 
 def test_missing_attempts_all_present(tmp_path):
     manifest = {"status": "completed", "planned": [{"task_id": "a", "attempts": 2}]}
-    m = process_run(make_run(tmp_path, [row("a", 1), row("a", 2)], manifest=manifest)).metrics
+    m = run_stages(make_run(tmp_path, [row("a", 1), row("a", 2)], manifest=manifest)).processed.metrics
     assert (m["coverage"]["planned_attempts"], m["coverage"]["missing_attempts"]) == (2, 0)
     assert m["data_quality"]["missing_attempts"] == []
 
@@ -329,7 +329,7 @@ def test_missing_attempts_all_present(tmp_path):
 def test_legacy_row_without_attempt_satisfies_planned_attempt_one(tmp_path):
     manifest = {"status": "completed", "planned": [{"task_id": "a", "attempts": 1}]}
     legacy = {"task_id": "a", "status": "passed"}
-    m = process_run(make_run(tmp_path, [legacy], manifest=manifest)).metrics
+    m = run_stages(make_run(tmp_path, [legacy], manifest=manifest)).processed.metrics
     assert m["coverage"]["missing_attempts"] == 0
 
 
@@ -392,7 +392,7 @@ def test_huge_planned_attempts_are_counted_not_enumerated(tmp_path):
 # --- R43: NUL bytes in identity ---------------------------------------------------------
 
 def test_nul_byte_in_task_id_is_a_row(tmp_path):
-    p = process_run(make_run(tmp_path, [row("t\x00x", metrics={"tool_calls": 3})]))
+    p = run_stages(make_run(tmp_path, [row("t\x00x", metrics={"tool_calls": 3})])).processed
     assert p.metrics["data_quality"]["bad_rows"] == []
     a = _attempt(p, "t\x00x")
     assert a["tool_calls"] == 3
@@ -406,7 +406,7 @@ def test_unicode_line_separators_inside_a_row_do_not_split_it(tmp_path, separato
     run = make_run(tmp_path, [row("x")])
     line = json.dumps(row("a", category=f"nav{separator}x"), ensure_ascii=False)
     (run / "results.jsonl").write_bytes((line + "\n" + json.dumps(row("b")) + "\n").encode("utf-8"))
-    p = process_run(run)
+    p = run_stages(run).processed
     assert p.metrics["data_quality"]["bad_rows"] == []
     assert _attempt(p, "a")["category"] == f"nav{separator}x"
     assert _attempt(p, "b")["line"] == 2
@@ -417,7 +417,7 @@ def test_lone_carriage_return_is_not_a_line_break(tmp_path):
     (run / "results.jsonl").write_bytes(
         json.dumps(row("a")).encode() + b"\r" + json.dumps(row("b")).encode() + b"\n" + json.dumps(row("c")).encode() + b"\n"
     )
-    p = process_run(run)
+    p = run_stages(run).processed
     assert _bad_lines(p.metrics) == [1]
     assert [a["task_id"] for a in p.attempts] == ["c"]
     assert _attempt(p, "c")["line"] == 2
@@ -425,7 +425,7 @@ def test_lone_carriage_return_is_not_a_line_break(tmp_path):
 
 def test_deeply_nested_line_is_not_fatal(tmp_path):
     deep = '{"task_id": "d", "attempt": 1, "status": "passed", "x": ' + "[" * 100000 + "]" * 100000 + "}"
-    p = process_run(make_run(tmp_path, [row("a"), deep, row("b")]))
+    p = run_stages(make_run(tmp_path, [row("a"), deep, row("b")])).processed
     assert {"a", "b"} <= {a["task_id"] for a in p.attempts}
     assert p.metrics["coverage"]["attempts"] + len(p.metrics["data_quality"]["bad_rows"]) == 3
 
@@ -434,14 +434,14 @@ def test_deeply_nested_line_is_not_fatal(tmp_path):
 def test_manifest_that_is_not_an_object(tmp_path, content):
     run = make_run(tmp_path, [row("a", 1), row("a", 2)])
     (run / "manifest.json").write_text(content, encoding="utf-8")
-    m = process_run(run).metrics
+    m = run_stages(run).processed.metrics
     assert m["coverage"]["metrics_k"] == 2
     assert m["coverage"]["planned_attempts"] is None
 
 
 def test_suite_with_odd_task_entries(tmp_path):
     suite = {"name": "s", "tasks": [5, None, {"category": "no-id"}, {"id": "t", "category": "c"}]}
-    p = process_run(make_run(tmp_path, [row("t", category=None)], suite=suite))
+    p = run_stages(make_run(tmp_path, [row("t", category=None)], suite=suite)).processed
     assert _attempt(p, "t")["category"] == "c"
 
 
@@ -471,7 +471,7 @@ def test_integers_beyond_64_bits_stay_exact_in_the_plan_and_bound_attempt_number
 
     manifest = {"status": "aborted", "planned": [{"task_id": "a", "attempts": 10 ** 20}]}
     rows = [row("a", 1), row("a", 10 ** 20), row("a", 2 ** 63), row("a", 2 ** 63 - 1)]
-    processed = process_run(make_run(tmp_path, rows, manifest=manifest))
+    processed = run_stages(make_run(tmp_path, rows, manifest=manifest)).processed
     m = processed.metrics
     assert processed.raw.planned.size == 10 ** 20
     assert [r.attempt for r in processed.raw.rows] == [1, 2 ** 63 - 1]
@@ -483,5 +483,5 @@ def test_integers_beyond_64_bits_stay_exact_in_the_plan_and_bound_attempt_number
     assert m["coverage"]["metrics_k"] == 10 ** 20
     assert raw_results_frame(processed.raw)["attempt"].tolist()[3] == 2 ** 63 - 1  # the Dagster frame holds it
     # a float literal is still not an attempt number (R27)
-    bad = process_run(make_run(tmp_path / "f", ['{"task_id": "x", "attempt": 1e20}', row("y")]))
+    bad = run_stages(make_run(tmp_path / "f", ['{"task_id": "x", "attempt": 1e20}', row("y")])).processed
     assert bad.metrics["data_quality"]["bad_rows"] == [{"line": 1, "reason": "attempt is not an integer >= 1: 1e+20"}]

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 from bench_pipeline.stats import (
     Z_95,
     distribution,
@@ -154,7 +154,7 @@ def test_distribution_through_pipeline_skips_unavailable_values(tmp_path):
         row("e", metrics={"task_wall_ms": 10**400}),
         row("f", metrics={"task_wall_ms": 300}),
     ]
-    dist = process_run(make_run(tmp_path, rows)).metrics["efficiency"]["task_wall_ms"]
+    dist = run_stages(make_run(tmp_path, rows)).processed.metrics["efficiency"]["task_wall_ms"]
     assert dist == {"count": 2, "sum": 400, "mean": 200, "p50": 200, "p90": pytest.approx(280), "p95": pytest.approx(290)}
 
 

@@ -15,7 +15,7 @@ import pytest
 from bench_pipeline.attempt_metrics import outcome
 from bench_pipeline.capability import per_task
 from bench_pipeline.comparison import first_attempt_value, pass_at_k_value, task_success_value
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 from bench_pipeline.task_groups import (
     ek_window,
     eligible_attempts,
@@ -321,7 +321,7 @@ def test_per_task_avg_wall_uses_legacy_wall_ms(tmp_path):
     """Through a run folder: stage 2 reads the legacy wall_ms key (R7), in ``metrics`` or at
     the top level, into task_wall_ms, which per_task and cost to first success use."""
     rows = [row("L", 1, "failed", metrics={"wall_ms": 100}), row("L", 2, "passed", wall_ms=300, metrics={})]
-    m = process_run(make_run(tmp_path, rows, manifest={"status": "completed", "metrics_k": 1})).metrics
+    m = run_stages(make_run(tmp_path, rows, manifest={"status": "completed", "metrics_k": 1})).processed.metrics
     assert m["aggregate"]["per_task"]["L"]["avg_wall_ms"] == 200
     assert m["cost_to_first_success"]["task_wall_ms"] == {"count": 1, "mean": 400, "p50": 400}
 

@@ -14,7 +14,7 @@ from bench_pipeline.assets import per_run_assets
 from bench_pipeline.data_quality import data_quality_findings as written_findings
 from bench_pipeline.formula import FORMULA_VERSION
 from bench_pipeline.partitions import range_tags, runs_partitions
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 from bench_pipeline.run_folders import fingerprint
 
 from ..dagster_helpers import make_resources
@@ -45,7 +45,7 @@ def test_every_stage_materializes_and_matches_the_engine(run_env, monkeypatch):
     result = dg.materialize(per_run_assets, partition_key="run-x", instance=instance, resources=resources)
     assert result.success
     written = json.loads((root / "reports" / "run-x" / "metrics.json").read_text())
-    direct = process_run(run).metrics
+    direct = run_stages(run).processed.metrics
     for section in ("capability", "coverage", "failures", "efficiency", "aggregate", "data_quality"):
         assert written[section] == direct[section], section
     assert written["formula_version"] == FORMULA_VERSION

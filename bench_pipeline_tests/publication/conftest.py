@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench_pipeline.generator import generate_runs
-from bench_pipeline.pipeline import process_run
+from bench_pipeline.pipeline import run_stages
 from bench_pipeline.metrics_files import attempt_record
 from bench_pipeline.publication.settings import PublishOptions
 
@@ -21,7 +21,7 @@ def processed_run(tmp_path_factory):
     """One synthetic run (4 tasks x 2 attempts, edge cases on) through every metric stage."""
     root = tmp_path_factory.mktemp("runs")
     (run_dir,) = generate_runs(root, runs=1, seed=11, tasks=4, repeats=2, history_messages=8)
-    return process_run(run_dir)
+    return run_stages(run_dir).processed
 
 
 @pytest.fixture
