@@ -383,15 +383,6 @@ def test_distributions_of_any_field_selection_match_field_by_field():
 
 # --- uncertainty grouped by task and unbiased estimators (comparison.md, last section) -------
 
-def _direct_clustered(outcomes: dict[str, list[bool]]) -> tuple[float, float]:
-    """(se_simple, se_clustered) computed as comparison.md writes them, in floats."""
-    xs = [1.0 if o else 0.0 for v in outcomes.values() for o in v]
-    n = len(xs)
-    p = sum(xs) / n
-    clustered = math.sqrt(sum(sum(x - p for x in map(float, v)) ** 2 for v in outcomes.values())) / n
-    return math.sqrt(p * (1 - p) / n), clustered
-
-
 def test_uncertainty_of_the_reference_example_by_hand():
     """3.7's k=2 example: eligible x = A 1,0; B 0,1; C 1,1; D 1 (D's attempt 2 ineligible).
     N = 7, p = 5/7; per-task sums of x - p: -3/7, -3/7, 4/7, 2/7, squares 38/49, so
@@ -412,13 +403,14 @@ def test_uncertainty_of_the_reference_example_by_hand():
     z = 1.959963984540054
     assert u["ci95"] == {"lower": pytest.approx(5 / 7 - z * math.sqrt(38) / 49, rel=1e-15),
                          "upper": pytest.approx(5 / 7 + z * math.sqrt(38) / 49, rel=1e-15)}
-    simple, clustered = _direct_clustered({"A": [True, False], "B": [False, True], "C": [True, True], "D": [True]})
-    assert (u["se_simple"], u["se_clustered"]) == (pytest.approx(simple, rel=1e-14), pytest.approx(clustered, rel=1e-14))
 
 
 def test_uncertainty_counts_duplicate_rows_and_clusters_by_task():
     """Over capability.attempt_success_rate's population: eligible rows, a duplicate
-    included (R29); a task whose repeats agree widens the interval (design effect > 1)."""
+    included (R29); a task whose repeats agree widens the interval (design effect > 1).
+    x = a 1,1,1; b 0,0; c 1,0: N = 7, p = 4/7, se_simple = sqrt(4/7 * 3/7 / 7) = sqrt(12/343);
+    per-task sums of x - p: 9/7, -8/7, -1/7, squares 146/49, se_clustered = sqrt(146) / 49;
+    design effect = (146/2401) / (12/343) = 146/84."""
     rows = [attempt("a", 1), attempt("a", 2), attempt("a", 2), attempt("b", 1, "failed"), attempt("b", 2, "failed"),
             attempt("c", 1), attempt("c", 2, "failed"), attempt("d", 1, "skipped")]
     m = metrics_of(rows, 2)
@@ -426,10 +418,9 @@ def test_uncertainty_counts_duplicate_rows_and_clusters_by_task():
     assert u["attempts"] == m["capability"]["attempt_success_rate"]["eligible_attempts"] == 7
     assert u["value"] == m["capability"]["attempt_success_rate"]["value"] == 4 / 7
     assert u["tasks"] == 3  # d has no eligible row
-    simple, clustered = _direct_clustered({"a": [True, True, True], "b": [False, False], "c": [True, False]})
-    assert u["se_simple"] == pytest.approx(simple, rel=1e-14)
-    assert u["se_clustered"] == pytest.approx(clustered, rel=1e-14)
-    assert u["design_effect"] == pytest.approx((clustered / simple) ** 2, rel=1e-13) and u["design_effect"] > 1
+    assert u["se_simple"] == pytest.approx(math.sqrt(12 / 343), rel=1e-14)
+    assert u["se_clustered"] == pytest.approx(math.sqrt(146) / 49, rel=1e-14)
+    assert u["design_effect"] == pytest.approx(146 / 84, rel=1e-13) and u["design_effect"] > 1
 
 
 def test_clustered_equals_simple_with_one_attempt_per_task():
@@ -450,7 +441,8 @@ def test_uncertainty_without_eligible_rows_and_at_the_edges():
 
 
 def _enumerated(attempts: list[bool], k: int) -> tuple[float, float]:
-    """(pass@k, pass^k) of one task: the share of its k-subsets with a success / all successes."""
+    """(pass@k, pass^k) of one task by their definition, not the closed form under test: the
+    share of its k-subsets with a success / with all successes (Chen et al. 2021, Yao et al. 2024)."""
     subsets = list(itertools.combinations(attempts, k))
     return sum(any(s) for s in subsets) / len(subsets), sum(all(s) for s in subsets) / len(subsets)
 
