@@ -67,7 +67,7 @@ def process_command(run_dir: Path, out_dir: Path) -> tuple[float, int, float]:
 METRICS_ONLY = (
     "import gc, os, sys; from pathlib import Path; gc.disable(); "
     "from bench_pipeline.bulk import default_workers; "
-    "from bench_pipeline.pipeline import process_run; from bench_pipeline.metrics_files import write_metrics_files; "
+    "from bench_pipeline.pipeline import run_stages; from bench_pipeline.metrics_files import write_metrics_files; "
     "p = run_stages(sys.argv[1], workers=default_workers()).processed; "
     "write_metrics_files(Path(sys.argv[2]), p.metrics, p.attempts); "
     "os._exit(0)"  # like the command: no interpreter teardown
