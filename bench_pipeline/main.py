@@ -34,6 +34,8 @@ from pathlib import Path
 #: what a newcomer will see: one clean run whose every check passes, and runs with the
 #: defects real runs have (malformed lines, duplicated rows, unsafe or broken artifacts,
 #: missing attempts), whose checks are red because of the data, not the pipeline.
+#: Suite pages named at the end of the main command (the rest are counted).
+SUITE_PAGES_LISTED = 10
 SAMPLES = (("sample-clean-", 1, False, 7), ("sample-with-data-problems-", 2, True, 8))
 #: The last field is the seed: 8 makes the two imperfect runs show every kind of check
 #: failure between them; the clean run's own seed gives it an id and start of its own.
@@ -183,10 +185,32 @@ def _run_all(defs, instance, samples: bool) -> int:
     for key in keys:
         for path in _written_reports(settings.output_root, key) or [f"{key}: no reports written"]:
             _say(f"  {path}")
+    pages = _suite_pages(settings.output_root)
+    if pages:
+        _say("Suite pages (every run of a suite, its systems and their noise floors):")
+        for path in pages[:SUITE_PAGES_LISTED]:
+            _say(f"  {path}")
+        if len(pages) > SUITE_PAGES_LISTED:
+            _say(f"  ... and {len(pages) - SUITE_PAGES_LISTED} more")
     _say("")
     _say(f"Dagster instance: {home}")
     _say("See it in the UI: scripts/ui.sh  (dg dev on the same instance)")
     return failed
+
+
+def _suite_pages(output_root: str) -> list[str]:
+    """Every suite's page (``_suites/<suite>/index.html``) under the output root, sorted."""
+    from . import object_store
+    from .assets.systems import SUITES_FOLDER
+
+    if object_store.is_remote(output_root):
+        folder = object_store.join(output_root, SUITES_FOLDER)
+        try:
+            keys = object_store.list_objects(folder).objects
+        except object_store.StoreError:
+            return []
+        return sorted(object_store.join(folder, k) for k in keys if k.count("/") == 1 and k.endswith("/index.html"))
+    return sorted(str(p) for p in (Path(output_root) / SUITES_FOLDER).glob("*/index.html"))
 
 
 def _written_reports(output_root: str, key: str) -> list[str]:

@@ -103,6 +103,10 @@ def test_main_says_each_thing_once_naming_its_run(tmp_path):
         for name in ("report.html", "summary.md", "comparison.md"):
             path = reports / run_id / name
             assert (f"  {path}" in listed) == path.exists(), path
+    # then every suite's page, named once
+    pages = sorted(str(p) for p in (reports / "_suites").glob("*/index.html"))
+    assert pages and "Suite pages (every run of a suite, its systems and their noise floors):" in listed
+    assert [line.strip() for line in listed if line.strip().endswith("/index.html")] == pages
 
     instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
     run = next(r for r in instance.get_runs() if r.job_name == "process_run")

@@ -283,6 +283,8 @@ def test_main_command_with_every_root_in_a_bucket(s3_server, tmp_path):
     for run_id in run_ids:
         assert f"reports/{run_id}/metrics.json" in keys and f"reports/{run_id}/report.html" in keys
     assert any(k.startswith("reports/_suites/") for k in keys)
+    pages = sorted(f"s3://bench-main/{k}" for k in keys if k.startswith("reports/_suites/") and k.endswith("/index.html"))
+    assert pages and all(f"  {page}\n" in first for page in pages), first
     second = main()
     assert all(f"{run_id}: unchanged since it was processed" in second for run_id in run_ids)
     # With samples allowed, a bucket's runs root is the runners': no sample run is written
