@@ -24,8 +24,6 @@ from standins.s3 import Bucket, S3Server, s3_environment, start_moto_server
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
-    pytest.importorskip("moto")
-    pytest.importorskip("s3fs")
     process, port = start_moto_server()
     try:
         env = s3_environment(port)

@@ -69,7 +69,6 @@ def _wait_until(condition, timeout: float) -> bool:
     return condition()
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_launcher_started_with_sigint_ignored_stops_everything_it_started(tmp_path, stop):
     """Started as a background job of a non-interactive shell (SIGINT ignored), the launcher
@@ -119,7 +118,6 @@ def test_launcher_kills_a_command_that_does_not_stop_after_its_timeout():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_ui_script_in_the_background_stops_on_signal(tmp_path, stop):
     """`setsid scripts/ui.sh &` from a non-interactive bash, as a service manager starts it:

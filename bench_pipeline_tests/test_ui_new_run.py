@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -35,7 +34,6 @@ def _wait_until(condition, timeout: float, step: float = 0.2) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups as on the machines that run it")
 def test_a_new_run_folder_gets_its_report_while_the_ui_runs(tmp_path):
     port = free_port()
     home, data = tmp_path / "home", tmp_path / "data"
