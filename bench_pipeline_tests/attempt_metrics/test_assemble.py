@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from bench_pipeline.attempt_metrics import derive_episode, derive_history
 
 from ..support.attempt_inputs import (
-    JSON_VALUES, NAN, TOKENS, call, derive, derive_data, error_pair, event, model, result,
+    JSON_VALUES, NAN, TOKENS, TOOL_ERROR_EVENTS, call, derive, derive_data, error_pair, event, model, result,
 )
 
 HISTORY_FIELDS = ("llm_calls", "llm_time_ms", "vision_llm_calls", "vision_llm_time_ms",
@@ -262,15 +262,7 @@ def test_history_tool_errors_are_derived(history, expected):
 
 
 def test_nonempty_episode_events_replace_tool_errors():
-    events = [
-        event("tap", 1, {}, is_error=True),
-        event("tap", 1, {}, is_error=False),
-        event("tap", 1, {}, content='{"ok": false}'),  # content is not parsed again
-        event("tap", 1, {}, kind="model_response", is_error=True),
-        event("tap", 1, {}, kind="tool_call", is_error=True),
-        {"type": "error", "is_error": True, "message": "x"},
-        event("swipe", 1, {}, is_error=1),
-    ]
+    events = TOOL_ERROR_EVENTS  # two tool_result events with is_error true
     a = derive(HISTORY_3_ERRORS, {"events": events})
     assert a["tool_errors"] == 2
     assert a["provenance"]["tool_errors"] == "derived"

@@ -8,7 +8,7 @@ import pytest
 
 from bench_pipeline.attempt_metrics import derive_episode
 
-from ..support.attempt_inputs import NAN, event
+from ..support.attempt_inputs import NAN, TOOL_ERROR_EVENTS, event
 
 
 # --- device_execution_ms (3.4, R23, R39) ----------------------------------------------------
@@ -156,15 +156,7 @@ def test_episode_override_key_names_are_the_episode_names():
 # --- tool errors and the first error (3.5, R16, R18, R23) -----------------------------------
 
 def test_episode_tool_errors_count_tool_result_events_marked_is_error():
-    events = [
-        event("tap", 1, {}, is_error=True),
-        event("tap", 1, {}, is_error=False),
-        event("tap", 1, {}, content='{"ok": false}'),  # content is not parsed again
-        event("tap", 1, {}, kind="model_response", is_error=True),
-        event("tap", 1, {}, kind="tool_call", is_error=True),
-        {"type": "error", "is_error": True, "message": "x"},
-        event("swipe", 1, {}, is_error=1),
-    ]
+    events = TOOL_ERROR_EVENTS  # two tool_result events with is_error true
     assert derive_episode({"events": events}).tool_errors == 2
 
 

@@ -11,6 +11,7 @@ import pytest
 from bench_pipeline.generator.attempts import build_attempt, build_metrics, trace_observations
 from bench_pipeline.generator.records import Evaluation, RunDraw, Task
 from bench_pipeline.vocabulary import ROW_METRICS_KEYS
+from bench_pipeline_tests.support.reference_tables import GENERATED_ROW_KEYS
 
 STARTED = datetime(2026, 11, 28, 10, 0, 0, tzinfo=timezone.utc)
 TASK = Task(id="send_sms_ana", category="messaging", prompt="Send it.",
@@ -18,14 +19,6 @@ TASK = Task(id="send_sms_ana", category="messaging", prompt="Send it.",
             env_checks=["sms_sent"], skill="messaging", timeout_s=180, pass_probability=0.8)
 TIMING = {"task_wall_ms": 900, "setup_ms": 40, "screenshot_capture_ms": None, "pre_error": None,
           "post_error": "adb screencap failed"}
-ROW_KEYS = [
-    "task_id", "attempt", "category", "artifact_dir", "episode_id", "active_skills", "status", "success",
-    "agent_eligible", "failure_class", "first_failure_stage", "quality_score", "rubric_pass_count",
-    "rubric_total", "rubric_spec", "rubric", "hard_assertions", "hard_assertion_failures",
-    "expected_answer_match", "expected_recalled_memory_match", "memory_recall_evidence_source",
-    "environment_state_assertions", "trace_observations", "recovery_attempted", "recovery_succeeded",
-    "pre_screenshot_file", "post_screenshot_file", "started_at", "finished_at", "metrics",
-]
 
 
 def draw(with_cost: bool = False) -> RunDraw:
@@ -43,7 +36,7 @@ def test_an_attempt_is_deterministic_per_seed() -> None:
 
 def test_a_clean_row_lists_every_field_and_its_folder() -> None:
     out = build_attempt(random.Random(6), draw(), TASK, 2, STARTED, 20, frozenset())
-    assert list(out.row) == ROW_KEYS
+    assert list(out.row) == list(GENERATED_ROW_KEYS)
     assert list(out.row["metrics"]) == list(ROW_METRICS_KEYS)
     assert out.folder == "tasks/send_sms_ana/attempt-2" == out.row["artifact_dir"]
     assert out.row["started_at"] == "2026-11-28T10:00:00Z"

@@ -20,19 +20,13 @@ from bench_pipeline.attempt_metrics.assemble import measured_values
 from bench_pipeline.generator import generate_runs
 from bench_pipeline.generator.outcomes import OUTCOMES
 from bench_pipeline.vocabulary import FAILURE_CLASSES, FAILURE_STAGES, ROW_METRICS_KEYS, STATUSES
+from bench_pipeline_tests.support.reference_tables import GENERATED_ROW_KEYS
 
 #: Fields every clean attempt's history.json gives (episode.json may replace some).
 DERIVED_FROM_FILES = ("llm_calls", "llm_time_ms", "input_tokens", "tool_calls", "device_actions",
                       "screenshots_taken", "tool_errors")
 RUN_ID = re.compile(r"^2026-\d\d-\d\dT\d\d-\d\d-\d\dZ-[0-9a-f]{6}$")
-ROW_KEYS = {
-    "task_id", "attempt", "category", "artifact_dir", "episode_id", "active_skills", "status", "success",
-    "agent_eligible", "failure_class", "first_failure_stage", "quality_score", "rubric_pass_count",
-    "rubric_total", "rubric_spec", "rubric", "hard_assertions", "hard_assertion_failures",
-    "expected_answer_match", "expected_recalled_memory_match", "memory_recall_evidence_source",
-    "environment_state_assertions", "trace_observations", "recovery_attempted", "recovery_succeeded",
-    "pre_screenshot_file", "post_screenshot_file", "started_at", "finished_at", "metrics",
-}
+ROW_KEYS = set(GENERATED_ROW_KEYS)
 # (status, failure_class, raw success, agent_eligible) of the generator's outcome kinds, which
 # test_outcomes.py proves to be the reference's outcome table.
 OUTCOME_TABLE = {outcome[:4] for outcome in OUTCOMES.values()}

@@ -94,6 +94,20 @@ def event(name, duration="absent", tool_input="absent", kind="tool_result", **ex
     return e
 
 
+#: Episode events of which exactly two count as tool errors (3.5: tool_result events with
+#: ``is_error`` true): the others are a success, an ``ok: false`` content (not parsed again),
+#: errors on events of other types and an ``is_error`` that is 1, not true.
+TOOL_ERROR_EVENTS = [
+    event("tap", 1, {}, is_error=True),
+    event("tap", 1, {}, is_error=False),
+    event("tap", 1, {}, content='{"ok": false}'),
+    event("tap", 1, {}, kind="model_response", is_error=True),
+    event("tap", 1, {}, kind="tool_call", is_error=True),
+    {"type": "error", "is_error": True, "message": "x"},
+    event("swipe", 1, {}, is_error=1),
+]
+
+
 # --- one attempt row from values ------------------------------------------------------------
 
 def derive(history=None, episode=None, status="failed", task_id="t", suite_tasks=None, **fields) -> dict:

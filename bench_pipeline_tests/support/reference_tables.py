@@ -12,3 +12,13 @@ OUTCOME_TABLE = [
     ("failed", "environment", False, False),
     ("judge_error", "evaluation", None, False),
 ]
+
+# run-directory.md "results.jsonl": the keys of a row the generator writes, in its order.
+GENERATED_ROW_KEYS = (
+    "task_id", "attempt", "category", "artifact_dir", "episode_id", "active_skills", "status", "success",
+    "agent_eligible", "failure_class", "first_failure_stage", "quality_score", "rubric_pass_count",
+    "rubric_total", "rubric_spec", "rubric", "hard_assertions", "hard_assertion_failures",
+    "expected_answer_match", "expected_recalled_memory_match", "memory_recall_evidence_source",
+    "environment_state_assertions", "trace_observations", "recovery_attempted", "recovery_succeeded",
+    "pre_screenshot_file", "post_screenshot_file", "started_at", "finished_at", "metrics",
+)
