@@ -13,13 +13,21 @@ starts with are processed, each round:
    which writes manifest.json (status completed) last: that moment is the start;
 3. waits for the run's report.html; the end is its modification time.
 
+With ``--bucket`` the runs root, the output root and the storage base are in a bucket
+(``s3://latency/runs``, ``s3://latency/reports``, ``s3://latency/storage``) on moto's S3
+server on loopback (standins/moto_server.py, a process of its own), the setup the Helm
+chart defaults to: the run is written to a local folder by the generator and uploaded as a
+runner uploads it, every object in parallel and manifest.json last (the start is the end of
+that PUT); the end is the moment report.html's object is first seen in the bucket (polled
+every 0.1 s). Target <= 30 s.
+
 Each round prints the total and where the time went, from the Dagster run's events:
 ``sensor`` (manifest written -> run created by the sensor's tick), ``queue`` (created ->
 dequeued by the run coordinator), ``launch`` (dequeued -> the run process executing: a
 new Python process that imports Dagster and the definitions), ``step`` (-> the step
 starts) and ``work`` (step start -> report.html written). Then the median and range.
 
-    .venv/bin/python benchmarks/latency_benchmark.py [--rounds 7] [--workdir DIR] [--keep]
+    .venv/bin/python benchmarks/latency_benchmark.py [--rounds 7] [--bucket] [--workdir DIR] [--keep]
 """
 
 from __future__ import annotations
@@ -48,20 +56,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def ui_env(workdir: Path) -> dict:
-    """The environment of a user's shell, with the instance and data under ``workdir``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "BENCH_", "DAGSTER_"))}
+def ui_env(workdir: Path, extra: dict[str, str] | None = None) -> dict:
+    """The environment of a user's shell, with the instance and data under ``workdir``
+    (and ``extra``: the bucket's roots and the S3 SDK's variables)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "BENCH_", "DAGSTER_", "AWS_"))}
     env.update({"DAGSTER_HOME": str(workdir / "dagster_home"), "BENCH_HOME": str(workdir / "data")})
+    env.update(extra or {})
     return env
 
 
 class UI:
     """scripts/ui.sh in a session of its own; stopped (and its session killed) on exit."""
 
-    def __init__(self, workdir: Path, port: int) -> None:
+    def __init__(self, workdir: Path, port: int, extra_env: dict[str, str] | None = None) -> None:
         self.port, self.log = port, workdir / "ui.log"
         self.process = subprocess.Popen(
-            ["bash", "scripts/ui.sh", "-h", "127.0.0.1", "-p", str(port)], cwd=ROOT, env=ui_env(workdir),
+            ["bash", "scripts/ui.sh", "-h", "127.0.0.1", "-p", str(port)], cwd=ROOT, env=ui_env(workdir, extra_env),
             stdout=open(self.log, "wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )
 
@@ -164,18 +174,75 @@ def sensor_ticks(instance, name: str = "run_folder_sensor") -> tuple[list[float]
     return [], []
 
 
-def one_round(instance, runs_root: Path, reports: Path, number: int, timeout: float) -> tuple[float, dict | None]:
+def new_run(runs_root: Path, number: int) -> Path:
+    """One small run (12 tasks x 3 attempts) written by the generator, manifest.json last."""
     from bench_pipeline.generator import generate_runs
 
     prefix = f"latency-{number:02d}-"
     generate_runs(runs_root, runs=1, seed=5000 + number, tasks=12, repeats=3, history_messages=30,
                   edge_cases=False, id_prefix=prefix)
     (run_dir,) = [p for p in runs_root.iterdir() if p.name.startswith(prefix)]
+    return run_dir
+
+
+def one_round(instance, runs_root: Path, reports: Path, number: int, timeout: float) -> tuple[float, dict | None]:
+    run_dir = new_run(runs_root, number)
     ready = (run_dir / "manifest.json").stat().st_mtime
     report = reports / run_dir.name / "report.html"
     if not wait_for(report, timeout):
         raise SystemExit(f"round {number}: no report.html for {run_dir.name} within {timeout:.0f} s")
     done = report.stat().st_mtime
+    return done - ready, phases(instance, run_dir.name, ready, done)
+
+
+class BucketRoots:
+    """The three roots in one bucket of moto's server, which runs until ``stop``."""
+
+    name = "latency"
+
+    def __init__(self, workdir: Path) -> None:
+        sys.path.insert(0, str(ROOT))
+        from standins.s3 import Bucket, S3Server, s3_environment, start_moto_server
+
+        self.process, port = start_moto_server()
+        self.bucket = Bucket(self.name, S3Server(port, s3_environment(port)))
+        self.bucket.server.client().create_bucket(Bucket=self.name)
+        self.staging = workdir / "upload"
+        self.env = {**self.bucket.server.env, "BENCH_RUNS_ROOT": self.bucket.url("runs"),
+                    "BENCH_OUTPUT_ROOT": self.bucket.url("reports"), "BENCH_STORAGE_BASE": self.bucket.url("storage")}
+
+    def upload_run(self, run_dir: Path) -> float:
+        """The run's objects as a runner uploads them (in parallel, manifest.json last); the
+        time.time() at which the manifest's PUT returned."""
+        key = f"runs/{run_dir.name}"
+        manifest = run_dir / "manifest.json"
+        body = manifest.read_bytes()
+        manifest.unlink()
+        self.bucket.upload_folder(run_dir, key)
+        self.bucket.put(f"{key}/manifest.json", body)
+        return time.time()
+
+    def wait_report(self, run_id: str, timeout: float) -> float | None:
+        """time.time() when ``reports/<run_id>/report.html`` is first seen; None after ``timeout``."""
+        client, key = self.bucket.server.client(), f"reports/{run_id}/report.html"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if client.list_objects_v2(Bucket=self.name, Prefix=key).get("KeyCount"):
+                return time.time()
+            time.sleep(0.1)
+        return None
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def bucket_round(instance, roots: BucketRoots, number: int, timeout: float) -> tuple[float, dict | None]:
+    run_dir = new_run(roots.staging, number)
+    ready = roots.upload_run(run_dir)
+    done = roots.wait_report(run_dir.name, timeout)
+    if done is None:
+        raise SystemExit(f"round {number}: no report.html for {run_dir.name} in the bucket within {timeout:.0f} s")
     return done - ready, phases(instance, run_dir.name, ready, done)
 
 
@@ -190,12 +257,16 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="default: a new temporary folder")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (instance, runs, logs)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for one report.html")
+    parser.add_argument("--bucket", action="store_true",
+                        help="runs root, output root and storage base in a bucket of moto's S3 server")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-latency-"))
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     runs_root, reports = workdir / "data" / "runs", workdir / "data" / "reports"
-    ui = UI(workdir, free_port())
+    roots = BucketRoots(workdir) if args.bucket else None
+    target = 30 if args.bucket else 15
+    ui = UI(workdir, free_port(), roots.env if roots else None)
     try:
         print(f"UI answered after {ui.wait_ready(240):.1f} s (127.0.0.1:{ui.port}, work folder {workdir})", flush=True)
         instance = open_instance(workdir)
@@ -207,7 +278,10 @@ def main() -> None:
                 print(f"round {number}: the instance did not become idle within 180 s; measuring anyway", flush=True)
             time.sleep(random.uniform(0, 5))
             load = os.getloadavg()[0]
-            total, parts = one_round(instance, runs_root, reports, number, args.timeout)
+            if roots:
+                total, parts = bucket_round(instance, roots, number, args.timeout)
+            else:
+                total, parts = one_round(instance, runs_root, reports, number, args.timeout)
             totals.append(total)
             detail = ""
             if parts:
@@ -216,7 +290,8 @@ def main() -> None:
                 detail = " (" + ", ".join(f"{name} {value:.1f}" for name, value in parts.items()) + ")"
             print(f"round {number}/{args.rounds}: ready -> report.html {total:.1f} s{detail}, load {load:.1f}",
                   flush=True)
-        print(f"new run -> report.html, {len(totals)} rounds: {fmt(totals)}; target <= 15 s")
+        where = "in the bucket" if roots else "on disk"
+        print(f"new run -> report.html ({where}), {len(totals)} rounds: {fmt(totals)}; target <= {target} s")
         for name in PHASES:
             if split[name]:
                 print(f"  {name:<6} {fmt(split[name])}")
@@ -225,6 +300,8 @@ def main() -> None:
             print(f"run_folder_sensor: {len(took)} ticks, every {fmt(gaps)}, each took {fmt(took, 2)}")
     finally:
         ui.stop()
+        if roots:
+            roots.stop()
         if not args.keep and args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
 
