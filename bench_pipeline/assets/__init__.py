@@ -3,9 +3,9 @@
 
 from .cross_run import run_catalog, suite_trends
 from .run_stages import per_run_stages
-from .systems import suite_pages, system_repeats
+from .systems import systems_and_suite_pages
 
 per_run_assets = [per_run_stages]
-cross_run_assets = [run_catalog, suite_trends, system_repeats, suite_pages]
+cross_run_assets = [run_catalog, suite_trends, systems_and_suite_pages]
 
 __all__ = ["cross_run_assets", "per_run_assets"]

@@ -8,10 +8,12 @@ columns a comparison side keeps). They are part of the catalog refresh (``refres
 downstream of ``run_catalog``), so they follow the runs as the catalog does: one refresh
 after a sensor run or a backfill, not one per partition.
 
-``system_repeats`` passes ``suite_pages`` a small JSON value: per system folder name, the
+One step makes both (the multi-asset ``systems_and_suite_pages``): the stored frames are
+read once, for the systems' documents and for the pages (which show every attempt's cost
+and tokens and the flaky tasks' evidence, ``SystemEntry.runs``); the systems are
+materialized before the pages are written, so a page that fails leaves them made.
+``system_repeats``' stored value is a small JSON document: per system folder name, the
 system (suite, model, git sha), its run ids, its repeats.md and its repeats.json document.
-The page takes the numbers from those documents; it re-reads the stored frames only for
-the runs' evidence links (``SystemEntry.runs``).
 
 Files land under the output root: ``_systems/<system_slug>/`` and
 ``_suites/<suite_slug>/index.html`` (``repeats.system_slug`` / ``suite_slug``). Each refresh
@@ -144,21 +146,10 @@ def _reports(output_root: OutputRoot, runs: Iterable[RepeatRun]) -> dict[str, Pa
     return found
 
 
-@dg.asset(
-    group_name=GROUP,
-    kinds={"python", "json", "markdown"},
-    io_manager_key="json_io_manager",
-    deps=["attempt_metrics"],
-)
-def system_repeats(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame):
-    """Every processed run grouped into systems (suite, model, git sha; repeated-runs.md
-    "Systems": a run with an unknown part is a system of its own), each pooled by task:
-    ``<output root>/_systems/<system slug>/repeats.json`` and ``repeats.md`` (the noise floor,
-    the flip rate, the flaky tasks). Read from the catalog and the stored attempt_metrics
-    frames, never from the run folders. Its value, for ``suite_pages``: per system folder,
-    the system, its run ids, its repeats.md and its repeats.json document."""
+def write_systems(settings: PipelineSettings, runs: list[RepeatRun], missing: list[str]) -> tuple[dict, dict]:
+    """Every system's repeats.json and repeats.md under the output root: (system_repeats'
+    value, its materialization metadata)."""
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
-    runs, missing = stored_repeat_runs(settings, catalog_records(run_catalog))
     value: dict[str, dict] = {}
     changed = 0
     systems = {system_slug(system): (system, members) for system, members in group_systems(runs).items()}
@@ -185,7 +176,7 @@ def system_repeats(context: dg.AssetExecutionContext, settings: PipelineSettings
         metadata["runs_without_stored_attempts"] = dg.MetadataValue.md(
             f"{len(missing)} catalog run(s) have no stored attempt_metrics frame and are not pooled: "
             + ", ".join(f"`{r}`" for r in missing[:LISTED]) + (" ..." if len(missing) > LISTED else ""))
-    return dg.Output(value, metadata=metadata)
+    return value, metadata
 
 
 def suite_runs(catalog_rows: list[dict], output_root: Path | OutputRoot) -> dict[Any, list[dict]]:
@@ -210,30 +201,60 @@ def suite_runs(catalog_rows: list[dict], output_root: Path | OutputRoot) -> dict
     return suites
 
 
-@dg.asset(group_name=GROUP, kinds={"python", "html"}, deps=["attempt_metrics", "run_comparison"])
-def suite_pages(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame,
-                system_repeats: dict) -> dg.MaterializeResult:
-    """One self-contained page per suite, ``<output root>/_suites/<suite slug>/index.html``:
-    its runs in start order with each one's gate against its baseline, its systems side by
-    side (system_repeats' documents), cost against capability and the flaky tasks."""
+def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: list[RepeatRun],
+                      systems: dict[str, dict]) -> dict:
+    """One page per suite of the catalog rows ``records``, with its systems (system_repeats'
+    value) and their runs (``runs``: every catalog run with a stored frame); the pages'
+    materialization metadata."""
     from ..reports.suite_page import SystemEntry, write_suite_page
 
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
-    records = catalog_records(run_catalog)
-    by_id = {r.run_id: r for r in stored_repeat_runs(settings, records)[0]}
+    by_id = {r.run_id: r for r in runs}
     pages = []
-    for suite, runs in suite_runs(records, output_root).items():
-        systems = [SystemEntry(e["slug"], e["doc"], [by_id[r] for r in e["runs"] if r in by_id], Path(e["repeats_md"]))
-                   for e in (system_repeats or {}).values() if e["suite"] == suite]
-        path = write_suite_page(output_root.staged() / SUITES_FOLDER / suite_slug(suite), suite, runs, systems)
-        pages.append((suite, len(runs), len(systems), location_text(output_root.read_side(Path(path)))))
+    for suite, suite_rows in suite_runs(records, output_root).items():
+        entries = [SystemEntry(e["slug"], e["doc"], [by_id[r] for r in e["runs"] if r in by_id], Path(e["repeats_md"]))
+                   for e in systems.values() if e["suite"] == suite]
+        path = write_suite_page(output_root.staged() / SUITES_FOLDER / suite_slug(suite), suite, suite_rows, entries)
+        pages.append((suite, len(suite_rows), len(entries), location_text(output_root.read_side(Path(path)))))
     output_root.publish()
     lines = ["| suite | runs | systems | page |", "| --- | --- | --- | --- |"]
     lines += [f"| {_cell(s)} | {n} | {m} | `{p}` |" for s, n, m, p in pages[:LISTED]]
     if len(pages) > LISTED:
         lines += ["", f"... and {len(pages) - LISTED} more under `{output_root.url(SUITES_FOLDER)}`."]
-    return dg.MaterializeResult(metadata={
+    return {
         "pages_written": len(pages),
         "suites_folder": dg.MetadataValue.path(output_root.url(SUITES_FOLDER)),
         "pages": dg.MetadataValue.md("\n".join(lines) if pages else "No processed run yet."),
-    })
+    }
+
+
+@dg.multi_asset(
+    name="systems_and_suite_pages",
+    specs=[
+        dg.AssetSpec(
+            "system_repeats", group_name=GROUP, kinds={"python", "json", "markdown"},
+            deps=["run_catalog", "attempt_metrics"],
+            description="Every processed run grouped into systems (suite, model, git sha; repeated-runs.md "
+                        "\"Systems\": a run with an unknown part is a system of its own), each pooled by task: "
+                        "<output root>/_systems/<system slug>/repeats.json and repeats.md (the noise floor, the "
+                        "flip rate, the flaky tasks). Read from the catalog and the stored attempt_metrics "
+                        "frames, never from the run folders.",
+        ).with_io_manager_key("json_io_manager"),
+        dg.AssetSpec(
+            "suite_pages", group_name=GROUP, kinds={"python", "html"},
+            deps=["run_catalog", "system_repeats", "attempt_metrics", "run_comparison"],
+            description="One self-contained page per suite, <output root>/_suites/<suite slug>/index.html: its "
+                        "runs in start order with each one's gate against its baseline, its systems side by "
+                        "side (system_repeats' documents), cost against capability and the flaky tasks.",
+        ),
+    ],
+    ins={"run_catalog": dg.AssetIn()},
+    can_subset=False,
+)
+def systems_and_suite_pages(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame):
+    """system_repeats, then suite_pages, from one read of the stored attempt frames (module doc)."""
+    records = catalog_records(run_catalog)
+    runs, missing = stored_repeat_runs(settings, records)
+    value, metadata = write_systems(settings, runs, missing)
+    yield dg.Output(value, output_name="system_repeats", metadata=metadata)
+    yield dg.MaterializeResult(asset_key="suite_pages", metadata=write_suite_pages(settings, records, runs, value))
