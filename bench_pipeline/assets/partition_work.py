@@ -153,8 +153,8 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
         except Exception as exc:  # noqa: BLE001
             return None, _failure(job, STAGES[-1], exc)
 
-    (materialized, failed_stage, error), (publication, publication_error) = fork_map(
-        lambda _start, jobs: jobs[0](), [stored, published],
+    (publication, publication_error), (materialized, failed_stage, error) = fork_map(
+        lambda _start, jobs: jobs[0](), [published, stored],
         workers=min(2, workers_for(len(processed.attempts), job.workers)), chunk_size=1)
     outcome.materialized = materialized
     if failed_stage is None and publication_error is not None:
