@@ -30,6 +30,7 @@ import dagster as dg
 import orjson
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from upath import UPath
 
@@ -57,18 +58,22 @@ LISTED = 50
 def read_attempt_rows(path: UPath) -> list[dict]:
     """A stored attempt_metrics frame's rows as ``make_side`` reads them, reading only
     SIDE_COLUMNS: plain Python values (null -> None, NaN included), and ``evidence`` (JSON
-    text) as ``{"dir": ...}``, the only part a side keeps."""
+    text) as ``{"dir": ...}``, the only part a side keeps. Converted column by column (a
+    float column's NaN made null by Arrow), then zipped into rows."""
     with path.open("rb") as handle:
-        rows = pq.read_table(handle, columns=SIDE_COLUMNS).to_pylist()
-    for row in rows:
-        for name in SIDE_FIELDS:
-            value = row[name]
-            if value != value:  # NaN
-                row[name] = None
-        text = row["evidence"]
-        evidence = orjson.loads(text) if isinstance(text, str) else None
-        row["evidence"] = {"dir": evidence.get("dir")} if isinstance(evidence, dict) else {}
-    return rows
+        table = pq.read_table(handle, columns=SIDE_COLUMNS)
+    columns: dict[str, list] = {}
+    for name in SIDE_COLUMNS:
+        column = table.column(name)
+        if name in SIDE_FIELDS and pa.types.is_floating(column.type):
+            column = pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column)
+        columns[name] = column.to_pylist()
+    evidence = []
+    for text in columns["evidence"]:
+        parsed = orjson.loads(text) if isinstance(text, str) else None
+        evidence.append({"dir": parsed.get("dir")} if isinstance(parsed, dict) else {})
+    columns["evidence"] = evidence
+    return [dict(zip(SIDE_COLUMNS, values)) for values in zip(*(columns[name] for name in SIDE_COLUMNS))]
 
 
 def stored_frame_path(storage_base: str, run_id: str) -> UPath:
