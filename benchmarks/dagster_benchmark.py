@@ -6,8 +6,10 @@ figure is the median of the rounds with their range, never the best), on this ma
   large:    one 10,000-attempt run (2,000 tasks x 5 attempts, ~80 history messages each):
             `bench-pipeline process --publish` (outbox) against the `process_run` job as
             `python -m bench_pipeline.main` runs it (a fresh Dagster instance, start-up and
-            the catalog refresh included). Wall clock and peak memory of the whole process
-            tree (sampled), and where the job's time went (from its Dagster runs).
+            the catalog refresh included). Wall clock, where the job's time went (from its
+            Dagster runs) and, in one more round of each not timed, the peak memory of the
+            whole process tree (sampled every 50 ms: the sampler's CPU would slow the timed
+            rounds, see ``timed``).
   backfill: N small runs (12 tasks x 3 repeats; 40 by default, --runs 1000 for the large
             figure): a `bench-pipeline process` loop over them against an asset backfill of
             every partition as a user runs it: the Dagster daemon already running (sensors
@@ -92,14 +94,20 @@ class TreePeak:
         self._thread.join()
 
 
-def timed(cmd: list[str], env: dict, log: Path) -> tuple[float, TreePeak]:
-    """Run ``cmd`` to the end; seconds and its tree's memory peak."""
+def timed(cmd: list[str], env: dict, log: Path, sample_memory: bool = False) -> tuple[float, TreePeak | None]:
+    """Run ``cmd`` to the end; seconds and, with ``sample_memory``, its tree's memory peak.
+
+    The timed rounds do not sample: reading every process's smaps_rollup 20 times a second
+    takes CPU from the measured processes on a 2-core machine, and more from the job (main
+    process, fork server, worker and its forked helpers) than from the one-process command
+    (measured: +0.5 s on the job, +0.15 s on the command). Memory has rounds of its own."""
     started = time.perf_counter()
     with open(log, "wb") as out:
         child = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        peak = TreePeak(child.pid)
+        peak = TreePeak(child.pid) if sample_memory else None
         code = child.wait()
-    peak.stop()
+    if peak is not None:
+        peak.stop()
     if code != 0:
         raise SystemExit(f"{' '.join(cmd)} failed (exit {code}); see {log}")
     return time.perf_counter() - started, peak
@@ -169,32 +177,39 @@ def measure_large(workdir: Path, repeat: int) -> None:
     runs_root = generate(workdir, 1, 2000, 5, 80)
     run = next(p for p in runs_root.iterdir() if p.is_dir())
     warm(run)
+    cli_cmd = [*CLI, "process", str(run), "--output-dir", str(workdir / "cli" / "out"), "--publish"]
+    job_cmd = [sys.executable, "-m", "bench_pipeline.main", "--no-samples"]
+
+    def job_env() -> dict:
+        env = base_env(workdir, "job")
+        env["BENCH_RUNS_ROOT"] = str(runs_root)
+        return env
+
     cli, job, ratios = [], [], []
     phases: dict[str, list[float]] = {}
     for round_no in range(1, repeat + 1):
-        env = base_env(workdir, "cli")
-        seconds, peak = timed([*CLI, "process", str(run), "--output-dir", str(workdir / "cli" / "out"), "--publish"],
-                              env, workdir / "cli.log")
-        cli.append((seconds, peak))
-        env = base_env(workdir, "job")
-        env["BENCH_RUNS_ROOT"] = str(runs_root)
+        cli.append(timed(cli_cmd, base_env(workdir, "cli"), workdir / "cli.log")[0])
+        env = job_env()
         started = time.time()
-        seconds, peak = timed([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], env, workdir / "job.log")
-        job.append((seconds, peak))
-        ratios.append(seconds / cli[-1][0])
+        seconds = timed(job_cmd, env, workdir / "job.log")[0]
+        job.append(seconds)
+        ratios.append(seconds / cli[-1])
         split = job_phases(env, started, started + seconds)
         for name, value in split.items():
             phases.setdefault(name, []).append(value)
-        print(f"round {round_no}/{repeat}: process --publish {cli[-1][0]:.1f}s, process_run job {seconds:.1f}s "
+        print(f"round {round_no}/{repeat}: process --publish {cli[-1]:.1f}s, process_run job {seconds:.1f}s "
               f"({', '.join(f'{k} {v:.1f}s' for k, v in split.items())}), ratio {ratios[-1]:.2f}, "
               f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
-    for label, got in (("bench-pipeline process --publish", cli), ("process_run job (bench_pipeline.main)", job)):
-        print(f"{label}: {spread([s for s, _ in got])}, "
-              f"peak memory {mib(max(p.total for _, p in got))} (PSS of the process tree), "
-              f"{mib(max(p.single for _, p in got))} (RSS of the largest process)")
+    # One more round of each with the memory sampler, for the peaks only (not timed).
+    cli_peak = timed(cli_cmd, base_env(workdir, "cli"), workdir / "cli.log", sample_memory=True)[1]
+    job_peak = timed(job_cmd, job_env(), workdir / "job.log", sample_memory=True)[1]
+    for label, got, peak in (("bench-pipeline process --publish", cli, cli_peak),
+                             ("process_run job (bench_pipeline.main)", job, job_peak)):
+        print(f"{label}: {spread(got)}, peak memory (a separate sampled round) {mib(peak.total)} "
+              f"(PSS of the process tree), {mib(peak.single)} (RSS of the largest process)")
     for name, values in phases.items():
         print(f"  job {name}: {spread(values)}")
-    ratio = statistics.median(s for s, _ in job) / statistics.median(s for s, _ in cli)
+    ratio = statistics.median(job) / statistics.median(cli)
     print(f"10,000-attempt run: process_run job / process --publish = {ratio:.2f} (ratio of the medians; "
           f"per round {min(ratios):.2f}-{max(ratios):.2f}; target <= 1.5)")
 
