@@ -5,7 +5,10 @@ tells them apart (``s3:/bucket/key``, what ``pathlib`` makes of a URL, counts as
 Credentials and the endpoint come from each SDK's own variables (for S3: ``AWS_ACCESS_KEY_ID``,
 ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_PROFILE``, ``AWS_REGION`` and
 ``AWS_ENDPOINT_URL``, so that any S3 API serves; for Google Cloud Storage
-``GOOGLE_APPLICATION_CREDENTIALS``), read by the client (s3fs / gcsfs), never here.
+``GOOGLE_APPLICATION_CREDENTIALS`` and ``STORAGE_EMULATOR_HOST``), read by the client (s3fs /
+gcsfs), never here. gs:// goes through gcsfs's JSON API client (``gcsfs.core.GCSFileSystem``),
+and, as Google's own client does, with anonymous credentials when ``STORAGE_EMULATOR_HOST``
+names an emulator.
 
 The stages read and write local files only. This module is what stands between them and a
 bucket:
@@ -198,8 +201,8 @@ def reason(exc: BaseException, url: str) -> str:
         return f"no credentials ({text}): {how}"
     if isinstance(exc, FileNotFoundError) and "bucket" in text.lower():
         return f"the bucket {bucket!r} does not exist ({text})"
-    if isinstance(exc, PermissionError):
-        return f"access denied ({text})"
+    if isinstance(exc, PermissionError) or (type(exc) is OSError and text.startswith("Forbidden")):
+        return f"access denied ({text})"  # gcsfs's 403: an OSError "Forbidden: <path>"
     if names & _CONNECTION_ERRORS or isinstance(exc, (ConnectionError, TimeoutError)):
         return f"cannot reach the object store at {endpoint(scheme)} ({text})"
     return f"{type(exc).__name__}: {text}"
@@ -224,6 +227,9 @@ class _Session:
 
             cls = fsspec.get_filesystem_class(self.scheme)
             kwargs: dict[str, Any] = {"skip_instance_cache": True, "use_listings_cache": False}
+            if self.scheme in ("gs", "gcs"):
+                cls, extra = _gcs_client()
+                kwargs.update(extra)
             if getattr(cls, "async_impl", False):
                 kwargs.update(loop=self.loop, asynchronous=False)
             self._fs = cls(**kwargs)
@@ -242,11 +248,44 @@ class _Session:
         if client is not None:  # an s3fs client: close its HTTP session on its own loop
             with contextlib.suppress(Exception):
                 self.run(client.__aexit__(None, None, None))
+        http = getattr(fs, "_session", None) if client is None else None
+        if http is not None and not getattr(http, "closed", True):  # gcsfs's aiohttp session
+            with contextlib.suppress(Exception):
+                self.run(http.close())
         with contextlib.suppress(Exception):  # the threads of name lookups and file reads
             self.run(self.loop.shutdown_default_executor())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
+
+
+def _gcs_client() -> tuple[type, dict[str, Any]]:
+    """gcsfs's JSON API filesystem and its arguments. Not the class gcsfs registers by default
+    (``ExtendedGcsFileSystem``, GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT): that one first asks the
+    Storage Control API (gRPC, whose threads outlive the call, see ``bulk.can_fork``) for
+    every bucket's layout, which only zonal buckets need. With ``STORAGE_EMULATOR_HOST`` set,
+    anonymous credentials, as google-cloud-storage uses with an emulator (no look-up of this
+    machine's credentials or metadata server)."""
+    from gcsfs.core import GCSFileSystem
+
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST", "") not in ("", "default")
+    return GCSFileSystem, ({"token": "anon"} if emulator else {})
+
+
+def _bucket_missing(s: _Session, bucket: str) -> bool:
+    """Whether ``bucket`` does not exist, asked of a client whose "not found" does not say
+    whether the bucket or the object is missing (gcsfs: a 404 for either); False on S3, whose
+    errors say it."""
+    if s.s3:
+        return False
+    try:
+        return not s.fs.exists(bucket)
+    except Exception:  # noqa: BLE001 - the original error is the one to report
+        return False
+
+
+def _no_bucket(bucket: str) -> FileNotFoundError:
+    return FileNotFoundError(f"The specified bucket {bucket} does not exist")
 
 
 _local = threading.local()
@@ -357,9 +396,12 @@ def list_objects(url: str) -> Listing:
                 for page in _s3_pages(s, bucket, prefix):
                     entries += [(c["Key"], ObjectInfo.of(c)) for c in page.get("Contents", [])]
             else:
-                found = s.fs.find(_path(url), detail=True)
-                if not found and not s.fs.exists(bucket):
-                    raise FileNotFoundError(f"bucket {bucket} does not exist")
+                try:
+                    found = s.fs.find(_path(url), detail=True)
+                except FileNotFoundError:
+                    found = {}
+                if not found and _bucket_missing(s, bucket):
+                    raise _no_bucket(bucket)
                 entries += [(name.split("/", 1)[1] if "/" in name else "", ObjectInfo.of(d))
                             for name, d in found.items() if d.get("type", "file") == "file"]
     except StoreError:
@@ -402,9 +444,22 @@ def list_runs(root: str, names: Iterable[str]) -> dict[str, dict[str, ObjectInfo
                     for c in page.get("Contents", []):
                         take(c["Key"], ObjectInfo.of(c))
             else:
-                folders = [d["name"] for d in s.fs.ls(_path(root), detail=True) if d.get("type") == "directory"]
+                try:
+                    top = s.fs.ls(_path(root), detail=True)
+                except FileNotFoundError:  # gcsfs: nothing under the prefix, or no bucket
+                    top = []
+                if not top and _bucket_missing(s, bucket):
+                    raise _no_bucket(bucket)
+                folders = [d["name"] for d in top if d.get("type") == "directory"]
+
+                def ls(folder: str) -> list[dict]:
+                    try:
+                        return s.fs.ls(folder, detail=True)
+                    except FileNotFoundError:  # removed since the listing of the root
+                        return []
+
                 with ThreadPoolExecutor(min(CONCURRENCY, 16)) as pool:
-                    for listed in pool.map(lambda f: s.fs.ls(f, detail=True), folders):
+                    for listed in pool.map(ls, folders):
                         for d in listed:
                             if d.get("type", "file") == "file":
                                 take(d["name"].split("/", 1)[1], ObjectInfo.of(d))
@@ -426,10 +481,15 @@ def read_bytes(url: str) -> bytes:
     """One object's bytes. FileNotFoundError when there is no such object (its bucket
     exists); StoreError for any other failure."""
     url = normalize(url)
-    scheme = split(url)[0]
+    scheme, bucket, _ = split(url)
     try:
         with session(scheme) as s:
-            return s.fs.cat_file(_path(url), **_read_kwargs(s))
+            try:
+                return s.fs.cat_file(_path(url), **_read_kwargs(s))
+            except FileNotFoundError as exc:
+                if _bucket_missing(s, bucket):
+                    raise _no_bucket(bucket) from exc
+                raise
     except FileNotFoundError as exc:
         if "bucket" in str(exc).lower():
             raise StoreError("read", url, reason(exc, url)) from exc
@@ -450,6 +510,10 @@ def read_objects(urls: Iterable[str]) -> dict[str, bytes | None]:
         try:
             with session(scheme) as s:
                 got = _read_all(s, [_path(u) for u in group])
+                missing = {split(u)[1] for u, v in zip(group, got) if isinstance(v, FileNotFoundError)}
+                gone = {b for b in sorted(missing) if _bucket_missing(s, b)}
+                got = [_no_bucket(split(u)[1]) if isinstance(v, FileNotFoundError) and split(u)[1] in gone else v
+                       for u, v in zip(group, got)]
         except Exception as exc:  # noqa: BLE001 - the client itself (not one object) failed
             raise StoreError("read", group[0], reason(exc, group[0])) from exc
         for u, value in zip(group, got):
@@ -491,9 +555,15 @@ def _read_all(s: _Session, paths: list[str]) -> list[bytes | BaseException]:
 def exists(url: str) -> bool:
     """Whether an object exists (StoreError when that cannot be told)."""
     url = normalize(url)
+    scheme, bucket, _ = split(url)
     try:
-        with session(split(url)[0]) as s:
-            s.fs.info(_path(url))
+        with session(scheme) as s:
+            try:
+                s.fs.info(_path(url))
+            except FileNotFoundError as exc:
+                if _bucket_missing(s, bucket):
+                    raise _no_bucket(bucket) from exc
+                raise
             return True
     except FileNotFoundError as exc:
         if "bucket" in str(exc).lower():
@@ -508,7 +578,12 @@ def write_bytes(url: str, data: bytes) -> None:
     url = normalize(url)
     try:
         with session(split(url)[0]) as s:
-            s.fs.pipe_file(_path(url), data)
+            try:
+                s.fs.pipe_file(_path(url), data)
+            except FileNotFoundError as exc:  # a write finds no object missing: its bucket is
+                if _bucket_missing(s, split(url)[1]):
+                    raise _no_bucket(split(url)[1]) from exc
+                raise
     except Exception as exc:  # noqa: BLE001
         raise StoreError("write", url, reason(exc, url)) from exc
 
@@ -546,7 +621,12 @@ def upload(local_dir: Path | str, url: str, names: Iterable[str] | None = None) 
         def put(name: str) -> str:
             target = join(url, name)
             try:
-                s.fs.put_file(str(local_dir / name), _path(target))
+                try:
+                    s.fs.put_file(str(local_dir / name), _path(target))
+                except FileNotFoundError as exc:
+                    if _bucket_missing(s, split(url)[1]):
+                        raise _no_bucket(split(url)[1]) from exc
+                    raise
             except Exception as exc:  # noqa: BLE001
                 raise StoreError("write", target, reason(exc, target)) from exc
             return target
@@ -807,8 +887,9 @@ def _s3_error_code(exc: BaseException) -> str | None:
 
 def _s3_only(s: _Session, url: str) -> None:
     if not hasattr(s.fs, "_call_s3"):
-        raise StoreError("lock", url, f"conditional writes are implemented for s3:// only; use a folder "
-                                      f"every machine shares instead of {split(url)[0]}://")
+        raise StoreError("lock", url, f"the publication lock needs conditional writes (create only if absent), "
+                                      f"implemented for s3:// only, not {split(url)[0]}://: use an s3:// folder or "
+                                      f"a local folder every publisher shares")
 
 
 def create_exclusive(url: str, data: bytes) -> str | None:

@@ -1,5 +1,6 @@
-"""Fixtures shared by every test folder: a real S3 API on loopback (moto's server), and a
-headless Chromium for the page tests (``browser``, see browser.py).
+"""Fixtures shared by every test folder: a real S3 API on loopback (moto's server), a GCS API
+emulator on loopback (``gcs_server``, started the same way), and a headless Chromium for the
+page tests (``browser``, see browser.py).
 
 ``s3_server`` starts ``standins/moto_server.py`` once per session, in a process of its own on
 a free 127.0.0.1 port, points the AWS SDK variables at it (``standins.s3.s3_environment``)
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from bench_pipeline_tests.browser import launch_chromium
+from standins.gcs_server import GcsServer, fsspec_settings, gcs_environment, start_gcs_server
 from standins.s3 import Bucket, S3Server, s3_environment, start_moto_server
 
 
@@ -32,6 +34,31 @@ def s3_server() -> Iterator[S3Server]:
         multiprocessing.forkserver._forkserver._stop()  # the next fork server starts with env
         try:
             yield S3Server(port, env)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            multiprocessing.forkserver._forkserver._stop()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def gcs_server() -> Iterator[GcsServer]:
+    """A GCS JSON API emulator (``standins/gcs_server.py``) in a process of its own on a free
+    127.0.0.1 port, the Google client variables pointing at it, as ``s3_server`` does for S3."""
+    process, port = start_gcs_server()
+    try:
+        env = gcs_environment(port)
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        multiprocessing.forkserver._forkserver._stop()  # the next fork server starts with env
+        try:
+            with fsspec_settings():
+                yield GcsServer(port, env)
         finally:
             for k, v in saved.items():
                 if v is None:

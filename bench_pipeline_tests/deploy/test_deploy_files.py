@@ -36,8 +36,8 @@ BENCH_SETTINGS = {"BENCH_RUNS_ROOT", "BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", 
 LANGFUSE_KEYS = {"LANGFUSE_BASE_URL", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"}
 # Names the package reads that a deployment may leave unset (defaults apply).
 PENDING_IN_PACKAGE: set[str] = set()
-# Allowed in the user-code image beyond pyproject.toml: the Kubernetes/S3 deployment.
-K8S_EXTRAS = {"dagster-k8s", "dagster-aws", "s3fs"}
+# Allowed in the user-code image beyond pyproject.toml: the Kubernetes/object-storage deployment.
+K8S_EXTRAS = {"dagster-k8s", "dagster-aws", "fsspec", "s3fs", "gcsfs"}
 
 
 def load_yaml(path: Path):

@@ -29,12 +29,15 @@ RUN pip install \
     "tabulate>=0.9" \
     "universal_pathlib>=0.2"
 
-# Only for Kubernetes: K8sRunLauncher/k8s_job_executor, S3 compute logs, s3:// storage for
-# the Parquet frames (BENCH_STORAGE_BASE=s3://...). Same Dagster integration family (0.29.27).
+# Only for Kubernetes: K8sRunLauncher/k8s_job_executor, S3 compute logs, s3:// and gs://
+# storage (BENCH_STORAGE_BASE=s3://... or gs://...). Same Dagster integration family (0.29.27);
+# fsspec, s3fs and gcsfs of one release (pyproject.toml, extra k8s).
 RUN pip install \
     "dagster-k8s==0.29.27" \
     "dagster-aws==0.29.27" \
-    "s3fs==2026.9.0"
+    "fsspec==2026.7.0" \
+    "s3fs==2026.7.0" \
+    "gcsfs==2026.7.0"
 
 ARG UID=1000
 RUN useradd --uid "${UID}" --create-home --shell /usr/sbin/nologin dagster \
