@@ -272,6 +272,23 @@ def _gcs_client() -> tuple[type, dict[str, Any]]:
     return GCSFileSystem, ({"token": "anon"} if emulator else {})
 
 
+def storage_path(location: str) -> Any:
+    """The ``UPath`` of a location as the IO managers store frames under it (BENCH_STORAGE_BASE).
+    For gs://, gcsfs's JSON API client with the arguments of ``_gcs_client``, registered as
+    fsspec's ``gs``/``gcs`` implementation, so that the frames go through the same client as
+    every other gs:// call here (and no Storage Control thread outlives a call)."""
+    from upath import UPath
+
+    if is_remote(location) and split(normalize(location))[0] in ("gs", "gcs"):
+        import fsspec
+
+        cls, options = _gcs_client()
+        for protocol in ("gs", "gcs"):
+            fsspec.register_implementation(protocol, cls, clobber=True)
+        return UPath(normalize(location), **options)
+    return UPath(location)
+
+
 def _bucket_missing(s: _Session, bucket: str) -> bool:
     """Whether ``bucket`` does not exist, asked of a client whose "not found" does not say
     whether the bucket or the object is missing (gcsfs: a 404 for either); False on S3, whose

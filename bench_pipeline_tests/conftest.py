@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from bench_pipeline_tests.browser import launch_chromium
-from standins.gcs_server import GcsServer, fsspec_settings, gcs_environment, start_gcs_server
+from standins.gcs_server import GcsServer, gcs_environment, start_gcs_server
 from standins.s3 import Bucket, S3Server, s3_environment, start_moto_server
 
 
@@ -57,8 +57,7 @@ def gcs_server() -> Iterator[GcsServer]:
         os.environ.update(env)
         multiprocessing.forkserver._forkserver._stop()  # the next fork server starts with env
         try:
-            with fsspec_settings():
-                yield GcsServer(port, env)
+            yield GcsServer(port, env)
         finally:
             for k, v in saved.items():
                 if v is None:

@@ -23,14 +23,12 @@ listen backlog deep enough for the pipeline's parallel reads.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from http import server
 from pathlib import Path
@@ -63,14 +61,10 @@ def main() -> None:
 
 def gcs_environment(port: int) -> dict[str, str]:
     """The variables that make every Google client talk to the local emulator only: its host,
-    a project, and no look-up of this machine's credentials or metadata server. fsspec's own
-    ``gs`` clients (UPath, the frames under BENCH_STORAGE_BASE) are anonymous (FSSPEC_GS_TOKEN)
-    and gcsfs's JSON API class: its default class asks the Storage Control API (gRPC, which
-    the emulator does not serve: a 60 s time-out per bucket) for each bucket's layout."""
+    a project, and no look-up of this machine's credentials or metadata server (the pipeline's
+    gs:// client is then anonymous, object_store._gcs_client)."""
     return {
         "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}",
-        "FSSPEC_GS_TOKEN": "anon",
-        "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
         "GOOGLE_CLOUD_PROJECT": "bench-test",
         "GCSFS_DEFAULT_PROJECT": "bench-test",
         "NO_GCE_CHECK": "true",
@@ -79,27 +73,6 @@ def gcs_environment(port: int) -> dict[str, str]:
         "GOOGLE_APPLICATION_CREDENTIALS": "",
         "CLOUDSDK_CONFIG": os.devnull,
     }
-
-
-@contextlib.contextmanager
-def fsspec_settings() -> Iterator[None]:
-    """In a process that imported fsspec or gcsfs before ``gcs_environment`` was set, what
-    those variables do at import: anonymous ``gs`` clients of gcsfs's JSON API class."""
-    import fsspec.config
-
-    saved = {k: fsspec.config.conf.get(k) for k in ("gs", "gcs")}
-    for protocol in ("gs", "gcs"):
-        fsspec.register_implementation(protocol, "gcsfs.core.GCSFileSystem", clobber=True)
-        fsspec.config.conf[protocol] = {**(saved[protocol] or {}), "token": "anon"}
-    try:
-        yield
-    finally:
-        for protocol, conf in saved.items():
-            fsspec.register_implementation(protocol, "gcsfs.GCSFileSystem", clobber=True)
-            if conf is None:
-                fsspec.config.conf.pop(protocol, None)
-            else:
-                fsspec.config.conf[protocol] = conf
 
 
 def start_gcs_server() -> tuple[subprocess.Popen, int]:

@@ -37,7 +37,7 @@ from upath import UPath
 from ..catalog import catalog_records
 from ..comparison import SIDE_FIELDS, make_side
 from ..identity import RunIdentity, read_json_object
-from ..object_store import location_text
+from ..object_store import location_text, storage_path
 from ..output_root import OutputRoot
 from ..outputs import write_repeats_files
 from ..repeats import RepeatRun, System, group_systems, repeats, suite_slug, system_slug
@@ -78,7 +78,7 @@ def read_attempt_rows(path: UPath) -> list[dict]:
 
 def stored_frame_path(storage_base: str, run_id: str) -> UPath:
     """Where the per-run stage stored a run's attempt_metrics (``io_managers.store_partition``)."""
-    return UPath(storage_base) / "attempt_metrics" / (safe_partition_key(run_id) + ".parquet")
+    return storage_path(storage_base) / "attempt_metrics" / (safe_partition_key(run_id) + ".parquet")
 
 
 def stored_repeat_runs(settings: PipelineSettings, catalog: Iterable[dict]) -> tuple[list[RepeatRun], list[str]]:

@@ -17,6 +17,7 @@ import pandas as pd
 from dagster import InputContext, OutputContext, UPathIOManager
 from upath import UPath
 
+from ..object_store import storage_path
 from .settings import PipelineSettings, safe_partition_key
 
 
@@ -78,7 +79,7 @@ class ParquetIOManagerFactory(dg.ConfigurableIOManagerFactory):
     settings: PipelineSettings
 
     def create_io_manager(self, context) -> ParquetIOManager:
-        return ParquetIOManager(UPath(self.settings.storage_base))
+        return ParquetIOManager(storage_path(self.settings.storage_base))
 
 
 class JsonIOManagerFactory(dg.ConfigurableIOManagerFactory):
@@ -87,7 +88,7 @@ class JsonIOManagerFactory(dg.ConfigurableIOManagerFactory):
     settings: PipelineSettings
 
     def create_io_manager(self, context) -> JsonIOManager:
-        return JsonIOManager(UPath(self.settings.storage_base))
+        return JsonIOManager(storage_path(self.settings.storage_base))
 
 
 def store_partition(base_path: str, asset: str, partition_key: str, value: pd.DataFrame | dict) -> UPath:
@@ -96,7 +97,8 @@ def store_partition(base_path: str, asset: str, partition_key: str, value: pd.Da
     that IO manager's own writer. The per-run stages compute in one step and store each
     stage's value with this; later reads (the catalog, ``load_asset_value``) go through
     the IO managers as usual."""
-    manager = ParquetIOManager(UPath(base_path)) if isinstance(value, pd.DataFrame) else JsonIOManager(UPath(base_path))
-    path = UPath(base_path) / asset / (safe_partition_key(partition_key) + manager.extension)
+    base = storage_path(base_path)
+    manager = ParquetIOManager(base) if isinstance(value, pd.DataFrame) else JsonIOManager(base)
+    path = base / asset / (safe_partition_key(partition_key) + manager.extension)
     manager.dump_to_path(None, value, path)  # the writers need no context
     return path
