@@ -135,6 +135,15 @@ class Delivery:
         if error is not None:
             self.ready_error[key] = error
 
+    def stored(self, outcome: PartitionOutcome) -> PartitionOutcome:
+        """A partition's stages before the publication (``partition_work.StagesStored``),
+        failed at the first stage whose files are not in the bucket when their upload failed."""
+        key = outcome.key
+        if key in self.jobs and key in self.ready_error:
+            kept = {stage: meta for stage, meta in outcome.materialized.items() if stage in FRAME_STAGES}
+            return replace(outcome, materialized=kept, failed_stage=STAGES[3], error=self.ready_error[key])
+        return outcome
+
     def finish(self, outcome: PartitionOutcome) -> PartitionOutcome:
         """After a partition: upload what its publication wrote, and fail it at the first
         stage whose files are not in the bucket when an upload failed."""
@@ -142,8 +151,7 @@ class Delivery:
         if key not in self.jobs or key not in self.ready_done:
             return outcome
         if key in self.ready_error:
-            kept = {stage: meta for stage, meta in outcome.materialized.items() if stage in FRAME_STAGES}
-            return replace(outcome, materialized=kept, failed_stage=STAGES[3], error=self.ready_error[key])
+            return self.stored(outcome)
         error = self._send(key)
         if error is not None and outcome.error is None:
             kept = {stage: meta for stage, meta in outcome.materialized.items() if stage != STAGES[-1]}

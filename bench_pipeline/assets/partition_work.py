@@ -5,8 +5,11 @@ partitions, and the worker processes it does it in.
 composition of the stages), validates and stores each stage's frame or document where its
 IO manager loads it from, evaluates the data-quality checks and returns, for each stage
 that completed, the metadata of its materialization: a small picklable ``PartitionOutcome``.
-A broken run folder is an outcome with a located error, never an exception, so the other
-partitions of the same Dagster run go on.
+In a worker process it also sends the stages before the publication as soon as they are
+stored (``StagesStored``): the step records them while the run is still being published,
+which over the network to Langfuse can take far longer than the stages. A broken run
+folder is an outcome with a located error, never an exception, so the other partitions of
+the same Dagster run go on.
 
 ``run_partitions`` runs the jobs in worker processes started by a fork server: a Dagster
 run process has threads (event writers, log capture), and forking it could copy a lock
@@ -32,7 +35,7 @@ import pandas as pd
 import pandera.errors
 
 from .. import object_store
-from ..bulk import default_workers, fork_map, fork_server_context, gc_paused
+from ..bulk import can_fork, default_workers, fork_map, fork_server_context, gc_paused
 from ..comparison import ComparisonInputError
 from ..data_quality import data_quality_findings
 from ..derivation import PARALLEL_MIN_ROWS, workers_for
@@ -103,14 +106,27 @@ class PartitionOutcome:
     attempts: int = 0
 
 
+@dataclass
+class StagesStored:
+    """Sent while a partition is being published: its stages before the publication are
+    stored (``outcome.materialized`` holds them, up to the first that failed, and
+    ``outcome.checks`` the check outcomes), so that the step records them without waiting
+    for the publication. The partition's final PartitionOutcome repeats them."""
+
+    outcome: PartitionOutcome
+
+
 @gc_paused()
 def process_partition(job: PartitionJob, log: Callable[[str], None],
-                      outputs_ready: Callable[[], None] | None = None) -> PartitionOutcome:
+                      outputs_ready: Callable[[], None] | None = None,
+                      stages_stored: Callable[[StagesStored], None] | None = None) -> PartitionOutcome:
     """Stages 1-6 for one run partition; never raises for a broken run (see module doc).
 
     After ``run_stages``, the stage frames are validated and stored while the run is
     published (two processes for a large run, as ``pipeline.run_stages`` splits its own
-    work). The collector stays paused throughout, as in the command line (bulk.gc_paused).
+    work; one after the other otherwise, storing first). ``stages_stored`` is called as soon
+    as they are stored, from whichever process stored them. The collector stays paused
+    throughout, as in the command line (bulk.gc_paused).
     """
     started = time.monotonic()
     outcome = PartitionOutcome(job.key, job.fingerprint)
@@ -142,7 +158,12 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
     outcome.checks = run_checks(processed.raw, processed.attempts, processed.metrics["data_quality"])
 
     def stored() -> tuple[dict[str, dict], str | None, str | None]:
-        return _store_stages(job, processed, result.written, result.comparison, baseline_reason)
+        materialized, failed_stage, error = _store_stages(job, processed, result.written, result.comparison,
+                                                          baseline_reason)
+        if stages_stored is not None:
+            stages_stored(StagesStored(PartitionOutcome(job.key, job.fingerprint, materialized, outcome.checks,
+                                                        failed_stage, error, attempts=outcome.attempts)))
+        return materialized, failed_stage, error
 
     def published() -> tuple[dict | None, str | None]:
         done_word = "published" if job.langfuse.configured else "written to the outbox (Langfuse not configured)"
@@ -153,9 +174,12 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
         except Exception as exc:  # noqa: BLE001
             return None, _failure(job, STAGES[-1], exc)
 
-    (publication, publication_error), (materialized, failed_stage, error) = fork_map(
-        lambda _start, jobs: jobs[0](), [published, stored],
-        workers=min(2, workers_for(len(processed.attempts), job.workers)), chunk_size=1)
+    # Side by side, this process publishes (its progress lines are this process's) and a
+    # forked child stores; one after the other, the stages are stored first.
+    side_by_side = min(2, workers_for(len(processed.attempts), job.workers))
+    order = [published, stored] if side_by_side > 1 and can_fork() else [stored, published]
+    results = dict(zip(order, fork_map(lambda _start, jobs: jobs[0](), order, workers=side_by_side, chunk_size=1)))
+    (publication, publication_error), (materialized, failed_stage, error) = results[published], results[stored]
     outcome.materialized = materialized
     if failed_stage is None and publication_error is not None:
         failed_stage, error = STAGES[-1], publication_error
@@ -455,14 +479,17 @@ def _results_rows(run_dir: str) -> int:
 
 def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
                    processes: int | None = None,
-                   on_ready: Callable[[str], None] | None = None) -> Iterator[PartitionOutcome]:
+                   on_ready: Callable[[str], None] | None = None) -> Iterator[PartitionOutcome | StagesStored]:
     """Each job's outcome as soon as it is done (any order). Jobs run in up to ``processes``
     (default: one per core) fresh worker processes, one partition per process, or in this
     process when ``in_worker_processes`` says they are not worth it. A job whose ``after``
     names another job of the list starts once that one is done (a run is compared with its
     baseline's outputs as this step makes them). ``on_ready(key)`` is called in this process
     once a partition's metrics.json and attempts.jsonl are written, before a job waiting
-    for it starts (the step uploads outputs meant for a bucket there)."""
+    for it starts (the step uploads outputs meant for a bucket there).
+
+    In worker processes, a partition's ``StagesStored`` comes first, while it is still being
+    published, then its PartitionOutcome; processed here, only the PartitionOutcome."""
     if not jobs:
         return
     ready = on_ready or (lambda key: None)
@@ -511,12 +538,14 @@ def _worker_log(line: str) -> None:
 
 
 def _work(job: PartitionJob) -> PartitionOutcome:
-    """A worker's job: one partition."""
-    return process_partition(job, _worker_log, lambda: _messages.put(("ready", job.key)))
+    """A worker's job: one partition. Its messages to the step (log lines, outputs ready,
+    stages stored) go through the queue, from this process or from the child it forks."""
+    return process_partition(job, _worker_log, lambda: _messages.put(("ready", job.key)),
+                             lambda early: _messages.put(("stored", early)))
 
 
 def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int,
-            ready: Callable[[str], None]) -> Iterator[PartitionOutcome]:
+            ready: Callable[[str], None]) -> Iterator[PartitionOutcome | StagesStored]:
     context = fork_server_context()
     # A SimpleQueue writes from the calling thread: a Queue would start a feeder thread in the
     # worker, which then could no longer fork for its large run (bulk.can_fork).
@@ -540,7 +569,9 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            finished |= _drain(messages, log, ready)
+            now_ready, stored = _drain(messages, log, ready)
+            finished |= now_ready
+            yield from stored  # before the outcomes: a partition's are sent before it ends
             for future in done:
                 job = futures[future]
                 finished.add(job.key)
@@ -552,19 +583,23 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
             before = set(futures)
             submit_ready()
             pending |= set(futures) - before
-        _drain(messages, log, ready)
+        yield from _drain(messages, log, ready)[1]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _drain(messages: Any, log: Callable[[str], None], on_ready: Callable[[str], None]) -> set[str]:
-    """Log the workers' lines and hand on the partitions whose outputs became ready; returns those."""
-    ready = set()
+def _drain(messages: Any, log: Callable[[str], None],
+           on_ready: Callable[[str], None]) -> tuple[set[str], list[StagesStored]]:
+    """Log the workers' lines and hand on the partitions whose outputs became ready; returns
+    those, and the partitions' stages stored since the last call, in the order they came."""
+    ready, stored = set(), []
     while not messages.empty():
         kind, value = messages.get()
         if kind == "ready":
             on_ready(value)
             ready.add(value)
+        elif kind == "stored":
+            stored.append(value)
         else:
             log(value)
-    return ready
+    return ready, stored

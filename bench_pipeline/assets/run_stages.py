@@ -10,7 +10,9 @@ version, so a formula change marks every run stale.
 
 One step may cover many partitions (a backfill runs ``PARTITIONS_PER_RUN`` runs per Dagster
 run, by the backfill policy): each partition gets its own materializations, metadata and
-check results as soon as it is done, and a broken run folder fails only its own partition
+check results as soon as they are known (in worker processes, the stages before the
+publication and the checks once they are stored, while the run is still being published;
+the publication when it is done), and a broken run folder fails only its own partition
 (its stages are not materialized, the step fails at the end naming it) while the others'
 results are kept. The work itself is in ``partition_work``.
 """
@@ -32,7 +34,7 @@ from ..resources import LangfuseResource, PipelineSettings
 from ..run_folders import fingerprint, scan
 from . import bucket_io
 from .checks import CHECK_SPECS, check_evaluations
-from .partition_work import FRAME_SCHEMAS, STAGES, PartitionJob, PartitionOutcome, run_partitions
+from .partition_work import FRAME_SCHEMAS, STAGES, PartitionJob, PartitionOutcome, StagesStored, run_partitions
 
 GROUP = "per_run"
 
@@ -133,10 +135,18 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
     jobs = partition_jobs(context.partition_keys, settings, langfuse.settings(), default_workers())
     failed: list[PartitionOutcome] = []
     delivery = bucket_io.Delivery(jobs)  # outputs meant for a bucket: uploaded as they are ready
+    recorded: dict[str, int] = {}  # stages recorded from a partition's StagesStored, by partition
+    i = 0
     try:
-        for i, outcome in enumerate(run_partitions(jobs, context.log.info, on_ready=delivery.ready), start=1):
-            outcome = delivery.finish(outcome)
-            yield from partition_events(outcome)
+        for item in run_partitions(jobs, context.log.info, on_ready=delivery.ready):
+            if isinstance(item, StagesStored):  # recorded now, while the run is being published
+                early = delivery.stored(item.outcome)
+                recorded[early.key] = len(early.materialized)
+                yield from partition_events(early)
+                continue
+            i += 1
+            outcome = delivery.finish(item)
+            yield from partition_events(outcome, recorded.get(outcome.key))
             if outcome.error is not None:
                 failed.append(outcome)
                 context.log.error(f"{outcome.key}: FAILED at {outcome.failed_stage}: {outcome.error}")
@@ -187,8 +197,10 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
     return bucket_io.prepare(jobs, settings.runs_root, settings.output_root, folders, outputs)
 
 
-def partition_events(outcome: PartitionOutcome):
-    """The materializations (stage order) and check evaluations of one partition.
+def partition_events(outcome: PartitionOutcome, recorded: int | None = None):
+    """The materializations (stage order) and check evaluations of one partition; with
+    ``recorded``, only the materializations after the first ``recorded`` ones and no check
+    evaluation (those went out with the partition's StagesStored).
 
     Each materialization carries the provenance tags Dagster writes for an asset's output
     (``dagster_internals.provenance_tags``: code version, data version, and the data version
@@ -197,9 +209,12 @@ def partition_events(outcome: PartitionOutcome):
     """
     version = data_version(outcome.fingerprint) if outcome.fingerprint is not None else None
     for i, (stage, metadata) in enumerate(outcome.materialized.items()):
+        if recorded is not None and i < recorded:
+            continue
         tags = provenance_tags(FORMULA_VERSION, version, dg.AssetKey(STAGES[i - 1]) if i else None)
         yield dg.AssetMaterialization(asset_key=stage, partition=outcome.key, metadata=metadata, tags=tags)
-    yield from check_evaluations(outcome.key, outcome.checks)
+    if recorded is None:
+        yield from check_evaluations(outcome.key, outcome.checks)
 
 
 def up_to_date(instance: dg.DagsterInstance, fingerprints: dict[str, str]) -> set[str]:

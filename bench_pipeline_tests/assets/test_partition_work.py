@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from bench_pipeline.assets.partition_work import STAGES, STORED_STAGES, PartitionJob, in_dependency_order, startable
+import pytest
+
+from bench_pipeline.assets.partition_work import (STAGES, STORED_STAGES, PartitionJob, PartitionOutcome, StagesStored,
+                                                  in_dependency_order, run_partitions, startable)
 from bench_pipeline.publication.settings import LangfuseSettings
+
+from ..dagster_helpers import make_resources
 
 
 def job(key: str, after: str | None = None) -> PartitionJob:
@@ -36,3 +41,33 @@ def test_every_stage_before_the_publication_is_stored_in_stage_order():
     assert STAGES == ("raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "run_comparison",
                       "reports", "langfuse_publication")
     assert set(STORED_STAGES) == set(STAGES[:-1])
+
+
+@pytest.mark.slow
+def test_in_worker_processes_each_partitions_stages_come_before_its_publication(tmp_path, monkeypatch):
+    """Pooled, a partition's stages before the publication and its checks are sent as soon
+    as they are stored (StagesStored), before its outcome; the outcome repeats them and adds
+    the publication, so the step records each once (test_run_stages counts them)."""
+    from bench_pipeline.assets.run_stages import partition_jobs
+    from bench_pipeline.generator import generate_runs
+
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    settings = make_resources(tmp_path)["settings"]
+    keys = sorted(p.name for p in generate_runs(tmp_path / "runs", runs=2, seed=5, tasks=6, repeats=2,
+                                                history_messages=4))
+    jobs = partition_jobs(keys, settings, LangfuseSettings(None, None, None), workers=1)
+    items = list(run_partitions(jobs, lambda line: None, processes=2))
+
+    assert len(items) == 4
+    for key in keys:
+        (early_at, early), = [(i, x) for i, x in enumerate(items) if isinstance(x, StagesStored) and x.outcome.key == key]
+        (final_at, final), = [(i, x) for i, x in enumerate(items) if isinstance(x, PartitionOutcome) and x.key == key]
+        assert early_at < final_at
+        assert list(early.outcome.materialized) == list(STAGES[:-1])
+        assert list(final.materialized) == list(STAGES)
+        assert {s: final.materialized[s] for s in STAGES[:-1]} == early.outcome.materialized
+        assert early.outcome.checks == final.checks and len(final.checks) == 6
+        assert early.outcome.error is None and final.error is None
+        assert early.outcome.attempts == final.attempts == 12
+        assert (tmp_path / "reports" / key / "report.html").is_file()

@@ -188,6 +188,12 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
             status = instance.get_status_by_partition(dg.AssetKey(stage), keys, runs_partitions)
             assert {k: v.value for k, v in status.items()} == {
                 **{k: "MATERIALIZED" for k in good}, "zz-broken": "FAILED"}, stage
+        # Each stage once per good partition, though the stages before the publication are
+        # recorded while it is published and the publication afterwards (StagesStored).
+        recorded = sorted((e.asset_key.path[-1], e.partition) for e in result.get_asset_materialization_events())
+        assert recorded == sorted((stage, k) for k in good for stage in (
+            "raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "run_comparison", "reports",
+            "langfuse_publication"))
         checks = [(e.partition, e.check_name) for e in result.get_asset_check_evaluations()]
         assert sorted(checks) == sorted((k, name) for k in good for name in (
             "no_bad_rows", "no_duplicate_rows", "no_missing_attempts", "no_unsafe_artifact_dirs",
