@@ -190,18 +190,20 @@ def _picklable(exc: BaseException) -> BaseException:
 WORKER_PRELOAD = "bench_pipeline.assets.worker_preload"
 
 
-def fork_server_context() -> multiprocessing.context.BaseContext:
-    """The ``forkserver`` start method, its server loading WORKER_PRELOAD: workers are forked
-    from that fresh single-threaded process, never from the (threaded) process asking."""
+def fork_server_context(also_preload: tuple[str, ...] = ()) -> multiprocessing.context.BaseContext:
+    """The ``forkserver`` start method, its server loading WORKER_PRELOAD (and ``also_preload``
+    when this call starts it): workers are forked from that fresh single-threaded process,
+    never from the (threaded) process asking."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([WORKER_PRELOAD])
+    context.set_forkserver_preload([WORKER_PRELOAD, *also_preload])
     return context
 
 
-def start_fork_server() -> None:
-    """Start the fork server now: it loads WORKER_PRELOAD in its own process, on another core,
-    while this one goes on (the first worker then starts without waiting for it)."""
+def start_fork_server(also_preload: tuple[str, ...] = ()) -> None:
+    """Start the fork server now: it loads WORKER_PRELOAD and ``also_preload`` in its own
+    process, on another core, while this one goes on (the first worker then starts without
+    waiting for it)."""
     import multiprocessing.forkserver
 
-    fork_server_context()
+    fork_server_context(also_preload)
     multiprocessing.forkserver.ensure_running()

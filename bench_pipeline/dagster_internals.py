@@ -14,6 +14,11 @@ is what Dagster itself writes and reads.
 - **The latest data version per partition** (``latest_tags_by_partition``): the event log
   storage's tag query. The public ``DagsterInstance.fetch_materializations`` returns whole
   events, every one of every partition, where this needs one tag of the latest of each.
+- **The modules of a SQLite instance** (``INSTANCE_STORAGE_MODULES``): what Dagster imports
+  when it opens the instance of deploy/dagster.local.yaml (its storages, SQLAlchemy, Alembic,
+  the run coordinator and launcher; about 0.5 s). The main command's fork server loads them
+  ahead (refresh_process.py). The instance config names these classes by module path; Dagster
+  has no public list of them.
 - **An in-process workspace** (``execute_graphql_in_process``): the GraphQL mutation the UI
   sends to launch an asset backfill, run against the workspace's code locations loaded in
   this process. The public routes are a running webserver (``DagsterGraphQLClient``) or the
@@ -39,8 +44,23 @@ from dagster._core.definitions.data_version import (
 #: The Dagster version these names were checked against (pyproject.toml pins it).
 CHECKED_WITH_DAGSTER = "1.13.27"
 
-__all__ = ["CHECKED_WITH_DAGSTER", "CODE_VERSION_TAG", "DATA_VERSION_TAG", "execute_graphql_in_process",
-           "latest_tags_by_partition", "provenance_tags"]
+__all__ = ["CHECKED_WITH_DAGSTER", "CODE_VERSION_TAG", "DATA_VERSION_TAG", "INSTANCE_STORAGE_MODULES",
+           "execute_graphql_in_process", "latest_tags_by_partition", "provenance_tags"]
+
+#: The modules Dagster imports to open the SQLite instance of deploy/dagster.local.yaml (the
+#: default instance has the same storages): importing them ahead leaves opening an existing
+#: instance about 0.1 s (test_dagster_internals checks that nothing of them is left to import).
+INSTANCE_STORAGE_MODULES = (
+    "dagster._core.storage.sqlite_storage",
+    "dagster._core.storage.runs.sqlite.sqlite_run_storage",
+    "dagster._core.storage.event_log.sqlite.sqlite_event_log",
+    "dagster._core.storage.schedules.sqlite.sqlite_schedule_storage",
+    "dagster._core.storage.local_compute_log_manager",
+    "dagster._core.run_coordinator.queued_run_coordinator",
+    "dagster._core.launcher.default_run_launcher",
+    "alembic.command",
+    "alembic.config",
+)
 
 
 def provenance_tags(code_version: str, data_version: str | None, upstream: dg.AssetKey | None) -> dict[str, str]:

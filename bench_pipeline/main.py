@@ -10,6 +10,10 @@
    PARTITIONS_PER_RUN runs per Dagster run; then refreshes the catalog if it is behind;
 4. prints where each run's reports are.
 
+The catalog refresh does not wait for the last runs' Langfuse publication, which it does not
+read: once every run of the last Dagster run has its reports recorded, it starts in a
+process of its own (``EarlyRefresh``, refresh_process.py) while those runs are published.
+
 The console shows each line once: what the per-run step says (one line per run, progress of
 large runs, warnings named by their run), plainly, and this command's own lines. Dagster's
 events (step started, materializations, ...) go to the instance only, where the UI shows
@@ -25,7 +29,9 @@ import argparse
 import atexit
 import os
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 # Only light imports here: `main` starts the fork server before Dagster is imported.
@@ -44,6 +50,10 @@ SAMPLES = (("sample-clean-", 1, False, 7), ("sample-with-data-problems-", 2, Tru
 RUN_CONFIG = {"loggers": {"console": {}}}
 #: The reports listed per run at the end, when written (comparison.md: a run with a baseline).
 REPORT_FILES = ("report.html", "summary.md", "comparison.md")
+#: The module of the early catalog refresh's process, which the fork server loads at start.
+REFRESH_PROCESS = "bench_pipeline.refresh_process"
+#: How often the early refresh looks at the instance for the last runs' reports (seconds).
+EARLY_REFRESH_POLL = 0.1
 
 
 def _say(message: str) -> None:
@@ -152,13 +162,22 @@ def _run_all(defs, instance, samples: bool) -> int:
     console = {"console": _plain_console()}
     job = defs.resolve_job_def("process_run").with_logger_defs(console)
     failed = 0
-    for batch in partition_batches(instance.get_dynamic_partitions(runs_partitions.name), set(todo), PARTITIONS_PER_RUN):
+    batches = list(partition_batches(instance.get_dynamic_partitions(runs_partitions.name), set(todo),
+                                     PARTITIONS_PER_RUN))
+    early: EarlyRefresh | None = None
+    for i, batch in enumerate(batches):
         started = time.monotonic()
+        if i == len(batches) - 1:  # the refresh may start once this Dagster run's reports are recorded
+            early = EarlyRefresh(instance, batch, str(home))
         # The step prints one line per run as it is done ("[i/n] <run>: ok|FAILED ...").
-        result = job.execute_in_process(
-            instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
-            tags={**range_tags(batch), "bench/trigger": "main"},
-        )
+        try:
+            result = job.execute_in_process(
+                instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
+                tags={**range_tags(batch), "bench/trigger": "main"},
+            )
+        finally:
+            if early is not None:
+                early.stop_watching()
         errors = _failed_runs(result)
         seconds = _run_seconds(result)
         unreported = [key for key in batch if key not in errors and key not in seconds]
@@ -169,17 +188,15 @@ def _run_all(defs, instance, samples: bool) -> int:
                 _say(f"{key}: FAILED: {reason} (see the Dagster run {result.run_id})")
         if len(batch) > 1:
             _say(f"  ({len(batch)} runs in one Dagster run, {time.monotonic() - started:.1f}s)")
-    if catalog_behind(instance) is not None:
-        catalog = defs.resolve_job_def("refresh_catalog").with_logger_defs(console).execute_in_process(
-            instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
-        )
-        if catalog.success:
-            _say("catalog: ok")
-        else:
-            _say(f"catalog: FAILED: {_step_error(catalog) or 'the Dagster run failed'} "
-                 f"(see the Dagster run {catalog.run_id})")
-    else:
+    refreshed = early.result() if early is not None else None
+    if refreshed is None and catalog_behind(instance) is not None:
+        refreshed = execute_refresh(instance)
+    if refreshed is None:
         _say("catalog: up to date")
+    elif refreshed.success:
+        _say("catalog: ok")
+    else:
+        _say(f"catalog: FAILED: {refreshed.error} (see the Dagster run {refreshed.run_id})")
     _say("")
     _say("Reports:")
     for key in keys:
@@ -196,6 +213,103 @@ def _run_all(defs, instance, samples: bool) -> int:
     _say(f"Dagster instance: {home}")
     _say("See it in the UI: scripts/ui.sh  (dg dev on the same instance)")
     return failed
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """How a ``refresh_catalog`` run of this command ended (picklable: it may come from the
+    early refresh's process)."""
+
+    success: bool
+    run_id: str
+    error: str | None = None  # the first line of the failure
+
+
+def execute_refresh(instance) -> Refreshed:
+    """The ``refresh_catalog`` job executed in this process on ``instance``, its step lines
+    printed as the per-run job's are."""
+    from .definitions import defs
+
+    result = defs.resolve_job_def("refresh_catalog").with_logger_defs({"console": _plain_console()}).execute_in_process(
+        instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
+    )
+    return Refreshed(result.success, result.run_id,
+                     None if result.success else _step_error(result) or "the Dagster run failed")
+
+
+class EarlyRefresh:
+    """The catalog refresh, started while the last runs are still being published.
+
+    A thread looks at the instance every EARLY_REFRESH_POLL seconds; once every run of
+    ``keys`` has its ``reports`` stage recorded by this command (after the newest one
+    recorded before), the last stage the refresh reads (``cross_run.FOLLOWED_STAGE``), it
+    starts the refresh in a process forked from the fork server (refresh_process.py), which
+    uses the core the publication leaves free. When a run fails before its reports, or the
+    per-run run ends first, nothing starts and ``result`` is None: the command refreshes
+    after the runs, as before. The refresh then covers every run of the command, and
+    ``catalog_behind`` finds it up to date once the publications are recorded.
+    """
+
+    def __init__(self, instance, keys: list[str], dagster_home: str) -> None:
+        import dagster as dg
+
+        from .assets.cross_run import FOLLOWED_STAGE
+
+        self._instance, self._keys, self._home = instance, set(keys), dagster_home
+        self._asset = dg.AssetKey(FOLLOWED_STAGE)
+        latest = instance.fetch_materializations(self._asset, limit=1).records
+        self._after = latest[0].storage_id if latest else 0
+        self._stop, self._started = threading.Event(), threading.Event()
+        self._pool = self._future = None
+        self._thread = threading.Thread(target=self._watch, name="early-catalog-refresh", daemon=True)
+        self._thread.start()
+
+    def _recorded(self) -> bool:
+        import dagster as dg
+
+        records = self._instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=self._asset, asset_partitions=sorted(self._keys),
+                                  after_storage_id=self._after),
+            limit=len(self._keys) * 2,
+        ).records
+        return {record.partition_key for record in records} >= self._keys
+
+    def _watch(self) -> None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        from .bulk import fork_server_context
+        from .refresh_process import refresh
+
+        try:
+            while not self._stop.wait(EARLY_REFRESH_POLL):
+                if self._recorded():
+                    self._pool = ProcessPoolExecutor(1, mp_context=fork_server_context())
+                    self._future = self._pool.submit(refresh, self._home)
+                    self._started.set()
+                    return
+        except Exception:  # noqa: BLE001 - the instance could not be read: the refresh runs after the runs
+            return
+
+    def wait_started(self, timeout: float) -> bool:
+        """Whether the refresh has started, waiting up to ``timeout`` seconds."""
+        return self._started.wait(timeout)
+
+    def stop_watching(self) -> None:
+        """No refresh starts after this (the per-run run is over)."""
+        self._stop.set()
+        self._thread.join()
+
+    def result(self) -> Refreshed | None:
+        """How the early refresh ended (waiting for it), or None when it did not start."""
+        self.stop_watching()
+        if self._future is None:
+            return None
+        try:
+            return self._future.result()
+        except Exception as exc:  # noqa: BLE001 - the process died: say so, as for a failed run
+            return Refreshed(False, "unknown", f"the catalog refresh's process failed: {type(exc).__name__}: {exc}")
+        finally:
+            self._pool.shutdown()
 
 
 def _suite_pages(output_root: str) -> list[str]:
@@ -281,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # The per-run step's worker processes come from a fork server; started here, it loads
     # their code on another core while this process loads Dagster and the definitions.
-    start_fork_server()
+    start_fork_server(also_preload=(REFRESH_PROCESS,))
     try:
         return 1 if run_all(samples=not args.no_samples) else 0
     except RunsRootError as exc:  # a bucket that does not exist, no credentials, no network

@@ -121,3 +121,45 @@ def test_graphql_in_process_names_a_location_that_does_not_load(tmp_path, monkey
     with pytest.raises(RuntimeError, match="the code location did not load: .*no_such_module"):
         execute_graphql_in_process([("no_such_module", ".", "x")], "{ __typename }", {})
 
+
+
+#: Opens the default instance in a fresh process after importing INSTANCE_STORAGE_MODULES and
+#: prints the modules that opening it still imported.
+OPEN_INSTANCE = """
+import importlib, json, sys
+import dagster as dg
+from bench_pipeline.dagster_internals import INSTANCE_STORAGE_MODULES
+for name in INSTANCE_STORAGE_MODULES:
+    importlib.import_module(name)
+before = set(sys.modules)
+with dg.DagsterInstance.get() as instance:
+    instance.get_runs_count()
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_the_instance_storage_modules_are_all_that_opening_an_instance_imports(tmp_path):
+    """After INSTANCE_STORAGE_MODULES, opening the SQLite instance of deploy/dagster.local.yaml
+    imports none of the storage, SQLAlchemy or Alembic modules (what made it slow): the list
+    still names what the main command's fork server should load ahead."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "home").mkdir()
+    shutil.copy(root / "deploy" / "dagster.local.yaml", tmp_path / "home" / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    for _ in range(2):  # a new instance (its tables created), then the existing one
+        done = subprocess.run([sys.executable, "-c", OPEN_INSTANCE], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        new = json.loads(done.stdout.splitlines()[-1])
+        heavy = [m for m in new if m.split(".")[0] in ("sqlalchemy", "alembic", "sqlite3")
+                 or m.startswith(("dagster._core.storage.runs", "dagster._core.storage.event_log",
+                                  "dagster._core.storage.schedules", "dagster._core.run_coordinator",
+                                  "dagster._core.launcher"))]
+        assert heavy == [], f"opening the instance still imports {heavy}: add their modules to INSTANCE_STORAGE_MODULES"

@@ -14,12 +14,14 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.assets.run_stages import up_to_date
 from bench_pipeline.formula import FORMULA_VERSION
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.resources import PipelineSettings
 from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
 
+from .run_builder import make_run, row
 from .support.network import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,6 +119,68 @@ def test_main_says_each_thing_once_naming_its_run(tmp_path):
     assert sorted(m for m in messages if "duplicate task/attempt" in m) == sorted(warned)
     events = {e.dagster_event.event_type_value for e in logs if e.dagster_event is not None}
     assert {"STEP_START", "ASSET_MATERIALIZATION", "ASSET_CHECK_EVALUATION", "STEP_SUCCESS"} <= events
+    # one catalog refresh, after which nothing is behind
+    assert lines.count("catalog: ok") == 1
+    assert [r.status for r in instance.get_runs() if r.job_name == "refresh_catalog"] == [dg.DagsterRunStatus.SUCCESS]
+    assert catalog_behind(instance) is None
+
+
+#: EarlyRefresh as the main command uses it, in a process of its own like the command's (the
+#: fork server, started first, loads the refresh's code with this process's environment).
+EARLY_REFRESH = """
+import json, os
+import dagster as dg
+from bench_pipeline.bulk import start_fork_server
+from bench_pipeline.main import REFRESH_PROCESS
+start_fork_server(also_preload=(REFRESH_PROCESS,))
+from bench_pipeline.assets.cross_run import catalog_behind
+from bench_pipeline.definitions import defs
+from bench_pipeline.main import EarlyRefresh
+from bench_pipeline.partitions import runs_partitions
+
+home = os.environ["DAGSTER_HOME"]
+with dg.DagsterInstance.get() as instance:
+    instance.add_dynamic_partitions(runs_partitions.name, ["r1", "r2"])
+    never = EarlyRefresh(instance, ["r1", "r2"], home)  # r2 is not processed: it never starts
+    early = EarlyRefresh(instance, ["r1"], home)
+    assert defs.resolve_job_def("process_run").execute_in_process(instance=instance, partition_key="r1").success
+    started = early.wait_started(120)
+    refreshed = early.result()
+    print(json.dumps({"pid": os.getpid(), "started": started, "never": never.result(),
+                      "refreshed": [refreshed.success, refreshed.run_id, refreshed.error],
+                      "behind": catalog_behind(instance)}))
+"""
+
+
+@pytest.mark.slow
+def test_the_catalog_refresh_starts_in_its_own_process_once_the_runs_reports_are_recorded(tmp_path):
+    """EarlyRefresh starts the refresh_catalog job in a process forked from the fork server once
+    every run it waits for has its reports recorded, and says how it ended; one that waits for
+    a run never processed starts nothing (the command then refreshes after its runs). The
+    refresh lists the run and leaves nothing behind."""
+    make_run(tmp_path / "runs", [row("a"), row("b", status="failed")], run_id="r1")
+    env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "BENCH_RUNS_ROOT": str(tmp_path / "runs"),
+           "DAGSTER_HOME": str(tmp_path / "home")}
+    for var in ("BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        env.pop(var, None)
+    (tmp_path / "home").mkdir()
+    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", tmp_path / "home" / "dagster.yaml")
+    done = subprocess.run([sys.executable, "-c", EARLY_REFRESH], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said["started"] is True and said["never"] is None and said["behind"] is None
+    success, run_id, error = said["refreshed"]
+    assert (success, error) == (True, None)
+
+    instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
+    refresh = instance.get_run_by_id(run_id)
+    assert refresh.job_name == "refresh_catalog" and refresh.status == dg.DagsterRunStatus.SUCCESS
+    pids = {e.dagster_event.pid for e in instance.all_logs(run_id) if e.dagster_event is not None}
+    assert pids and said["pid"] not in pids  # executed in another process
+    (catalog,) = instance.fetch_materializations(dg.AssetKey("run_catalog"), limit=5).records
+    assert catalog.asset_materialization.metadata["dagster/row_count"].value == 1
+    assert (tmp_path / "data" / "reports" / "r1" / "metrics.json").is_file()
 
 
 @pytest.mark.slow

@@ -25,7 +25,6 @@ from ..formula import FORMULA_VERSION
 from ..output_root import OutputRoot
 from ..resources import PipelineSettings
 from ..run_folders import local_run_files
-from .partition_work import STAGES
 
 GROUP = "cross_run"
 
@@ -39,13 +38,21 @@ def _latest(instance: dg.DagsterInstance, asset: str) -> dg.EventLogRecord | Non
 #: the refresh is behind when any of them is.
 REFRESHED = ("run_catalog", "system_repeats", "suite_pages")
 
+#: The per-run stage whose materialization puts the refresh behind: the last one whose values
+#: it reads (capability_aggregates' stored document, the stored attempt frames, metrics.json,
+#: attempts.jsonl and the reports they link to are all in place once ``reports`` is recorded).
+#: Nothing of the refresh comes from the Langfuse publication, so a run is in the catalog
+#: while it is still being published (the main command refreshes meanwhile: main.py), and a
+#: run whose publication failed is in it too, with the metrics it has.
+FOLLOWED_STAGE = "reports"
+
 
 def catalog_behind(instance: dg.DagsterInstance) -> str | None:
     """What the catalog refresh is behind, as a key for the refresh (``<newest per-run storage
     id>-<oldest storage id of the refreshed assets>@<formula version>``), or None when it is
     up to date.
 
-    Behind: some run was materialized after one of the refreshed assets (REFRESHED), or one
+    Behind: some run's FOLLOWED_STAGE was materialized after one of the refreshed assets (REFRESHED), or one
     of them never was, or the catalog was made under another formula version than the
     current one, so that after a formula change it is refreshed once to list every run as
     behind, even before a backfill has materialized anything. The key differs after every
@@ -53,7 +60,7 @@ def catalog_behind(instance: dg.DagsterInstance) -> str | None:
     fails part-way leaves the oldest asset, and so the key, as it was: the sensor does not
     request it again until another run is materialized.
     """
-    runs = _latest(instance, STAGES[-1])  # the last stage: a run is done
+    runs = _latest(instance, FOLLOWED_STAGE)  # a run's values for the catalog are all stored
     if runs is None:
         return None
     made = {asset: _latest(instance, asset) for asset in REFRESHED}

@@ -135,3 +135,31 @@ def test_nothing_is_behind_before_any_run_is_done() -> None:
     made = {key.to_user_string() for a in cross_run_assets for key in a.keys}
     assert made == {"run_catalog", "suite_trends", "system_repeats", "suite_pages"}
     assert cross_run.GROUP == "cross_run"
+
+
+def _record(instance, asset: str, partition: str | None = None, **metadata) -> None:
+    instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition=partition, metadata=metadata))
+
+
+def test_the_refresh_follows_each_runs_reports_not_its_publication() -> None:
+    """A run's reports put the refresh behind as soon as they are recorded, while the run may
+    still be published (nothing of the refresh comes from the publication); once refreshed,
+    the publication recorded after it leaves the refresh up to date, and the next run's
+    reports put it behind again."""
+    from bench_pipeline.assets.partition_work import STAGES
+
+    assert cross_run.FOLLOWED_STAGE == STAGES[-2] == "reports" and STAGES[-1] == "langfuse_publication"
+    instance = dg.DagsterInstance.ephemeral()
+    _record(instance, "langfuse_publication", "r0")
+    assert catalog_behind(instance) is None  # a publication alone: no stored values to list
+    _record(instance, "reports", "r1")
+    first = catalog_behind(instance)
+    assert first is not None and first.endswith(f"@{FORMULA_VERSION}")
+    for asset in REFRESHED:
+        _record(instance, asset, formula_version=FORMULA_VERSION)
+    assert catalog_behind(instance) is None
+    _record(instance, "langfuse_publication", "r1")
+    assert catalog_behind(instance) is None
+    _record(instance, "reports", "r2")
+    again = catalog_behind(instance)
+    assert again is not None and again != first
