@@ -26,9 +26,7 @@ and checks.
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -53,7 +51,7 @@ REPORT_FILES = ("report.html", "summary.md", "comparison.md")
 #: The module of the early catalog refresh's process, which the fork server loads at start.
 REFRESH_PROCESS = "bench_pipeline.refresh_process"
 #: How often the early refresh looks at the instance for the last runs' reports (seconds).
-EARLY_REFRESH_POLL = 0.1
+EARLY_REFRESH_POLL = 0.25
 
 
 def _say(message: str) -> None:
@@ -409,11 +407,9 @@ def entry() -> None:
     operating system reclaims at once). Every output is written and closed by then, the
     instance is closed, and the exit handlers (multiprocessing's fork server folder, logging)
     run as at a normal exit; ``bench-pipeline`` ends the same way (cli.entry)."""
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    atexit._run_exitfuncs()
-    os._exit(code)
+    from .bulk import exit_now
+
+    exit_now(main())
 
 
 if __name__ == "__main__":
