@@ -23,6 +23,7 @@ import signal
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from typing import NoReturn
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -180,6 +181,26 @@ def _picklable(exc: BaseException) -> BaseException:
     except Exception:  # noqa: BLE001 - any pickling failure
         text = "".join(traceback.format_exception(exc))
         return RuntimeError(f"worker process failed:\n{text}")
+
+
+def exit_now(code: int) -> NoReturn:
+    """End this process as a normal exit does, without freeing its objects one by one.
+
+    A processed large run is millions of small objects; freeing them at interpreter shutdown
+    takes a noticeable part of a second (about 0.35 s after a 10,000-attempt run) for memory
+    the operating system reclaims at once. The caller has written and closed every output;
+    here the standard streams are flushed and the exit handlers run as at a normal exit
+    (the Langfuse SDK flushes there; multiprocessing removes its fork server's folder),
+    then the process ends (``os._exit``)."""
+    import atexit
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 # --- Worker processes started from a fork server ----------------------------------------

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import sys
 import time
 from pathlib import Path
 
+from .bulk import exit_now
 from .run_reader import NotARunFolderError, check_local
 
 
@@ -71,7 +71,9 @@ def _process(args: argparse.Namespace) -> int:
     if args.publish:
         from .publication.cli import publish_processed
 
-        return publish_processed(processed, out_dir)
+        code = publish_processed(processed, out_dir)
+        _LEFT_FOR_EXIT.append(processed)
+        return code
     _LEFT_FOR_EXIT.append(processed)  # freed by the process's end, not object by object
     return 0
 
@@ -386,8 +388,8 @@ def entry() -> None:
 
     A processed large run is millions of small objects; freeing them one by one at
     interpreter shutdown takes a noticeable part of a second, for memory the operating
-    system reclaims at once. Every output is written and closed by then, and a command
-    that publishes to Langfuse exits normally (the SDK flushes at exit).
+    system reclaims at once. Every output is written and closed by then, and the exit
+    handlers run as at a normal exit (``bulk.exit_now``: the Langfuse SDK flushes there).
 
     For the same reason the cyclic garbage collector stays paused to the end: were the
     command's pause (``bulk.gc_paused``) lifted on its way out, the first allocation after
@@ -398,9 +400,7 @@ def entry() -> None:
     code = main()
     if not _LEFT_FOR_EXIT:
         sys.exit(code)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    exit_now(code)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ import pytest
 from bench_pipeline import cli
 from bench_pipeline.generator import generate_runs
 
+from .publication.server_state import item_spans
 from .run_builder import make_run, row
+from .support.publication_standin import MODES, SECRET, make_standin
 
 TASKS = [f"t{i}" for i in range(10)]
 
@@ -191,3 +193,21 @@ def test_exit_2_for_a_margin_outside_zero_to_one(tmp_path, capsys, margin):
     err = capsys.readouterr().err
     assert err.startswith("error: --max-drop: max_drop must be a number from 0 to 1") and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cli_process_publish_delivers_everything_before_the_process_ends(one_run, tmp_path, mode):
+    """The command ends without freeing its heap (bulk.exit_now) only after the publication
+    is delivered: a Langfuse server has every attempt's evaluation once the command exited."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANGFUSE_")}
+    with make_standin(mode) as standin:
+        env.update({"LANGFUSE_BASE_URL": standin.base_url, "LANGFUSE_PUBLIC_KEY": standin.public_key,
+                    "LANGFUSE_SECRET_KEY": SECRET})
+        done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(one_run), "--output-dir",
+                               str(tmp_path / "out"), "--publish"], capture_output=True, text=True, timeout=300,
+                              env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "published run" in done.stdout
+        attempts = len((tmp_path / "out" / "attempts.jsonl").read_text().splitlines())
+        assert len(item_spans(standin)) == attempts
+        assert standin.internal_errors == [] and standin.unknown_requests() == []
