@@ -194,7 +194,8 @@ def _run_all(defs, instance, samples: bool) -> int:
     elif refreshed.success:
         _say("catalog: ok")
     else:
-        _say(f"catalog: FAILED: {refreshed.error} (see the Dagster run {refreshed.run_id})")
+        where = f" (see the Dagster run {refreshed.run_id})" if refreshed.run_id else ""
+        _say(f"catalog: FAILED: {refreshed.error}{where}")
     _say("")
     _say("Reports:")
     for key in keys:
@@ -219,7 +220,7 @@ class Refreshed:
     early refresh's process)."""
 
     success: bool
-    run_id: str
+    run_id: str  # "" when the refresh's process ended before saying which run it made
     error: str | None = None  # the first line of the failure
 
 
@@ -305,7 +306,7 @@ class EarlyRefresh:
         try:
             return self._future.result()
         except Exception as exc:  # noqa: BLE001 - the process died: say so, as for a failed run
-            return Refreshed(False, "unknown", f"the catalog refresh's process failed: {type(exc).__name__}: {exc}")
+            return Refreshed(False, "", f"the catalog refresh's process failed: {type(exc).__name__}: {exc}")
         finally:
             self._pool.shutdown()
 
