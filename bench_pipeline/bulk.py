@@ -23,9 +23,8 @@ import signal
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from typing import NoReturn
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
