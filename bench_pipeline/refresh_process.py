@@ -15,16 +15,21 @@ from __future__ import annotations
 
 import importlib
 import os
+from typing import TYPE_CHECKING
 
 from .dagster_internals import INSTANCE_STORAGE_MODULES
 from .definitions import defs  # noqa: F401 - loaded for the refresh
 
+if TYPE_CHECKING:
+    from .main import Refreshed
+
 for _name in INSTANCE_STORAGE_MODULES:
     importlib.import_module(_name)
 
-def refresh(dagster_home: str):
+
+def refresh(dagster_home: str) -> "Refreshed":
     """The ``refresh_catalog`` job on the instance at ``dagster_home``, executed in this
-    process: a ``main.Refreshed`` (the fork server's environment predates the main command's
+    process (the fork server's environment predates the main command's
     default DAGSTER_HOME, so it is passed)."""
     import dagster as dg
 

@@ -52,13 +52,13 @@ def catalog_behind(instance: dg.DagsterInstance) -> str | None:
     id>-<oldest storage id of the refreshed assets>@<formula version>``), or None when it is
     up to date.
 
-    Behind: some run's FOLLOWED_STAGE was materialized after one of the refreshed assets (REFRESHED), or one
-    of them never was, or the catalog was made under another formula version than the
-    current one, so that after a formula change it is refreshed once to list every run as
-    behind, even before a backfill has materialized anything. The key differs after every
-    complete refresh, so a sensor's run key never repeats one already used; a refresh that
-    fails part-way leaves the oldest asset, and so the key, as it was: the sensor does not
-    request it again until another run is materialized.
+    Behind: some run's FOLLOWED_STAGE was materialized after one of the refreshed assets
+    (REFRESHED), or one of them never was, or the catalog was made under another formula
+    version than the current one, so that after a formula change it is refreshed once to list
+    every run as behind, even before a backfill has materialized anything. The key differs
+    after every complete refresh, so a sensor's run key never repeats one already used; a
+    refresh that fails part-way leaves the oldest asset, and so the key, as it was: the sensor
+    does not request it again until another run is materialized.
     """
     runs = _latest(instance, FOLLOWED_STAGE)  # a run's values for the catalog are all stored
     if runs is None:
