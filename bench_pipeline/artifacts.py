@@ -1,9 +1,11 @@
 """Safe reading of a run's files: artifact folders, JSON files, statuses.
 
 run-directory.md and readings R3, R4, R5, R43: an attempt's artifact folder comes from the
-row's ``artifact_dir`` (or the runner's convention); a folder that is absolute or leaves the
-run folder, also through a symlink, is refused and never followed; only regular files are
-read; every failure is an *availability status*, never an exception.
+row's ``artifact_dir`` (the runner's own path mapped into the run folder,
+layouts.map_artifact_dir) or the runner's convention (``attempt_<n>`` first); a folder that
+is absolute or leaves the run folder, also through a symlink, is refused and never
+followed; only regular files are read; every failure is an *availability status*, never an
+exception.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from .layouts import map_artifact_dir, runner_attempt_dir
 
 AVAILABLE = "available"
 MISSING = "missing"
@@ -58,7 +62,8 @@ class JsonFile:
 
 
 def conventional_dir(task_id: str, attempt: int) -> str:
-    """The runner's folder convention (R4): tasks/<task>, tasks/<task>/attempt-<n> for n > 1."""
+    """The flat layout's folder convention (R4): tasks/<task>, tasks/<task>/attempt-<n> for
+    n > 1 (the runner's ``attempt_<n>`` is looked for first, ``resolve_artifact_dir``)."""
     if attempt > 1:
         return f"tasks/{task_id}/attempt-{attempt}"
     return f"tasks/{task_id}"
@@ -83,15 +88,21 @@ def resolve_artifact_dir(
 ) -> ArtifactDir:
     """The attempt's artifact folder (R4, R5): recorded ``artifact_dir`` or the convention.
 
-    ``real_run_dir`` is ``os.path.realpath(run_dir)``, computed once per run. A folder
-    whose real location (symlinks resolved) is outside the run folder is refused.
-    ``checked`` (one dict per run) remembers folders already found to be plain folders,
-    so that a run's thousands of attempts share the checks of their common parents.
+    A recorded folder is first mapped into the run folder (layouts.map_artifact_dir: the
+    runner records its own absolute path); without one, the runner's
+    ``tasks/<task>/attempt_<n>`` when that folder exists, else ``conventional_dir``.
+    ``real_run_dir`` is ``os.path.realpath(run_dir)``, computed once per run; its last
+    segment is the run folder's name. A folder whose real location (symlinks resolved) is
+    outside the run folder is refused. ``checked`` (one dict per run) remembers folders
+    already found to be plain folders, so that a run's thousands of attempts share the
+    checks of their common parents.
     """
     if recorded is None:
-        candidate = normalize_relative(conventional_dir(task_id, attempt))
+        candidate = normalize_relative(runner_attempt_dir(task_id, attempt))
+        if candidate.refused or not os.path.isdir(os.path.join(real_run_dir, candidate.relative)):
+            candidate = normalize_relative(conventional_dir(task_id, attempt))
     elif isinstance(recorded, str):
-        candidate = normalize_relative(recorded)
+        candidate = normalize_relative(map_artifact_dir(recorded, os.path.basename(real_run_dir)))
     else:
         return ArtifactDir(None, "artifact_dir is not a string")
     if candidate.refused:

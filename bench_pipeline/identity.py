@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from .layouts import manifest_view
 from .run_reader import suite_name
 
 
@@ -71,8 +72,9 @@ def _version(value: Any) -> str | None:
 def run_identity(manifest: Mapping[str, Any] | None, suite_def: Mapping[str, Any] | None = None) -> RunIdentity:
     """The identity a run's manifest.json and suite.json record (run-directory.md): suite by
     R2, suite version from suite.json else manifest ``suite.version``, ``model.name`` /
-    ``model.provider``, ``code.git_sha`` / ``code.dirty`` and ``started_at``."""
-    manifest = manifest if isinstance(manifest, Mapping) else {}
+    ``model.provider``, ``code.git_sha`` / ``code.dirty`` and ``started_at``; a runner's
+    manifest through its flat equivalents (layouts.manifest_view)."""
+    manifest = manifest_view(manifest) if isinstance(manifest, Mapping) else {}
     suite_def = suite_def if isinstance(suite_def, Mapping) else {}
     version = _version(suite_def.get("version"))
     if version is None:

@@ -26,6 +26,7 @@ def metrics_document(raw: RawRun, body: dict, quality: dict, generated_at: str |
         "run_id": raw.run_id,
         "suite": raw.suite,
         "generated_at": generated_at or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "results_file": raw.results_file,
         **body,
         "data_quality": quality,
     }

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .artifacts import AVAILABLE, JsonFile, loads_exact, loads_json, read_json_file
+from .layouts import RESULTS, manifest_view, results_file_name, row_view, suite_view
 from .stats import INT64_MAX
 
 
@@ -47,6 +48,9 @@ class RawRun:
     bad_rows: list[dict] = field(default_factory=list)
     duplicate_rows: list[dict] = field(default_factory=list)
     run_files: list[dict] = field(default_factory=list)  # manifest/suite problems
+    #: The file the rows were read from: results.jsonl, or results.rejudged.jsonl when the
+    #: run was re-judged (layouts.results_file_name).
+    results_file: str = RESULTS
 
     @property
     def suite_tasks(self) -> dict[str, dict]:
@@ -88,7 +92,9 @@ def parse_results(data: bytes) -> tuple[list[RawRow], list[dict]]:
 
     Lines split on ``\\n``; whitespace-only lines are ignored. A line is bad when it is not
     UTF-8, not JSON, not an object, has no string ``task_id`` or an ``attempt`` that is
-    present, non-null and not an integer >= 1. A null or absent attempt means 1.
+    present, non-null and not an integer >= 1. A null or absent attempt means 1. Each row's
+    ``data`` is ``layouts.row_view`` of the line: its fields read from ``metrics`` when there
+    (the runner's layout), else from the top level.
     """
     rows: list[RawRow] = []
     bad: list[dict] = []
@@ -128,7 +134,7 @@ def parse_results(data: bytes) -> tuple[list[RawRow], list[dict]]:
             bad.append({"line": number, "reason": f"attempt {attempt} is beyond 2**63 - 1, the largest attempt "
                                                   "number the pipeline keeps"[:200]})
             continue
-        rows.append(RawRow(number, task_id, attempt, obj))
+        rows.append(RawRow(number, task_id, attempt, row_view(obj)))
     return rows, bad
 
 
@@ -276,9 +282,10 @@ def read_run(run_dir: Path | str) -> RawRun:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise NotARunFolderError(f"{run_dir}: not a folder, so not a benchmark run folder")
-    results = read_results_bytes(run_dir, os.path.realpath(run_dir))
-    rows, bad = parse_results(results)
-    return read_run_files(run_dir, rows, bad)
+    real = os.path.realpath(run_dir)
+    name = results_file_name(real)
+    rows, bad = parse_results(read_results_bytes(run_dir, real, name))
+    return read_run_files(run_dir, rows, bad, name)
 
 
 def check_local(run_dir: Path | str) -> None:
@@ -294,13 +301,15 @@ def check_local(run_dir: Path | str) -> None:
             f"from the bucket (BENCH_RUNS_ROOT={url.rsplit('/', 1)[0]}, docs/operations.md \"Object storage\")")
 
 
-def read_run_files(run_dir: Path | str, rows: list[RawRow], bad_rows: list[dict]) -> RawRun:
-    """A RawRun from already parsed rows plus the run's manifest.json and suite.json."""
+def read_run_files(run_dir: Path | str, rows: list[RawRow], bad_rows: list[dict],
+                   results_file: str = RESULTS) -> RawRun:
+    """A RawRun from already parsed rows plus the run's manifest.json and suite.json, each
+    read as the flat layout has it (layouts.manifest_view, layouts.suite_view)."""
     run_dir = Path(run_dir)
     real = os.path.realpath(run_dir)
     problems: list[dict] = []
-    manifest = _object_file(run_dir, real, "manifest.json", problems)
-    suite_def = _object_file(run_dir, real, "suite.json", problems)
+    manifest = manifest_view(_object_file(run_dir, real, "manifest.json", problems))
+    suite_def = suite_view(_object_file(run_dir, real, "suite.json", problems))
     return RawRun(
         run_id=run_dir.resolve().name,  # R1: the folder name is the run id
         run_dir=run_dir,
@@ -313,19 +322,21 @@ def read_run_files(run_dir: Path | str, rows: list[RawRow], bad_rows: list[dict]
         bad_rows=bad_rows,
         duplicate_rows=find_duplicates(rows),
         run_files=problems,
+        results_file=results_file,
     )
 
 
-def read_results_bytes(run_dir: Path, real: str) -> bytes:
-    """The bytes of results.jsonl, or NotARunFolderError naming the path."""
-    path = os.path.join(real, "results.jsonl")
+def read_results_bytes(run_dir: Path, real: str, name: str = RESULTS) -> bytes:
+    """The bytes of the results file ``name`` (results.jsonl, or its re-judged copy), or
+    NotARunFolderError naming the path."""
+    path = os.path.join(real, name)
     if not os.path.isfile(path):
         raise NotARunFolderError(f"{run_dir}: no results.jsonl, so not a benchmark run folder")
     try:
         with open(path, "rb") as fh:
             return fh.read()
     except OSError as exc:
-        raise NotARunFolderError(f"{run_dir / 'results.jsonl'}: cannot be read ({exc.strerror or exc})") from exc
+        raise NotARunFolderError(f"{run_dir / name}: cannot be read ({exc.strerror or exc})") from exc
 
 
 __all__ = [

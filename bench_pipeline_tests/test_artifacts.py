@@ -152,14 +152,73 @@ def test_unsafe_artifact_dirs_are_refused_and_reported(tmp_path, artifact_dir):
     assert _unsafe(p) == [{"line": 1, "task_id": "t", "attempt": 1, "artifact_dir": artifact_dir}]
 
 
-def test_absolute_artifact_dir_is_refused_even_when_inside_the_run(tmp_path):
+@pytest.mark.parametrize("recorded", [
+    "/Users/alice/bench/runs/run-1/tasks/t",         # the runner's machine: after the run's name
+    "/home/ci/work/renamed-run/tasks/t",             # the run folder renamed since: from `tasks` on
+    "runs/run-1/tasks/t",                            # relative to the runner's working directory
+    "C:\\bench\\runs\\run-1\\tasks\\t",               # a Windows runner
+    "tasks/t",                                       # the flat layout, as it is
+])
+def test_the_runners_own_artifact_dir_is_mapped_into_the_run(tmp_path, recorded):
+    run = make_run(tmp_path, [row("t", status="failed", artifact_dir=recorded, metrics=RECORDED)],
+                   artifacts={"tasks/t": {"history.json": HISTORY}})
+    p = run_stages(run).processed
+    a = _attempt(p)
+    assert _history_used(a)
+    assert a["evidence"]["dir"] == "tasks/t"
+    assert a["artifact_dir"] == recorded  # the row's text, as recorded
+    assert _unsafe(p) == []
+
+
+def test_the_absolute_path_of_this_very_run_folder_is_read_from_inside_it(tmp_path):
     r = row("t", status="failed", metrics=RECORDED)
     run = make_run(tmp_path, [r], artifacts={"tasks/t": {"history.json": HISTORY}})
     r["artifact_dir"] = str(run / "tasks" / "t")
     (run / "results.jsonl").write_text(json.dumps(r) + "\n", encoding="utf-8")
     p = run_stages(run).processed
+    assert _history_used(_attempt(p))
+    assert _unsafe(p) == []
+
+
+@pytest.mark.parametrize("recorded", [
+    "/Users/alice/bench/runs/run-1/../../outside",   # escapes after the run's name
+    "/Users/alice/bench/runs/run-1/tasks/../../../outside",
+    "/srv/outside",                                  # absolute, with nothing to map
+    "runs/run-1/../../outside",
+])
+def test_a_mapped_artifact_dir_that_still_escapes_is_refused(tmp_path, recorded):
+    _outside_with_history(tmp_path)
+    run = make_run(tmp_path, [row("t", status="failed", artifact_dir=recorded, metrics=RECORDED)])
+    p = run_stages(run).processed
     assert not _history_used(_attempt(p))
-    assert _unsafe(p) == [{"line": 1, "task_id": "t", "attempt": 1, "artifact_dir": str(run / "tasks" / "t")}]
+    assert _unsafe(p) == [{"line": 1, "task_id": "t", "attempt": 1, "artifact_dir": recorded}]
+
+
+def test_a_mapped_artifact_dir_through_a_symlink_leaving_the_run_is_refused(tmp_path):
+    outside = _outside_with_history(tmp_path)
+    recorded = "/Users/alice/bench/runs/run-1/tasks/t"
+    run = make_run(tmp_path, [row("t", status="failed", artifact_dir=recorded, metrics=RECORDED)])
+    (run / "tasks").mkdir()
+    os.symlink(outside, run / "tasks" / "t")
+    p = run_stages(run).processed
+    assert not _history_used(_attempt(p))
+    assert _unsafe(p) == [{"line": 1, "task_id": "t", "attempt": 1, "artifact_dir": recorded}]
+
+
+def test_without_artifact_dir_the_runners_attempt_folders_come_first(tmp_path):
+    rows = [row("t", 1, "failed", artifact_dir=None, metrics=RECORDED),
+            row("t", 2, "failed", artifact_dir=None, metrics=RECORDED),
+            row("u", 1, "failed", metrics=RECORDED),
+            row("v", 2, "failed", metrics=RECORDED)]
+    run = make_run(tmp_path, rows, artifacts={
+        "tasks/t/attempt_1": {"history.json": HISTORY}, "tasks/t/attempt_2": {"history.json": HISTORY},
+        "tasks/t": {"history.json": []},  # attempt_1 wins over the flat folder of attempt 1
+        "tasks/u": {"history.json": HISTORY},  # no attempt_1 folder: the flat convention
+        "tasks/v/attempt-2": {"history.json": HISTORY}})
+    p = run_stages(run).processed
+    assert [_attempt(p, t, n)["evidence"]["dir"] for t, n in (("t", 1), ("t", 2), ("u", 1), ("v", 2))] == [
+        "tasks/t/attempt_1", "tasks/t/attempt_2", "tasks/u", "tasks/v/attempt-2"]
+    assert all(_history_used(a) for a in p.attempts)
 
 
 def test_unsafe_dir_reported_with_its_line_and_attempt(tmp_path):

@@ -33,10 +33,11 @@ def test_metrics_document_puts_the_identity_first_and_data_quality_last():
     body = {"capability": {"pass_at_1": 1}, "coverage": {"attempts": 2}}
     quality = {"bad_rows": []}
     document = metrics_document(_raw(), body, quality, generated_at="2026-11-30T00:00:00Z")
-    assert list(document) == ["schema_version", "formula_version", "run_id", "suite", "generated_at", "capability",
-                              "coverage", "data_quality"]
+    assert list(document) == ["schema_version", "formula_version", "run_id", "suite", "generated_at", "results_file",
+                              "capability", "coverage", "data_quality"]
     assert document == {"schema_version": SCHEMA_VERSION, "formula_version": FORMULA_VERSION, "run_id": "run-1",
-                        "suite": "suite-x", "generated_at": "2026-11-30T00:00:00Z", "capability": {"pass_at_1": 1},
+                        "suite": "suite-x", "generated_at": "2026-11-30T00:00:00Z", "results_file": "results.jsonl",
+                        "capability": {"pass_at_1": 1},
                         "coverage": {"attempts": 2}, "data_quality": {"bad_rows": []}}
     assert SCHEMA_VERSION == 1
 

@@ -38,7 +38,8 @@ METRICS_SHAPE = {
 }
 #: metrics.json's keys in order: outputs.md's, with comparison.md's two additions before
 #: data_quality (which stays last).
-METRICS_KEY_ORDER = ["schema_version", "formula_version", "run_id", "suite", "generated_at", "capability",
+METRICS_KEY_ORDER = ["schema_version", "formula_version", "run_id", "suite", "generated_at", "results_file",
+                     "capability",
                      "coverage", "failures", "diagnostics", "category", "observations", "efficiency",
                      "reliability", "cost_to_first_success", "aggregate", "uncertainty", "estimators",
                      "data_quality"]

@@ -40,6 +40,7 @@ from ..comparison import ComparisonInputError
 from ..data_quality import data_quality_findings
 from ..derivation import PARALLEL_MIN_ROWS, workers_for
 from ..formula import FORMULA_VERSION
+from ..layouts import results_file_name
 from ..frames import attempts_frame, raw_results_frame, tasks_frame
 from ..pipeline import ProcessedRun, publish, run_stages
 from ..publication.result import PublicationError
@@ -469,9 +470,9 @@ def in_worker_processes(jobs: list[PartitionJob]) -> bool:
 
 
 def _results_rows(run_dir: str) -> int:
-    """results.jsonl's line count (0 when unreadable: the stage itself reports why)."""
+    """The results file's line count (0 when unreadable: the stage itself reports why)."""
     try:
-        with open(Path(run_dir) / "results.jsonl", "rb") as fh:
+        with open(Path(run_dir) / results_file_name(run_dir), "rb") as fh:
             return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
     except OSError:
         return 0

@@ -4,13 +4,16 @@ and tool calls, observations and the row's evidence. No formula reads these."""
 from __future__ import annotations
 
 from ..artifacts import AVAILABLE, INVALID, MISSING, ArtifactDir, JsonFile
+from ..layouts import trace_call
 from ..vocabulary import ERROR_TEXT_FIELDS
 from .episode import EpisodeMetrics
 from .recorded import bool_or_none, recorded, str_or_none
 
 
 def trace_evidence(file: JsonFile) -> tuple[str, str | None, list | None]:
-    """trace.json status, final response and tool calls for the experiment output (1)."""
+    """trace.json status, final response and tool calls for the experiment output (1);
+    each call as ``{name, arguments}``, from the runner's ``{tool, input}`` too
+    (layouts.trace_call)."""
     if not file.available:
         return file.status, None, None
     value = file.value
@@ -20,9 +23,7 @@ def trace_evidence(file: JsonFile) -> tuple[str, str | None, list | None]:
     calls = value.get("tool_calls", [])
     if not (final is None or isinstance(final, str)) or not isinstance(calls, list):
         return INVALID, None, None
-    tool_calls = [
-        {"name": c.get("name"), "arguments": c.get("arguments")} for c in calls if isinstance(c, dict)
-    ]
+    tool_calls = [trace_call(c) for c in calls if isinstance(c, dict)]
     return AVAILABLE, final, tool_calls
 
 

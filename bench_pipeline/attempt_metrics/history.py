@@ -31,11 +31,18 @@ class HistoryMetrics:
     first_error_stage: str | None = None
 
 
-def _has_image(attachments: object) -> bool:
-    """A message's ``attachments`` hold an image (3.3)."""
-    if type(attachments) is not list:
+def _is_image(attachment: object) -> bool:
+    """An image attachment (R10): its ``kind`` (the runner's key) or ``type`` is "image",
+    in any letter case."""
+    if type(attachment) is not dict:
         return False
-    return any(isinstance(a, dict) and a.get("type") == "image" for a in attachments)
+    return any(isinstance(attachment.get(key), str) and attachment[key].lower() == "image"
+               for key in ("kind", "type"))
+
+
+def _has_image(attachments: object) -> bool:
+    """A message's ``attachments`` hold an image (3.3, R10)."""
+    return type(attachments) is list and any(_is_image(a) for a in attachments)
 
 
 #: Kinds of the ordered events behind the pending-image flag (3.3).
@@ -62,6 +69,11 @@ def derive_history(messages: list) -> HistoryMetrics:
     for i, msg in enumerate(messages):
         if type(msg) is not dict:
             continue
+        # R10: a message's image raises the flag before its own model-call check, so a
+        # model message carrying an image is itself a visual call.
+        attachments = msg.get("attachments")
+        if attachments is not None and _has_image(attachments):
+            vision_events.append((i, _IMAGE, None))
         kind = msg.get("type")
         if kind == "tool_result":
             results.append(i)
@@ -82,9 +94,6 @@ def derive_history(messages: list) -> HistoryMetrics:
                 usages.append(usage)
             if kind == "tool_call":
                 calls.append(i)
-        attachments = msg.get("attachments")
-        if attachments is not None and _has_image(attachments):
-            vision_events.append((i, _IMAGE, None))
 
     pairs = pair_tool_calls(messages, calls, results)
     call_of = {r: c for c, r in pairs.items()}

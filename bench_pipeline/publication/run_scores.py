@@ -25,6 +25,8 @@ NOT_EXPORTED_SECTIONS = {
     "run_id": "the run's identity: the experiment's name",
     "suite": "the suite's identity: the dataset's name",
     "generated_at": "when the file was written, not a measurement",
+    "results_file": "which results file the run was read from (results.jsonl or its re-judged copy), "
+                    "not a measurement",
     "aggregate": "the legacy per-task table (outputs.md lists it outside the exported sections); "
                  "each attempt's values are its own scores",
     "data_quality": "lists of findings about the run folder, no numbers to score",

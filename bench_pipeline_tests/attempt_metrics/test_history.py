@@ -65,9 +65,40 @@ def test_no_deduplication_by_request_id():
 
 # --- visual inference (3.3, R10-R13) --------------------------------------------------------
 
-def test_image_flags_the_next_call_not_its_own():
+def test_an_image_on_a_model_message_makes_that_message_visual():
+    """R10 (re-pinned to the runner's derivation): the image sets the flag before the
+    message's own model-call check, and the flag clears after it."""
     hist = derive_history([model(100, attachments=IMG), model(200), model(300)])
+    assert (hist.vision_llm_calls, hist.vision_llm_time_ms) == (1, 100)
+
+
+def test_an_image_on_a_tool_call_model_message_makes_it_visual():
+    history = [model(None, usage=None), model(40, kind="tool_call", tool_name="tap", tool_input={}, attachments=IMG),
+               model(60)]
+    hist = derive_history(history)
+    assert (hist.llm_calls, hist.vision_llm_calls, hist.vision_llm_time_ms) == (2, 1, 40)
+
+
+def test_an_image_on_a_message_that_is_no_model_call_flags_the_next_call():
+    hist = derive_history([model(None, usage=None, attachments=IMG), model(200), model(300)])
     assert (hist.vision_llm_calls, hist.vision_llm_time_ms) == (1, 200)
+
+
+@pytest.mark.parametrize("attachment", [
+    {"kind": "image", "path": "pre.jpg"},        # the runner's key
+    {"type": "image"}, {"kind": "IMAGE"}, {"type": "Image"},
+    {"kind": "file", "type": "image"},           # either key
+])
+def test_image_attachments_by_kind_or_type_in_any_case(attachment):
+    hist = derive_history([{"type": "user", "content": "x", "attachments": [attachment]}, model(100)])
+    assert (hist.vision_llm_calls, hist.vision_llm_time_ms) == (1, 100)
+
+
+@pytest.mark.parametrize("attachment", [{"kind": "screenshot"}, {"kind": None, "type": "file"}, {"kind": ["image"]},
+                                        {"path": "image"}, "image"])
+def test_other_attachments_are_not_images(attachment):
+    hist = derive_history([{"type": "user", "content": "x", "attachments": [attachment]}, model(100)])
+    assert (hist.vision_llm_calls, hist.vision_llm_time_ms) == (0, None)
 
 
 def test_image_on_user_message_flags_next_call():
@@ -194,11 +225,11 @@ def test_image_attachment_on_tool_result_flags_even_without_string_content():
     assert derive_history(history).vision_llm_calls == 1
 
 
-def test_flagged_call_carrying_an_image_flags_the_following_call():
-    """The call after a screenshot is visual and clears the flag; its own image (R10) then
-    flags the next call."""
+def test_a_flagged_call_carrying_an_image_is_one_visual_call():
+    """The screenshot and the call's own image (R10: set before its model-call check) both
+    flag that call; the flag clears after it, so the next call is not visual."""
     hist = derive_history([result("screenshot", "done"), model(100, attachments=IMG), model(200), model(400)])
-    assert (hist.vision_llm_calls, hist.vision_llm_time_ms, hist.llm_time_ms) == (2, 300, 700)
+    assert (hist.vision_llm_calls, hist.vision_llm_time_ms, hist.llm_time_ms) == (1, 100, 700)
 
 
 # --- tool calls, device actions, screenshots_taken (3.4, 3.5, R13) --------------------------

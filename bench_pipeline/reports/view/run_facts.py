@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...layouts import REJUDGED_RESULTS
 from ..format import NA, dig, fmt_text
 
 
@@ -87,9 +88,13 @@ def manifest_facts(manifest: Mapping[str, Any], metrics: Mapping[str, Any], run_
         plan_bits.append(f"{len(planned):,} planned tasks")
     status = fmt_text(manifest.get("status"))
     times = f"{fmt_text(manifest.get('started_at'))} to {fmt_text(manifest.get('finished_at'))}"
+    results_file = metrics.get("results_file")
+    results_text = fmt_text(results_file) + (" (re-judged results, read instead of results.jsonl)"
+                                             if results_file == REJUDGED_RESULTS else "")
     return [
         ("Run id", run_id),
         ("Run status", f"{status}, {times}"),
+        ("Results read", results_text),
         ("Suite", suite_text),
         ("Model", fmt_text(named(manifest.get("model"), "provider", "name"))),
         ("Judge", judge_text),
