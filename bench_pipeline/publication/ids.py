@@ -28,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from ..layouts import manifest_view
+
 MAX_ITEM_ID_LENGTH = 255
 UNKNOWN_SUITE = "unknown-suite"
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -72,12 +74,17 @@ def _trace_id(*parts: Any) -> str:
     tid = _digest(*parts)[:32]
     return tid if tid != "0" * 32 else "0" * 31 + "1"
 
+def _suite_name_of(manifest: Mapping) -> Any:
+    suite = manifest.get("suite")
+    return suite.get("name") if isinstance(suite, Mapping) else suite
+
 def dataset_name(metrics: Mapping | None, manifest: Mapping | None, suite_def: Mapping | None = None) -> str:
-    """The stable suite name: metrics.json ``suite``, else the manifest's, else suite.json's."""
-    candidates: list[Any] = [(metrics or {}).get("suite")]
-    suite = (manifest or {}).get("suite")
-    candidates.append(suite.get("name") if isinstance(suite, Mapping) else suite)
-    candidates.append((suite_def or {}).get("name"))
+    """The stable suite name: metrics.json ``suite`` (R2), else the manifest's, else suite.json's,
+    else the name a runner's manifest gives by its ``suite_path`` alone (the file name without
+    its extension, ``layouts.manifest_view``; suite.json's own name comes first, R2)."""
+    manifest = manifest or {}
+    candidates: list[Any] = [(metrics or {}).get("suite"), _suite_name_of(manifest), (suite_def or {}).get("name"),
+                             _suite_name_of(manifest_view(manifest))]
     for value in candidates:
         if isinstance(value, str) and value.strip():
             return value.strip()

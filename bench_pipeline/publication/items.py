@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..layouts import rubric_items
 from .ids import canonical_json
 from .timestamps import parse_timestamp
 
@@ -22,6 +23,15 @@ def suite_tasks(suite_def: Mapping | None) -> dict[str, Mapping]:
             if isinstance(task, Mapping) and isinstance(task.get("id"), str):
                 out.setdefault(task["id"], task)
     return out
+
+
+def rubric_spec_items(spec: Any) -> Any:
+    """A rubric specification as a Dataset Item holds it, in the flat layout's words
+    ``[{id, requirement}]``: the runner's ``[{id, check}]`` read by ``layouts.rubric_items``
+    (its ``check``, else ``description``, is the requirement), so that a run in either layout
+    makes the same item; a specification already viewed (run_reader, the derived rows) stays
+    as it is. Anything but a list is returned as it is."""
+    return rubric_items(spec) if isinstance(spec, list) else spec
 
 
 #: The parts of a Dataset Item that define its task: (field, where it lives in the item body).
@@ -54,12 +64,16 @@ def item_request(item: dict, body: dict) -> dict:
 def item_body(suite: str, task: Mapping | None, attempt: Mapping, provenance: Mapping) -> dict:
     """input / expectedOutput / metadata of the Dataset Item for one task attempt, as this run knows it.
 
+    ``task`` is a suite.json task in the flat keys (``layouts.task_view``: a runner's
+    ``rubric``, ``expected_recalled_memory_ids`` as ``rubric_spec``, ``expected_memory_ids``);
+    the rubric specification, the task's else the attempt's, as ``rubric_spec_items`` words it.
+
     ``provenance`` ({run_id, run_started_at, suite_version}) says which run's suite definition
     the task comes from (``definition_source``); the item content itself never names the run.
     """
     task = task or {}
     evidence = attempt.get("evidence") or {}
-    rubric_spec = task.get("rubric_spec") if "rubric_spec" in task else evidence.get("rubric_spec")
+    rubric_spec = rubric_spec_items(task.get("rubric_spec") if "rubric_spec" in task else evidence.get("rubric_spec"))
     category = task.get("category") if task.get("category") is not None else attempt.get("category")
     return {
         "input": {"prompt": task.get("prompt"), "task_id": attempt["task_id"], "attempt": attempt["attempt"]},

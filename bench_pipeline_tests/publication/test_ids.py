@@ -63,3 +63,11 @@ def test_trace_url_and_trace_id_normalisation():
     assert trace_url(None, "p1", "a" * 32) is None and trace_url("https://x", None, "a" * 32) is None
     assert normalize_trace_id("4BF92F3577B34DA6A3CE929D0E0E4736") == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert normalize_trace_id("not-hex") is None and normalize_trace_id("0" * 32) is None
+
+
+def test_dataset_name_of_a_runner_manifest():
+    """A runner's manifest names its suite only by suite_path: suite.json's name comes first (R2)."""
+    runner = {"suite_path": "suites/android_core_v2.json", "suite_sha256": "ab" * 32}
+    assert dataset_name({"suite": None}, runner, {"name": "android-core"}) == "android-core"
+    assert dataset_name({"suite": None}, runner, {}) == "android_core_v2"
+    assert dataset_name({"suite": None}, {"suite_path": "C:\\bench\\suites\\smoke.yaml"}, {"tasks": []}) == "smoke"

@@ -73,3 +73,16 @@ def test_a_suite_definition_beats_one_read_off_attempts():
     merge = merge_item(from_suite, guessed)  # newer, but without the task in its suite.json
     assert merge.outcome == "kept" and merge.body["expectedOutput"]["rubric_spec"][0]["id"] == "r1"
     assert merge.body["metadata"]["definition_history"][0]["rubric_spec"] == [{"id": "guess"}]
+
+
+def test_a_rubric_specification_is_held_in_the_flat_layouts_words():
+    """The runner's {id, check} is {id, requirement} in an item (layouts.rubric_items): the
+    same item whichever layout the run was written in; other keys stay."""
+    from bench_pipeline.publication.items import rubric_spec_items
+
+    assert rubric_spec_items([{"id": "r1", "check": "A is shown"}]) == [{"id": "r1", "requirement": "A is shown"}]
+    assert rubric_spec_items([{"id": "r1", "check": "A", "weight": 2}]) == [{"id": "r1", "requirement": "A", "weight": 2}]
+    assert rubric_spec_items([{"id": "r1", "requirement": "E", "check": "F"}]) == [
+        {"id": "r1", "requirement": "E", "check": "F"}]  # a requirement of its own is kept
+    assert rubric_spec_items([{"id": "x"}, "odd"]) == [{"id": "x"}, "odd"]
+    assert rubric_spec_items(None) is None and rubric_spec_items("text") == "text"
