@@ -65,7 +65,21 @@ def row_view(row: dict[str, Any]) -> dict[str, Any]:
     spec = view.get("rubric_spec")
     if isinstance(spec, list) and any(_needs_requirement(item) for item in spec):
         view = {**view, "rubric_spec": rubric_items(spec)}
+    checks = view.get("environment_state_assertions")
+    if isinstance(checks, list) and any(_needs_id(item) for item in checks):
+        view = {**view, "environment_state_assertions": state_checks(checks)}
     return view
+
+
+def _needs_id(item: object) -> bool:
+    return isinstance(item, dict) and "id" not in item and isinstance(item.get("path"), str)
+
+
+def state_checks(items: list) -> list:
+    """Environment-state checks in the flat shape ``{id, passed, expected, actual}``: the
+    runner's ``path`` (the state it looked at) is the check's ``id`` where it has none."""
+    return [{("id" if k == "path" else k): v for k, v in item.items()} if _needs_id(item) else item
+            for item in items]
 
 
 def _needs_requirement(item: object) -> bool:

@@ -57,6 +57,13 @@ def test_rubric_spec_items_get_their_requirement_from_check_else_description():
         "rubric_spec"] == [{"id": "r", "requirement": "c", "description": "kept", "weight": 2}]
 
 
+def test_state_checks_are_named_by_their_path():
+    row = {"environment_state_assertions": [{"path": "wifi.enabled", "expected": True, "actual": True, "passed": True},
+                                            {"id": "own", "path": "kept"}, "junk"]}
+    assert row_view(row)["environment_state_assertions"] == [
+        {"id": "wifi.enabled", "expected": True, "actual": True, "passed": True}, {"id": "own", "path": "kept"}, "junk"]
+
+
 def test_row_view_is_idempotent():
     row = {"task_id": "t", "metrics": {"success": True}, "rubric_spec": [{"id": "r", "check": "c"}]}
     assert row_view(row_view(row)) == row_view(row)
