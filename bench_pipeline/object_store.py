@@ -14,7 +14,9 @@ The stages read and write local files only. This module is what stands between t
 bucket:
 
 - ``list_runs``: the run folders under a runs root with the metadata (size, ETag,
-  last-modified) of manifest.json, suite.json and results.jsonl, from listing pages alone
+  last-modified) of the files named at the top of each (run_folders.LISTED_FILES:
+  manifest.json, suite.json, results.jsonl, results.rejudged.jsonl and the runner's
+  metrics.json and summary.md), from listing pages alone
   (on S3 one listing of the whole root whose delimiter ``/tasks/`` rolls each run's
   conventional artifact folder into one entry, so a page covers about 300 runs);
 - ``mirror``: a folder of the bucket copied into the local cache
@@ -740,8 +742,14 @@ def mirror(url: str, *, wanted: Callable[[str], bool] | None = None, listing: Li
     ``wanted(relative key)``: which objects to copy (default all); ``listing``: the objects
     when already listed (default: list the folder); ``prune``: remove local files that are
     not wanted objects any more (a deleted or refused object is then missing locally, as
-    on disk). An object deleted between the listing and its read is missing. StoreError
-    names the first object that cannot be read, with the reason.
+    on disk), and folders that hold no object any more. An object deleted between the
+    listing and its read is missing. StoreError names the first object that cannot be
+    read, with the reason.
+
+    The copy has every folder that holds an object that can be copied, wanted or not, so
+    that whether a folder exists reads the same in the copy as in the bucket (the runner's
+    ``tasks/<task>/attempt_<n>`` is looked for before the flat convention, artifacts.py,
+    also when it holds none of the wanted files).
     """
     url = normalize(url)
     local = local if local is not None else mirror_path(url)
@@ -768,17 +776,24 @@ def mirror(url: str, *, wanted: Callable[[str], bool] | None = None, listing: Li
             else:
                 index[rel] = selected[rel].version
                 result.fetched.append(rel)
+        present = set(safe) - gone
+        folders = {rel.rsplit("/", 1)[0] for rel in present if "/" in rel}
+        folders |= {"/".join(f.split("/")[:i]) for f in folders for i in range(1, f.count("/") + 1)}
         if prune:
             keep = set(selected) - gone
             for path in sorted(local.rglob("*"), reverse=True) if local.is_dir() else ():
                 rel = path.relative_to(local).as_posix()
                 if path.is_dir() and not path.is_symlink():
-                    with contextlib.suppress(OSError):
-                        path.rmdir()  # only when empty
+                    if rel not in folders:
+                        with contextlib.suppress(OSError):
+                            path.rmdir()  # only when empty
                 elif rel not in keep:
                     path.unlink()
             index = {rel: v for rel, v in index.items() if rel in keep}
         local.mkdir(parents=True, exist_ok=True)
+        for rel in sorted(folders):
+            with contextlib.suppress(OSError):  # a local file in its way (prune=False): left as it is
+                (local / rel).mkdir(exist_ok=True)
         tmp = index_path.with_name(index_path.name + f".tmp-{os.getpid()}")
         tmp.write_bytes(orjson.dumps(index, option=orjson.OPT_SORT_KEYS))
         os.replace(tmp, index_path)

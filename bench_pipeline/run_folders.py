@@ -1,15 +1,29 @@
 """Finding run folders under a runs root: which are ready, and which changed (run-directory.md).
 
-A run is ready when manifest.json has status ``completed`` or ``aborted``; a legacy run with
-no status is ready once results.jsonl has been quiet for ``quiet_seconds``. A run's
-fingerprint covers manifest.json, suite.json and results.jsonl (size and modification
-time), so a re-judged run (results rewritten) is noticed and processed again.
+A run folder is a folder holding results.jsonl. It is ready (run-directory.md, "Run folder
+and readiness") when manifest.json has a status: ``completed`` or ``aborted`` (any other
+status, ``running``, is not ready, whatever else the folder holds). Without a status (the
+runner's manifest has none, and neither have legacy runs) it is ready at once when the
+runner's own end-of-run outputs are there (``layouts.RUNNER_DONE_FILES``: metrics.json or
+summary.md beside results.jsonl), else once its results file has been quiet for
+``quiet_seconds``.
+
+The results file is results.jsonl, or the runner's re-judged copy results.rejudged.jsonl
+when that is a regular file beside it (``layouts.results_file_name``): the quiet time is
+measured from the file read. A run's fingerprint covers manifest.json, suite.json,
+results.jsonl and, when present, results.rejudged.jsonl (size and modification time), so a
+re-judged run (results rewritten, or the re-judged copy written, changed or removed) is
+noticed and processed again; a run without a re-judged copy keeps the fingerprint it had
+before that copy was part of it. A folder holding results.rejudged.jsonl but no
+results.jsonl is no run folder (not yet: the spec's copy is written *beside* results.jsonl,
+and a bucket being filled may show it first); it is found once results.jsonl is there.
 
 A runs root in a bucket (``s3://...``, ``gs://...``, object_store.py) is found the same way
 from listing pages alone: the fingerprint from each object's size, ETag and last-modified,
-the quiet time from results.jsonl's last-modified. Only a run whose manifest.json is new or
-changed has it read (``manifest_status`` keeps each status by the object's version), so a
-tick over unchanged runs costs the listing and nothing per run.
+the quiet time from the results file's last-modified, the runner's outputs from the same
+listing (``LISTED_FILES``). Only a run whose manifest.json is new or changed has it read
+(``manifest_status`` keeps each status by the object's version), so a tick over unchanged
+runs costs the listing and nothing per run.
 
 A runs root that cannot be listed (a missing bucket, no credentials, no network, a folder
 that cannot be read) is a ``RunsRootError`` with the reason, never an empty runs root; a
@@ -20,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +42,15 @@ from pathlib import Path
 import orjson
 
 from . import object_store
+from .layouts import REJUDGED_RESULTS, RESULTS, RUNNER_DONE_FILES, results_in, runner_finished
 
 READY_STATUSES = ("completed", "aborted")
-FINGERPRINT_FILES = ("manifest.json", "suite.json", "results.jsonl")
+#: The top files of a run the stages read, whose versions make its fingerprint; the
+#: re-judged copy counts only when present (``fingerprint``).
+FINGERPRINT_FILES = ("manifest.json", "suite.json", RESULTS, REJUDGED_RESULTS)
+#: What a runs root's listing keeps of each run: FINGERPRINT_FILES and the runner's
+#: end-of-run outputs (readiness without a manifest status).
+LISTED_FILES = FINGERPRINT_FILES + RUNNER_DONE_FILES
 
 
 @dataclass(frozen=True)
@@ -41,7 +62,7 @@ class RunFolder:
     fingerprint: str
     results_mtime: float
     manifest_version: str | None = None  # in a bucket: manifest.json's object version
-    #: in a bucket: the listing's {file name: ObjectInfo} of FINGERPRINT_FILES
+    #: in a bucket: the listing's {file name: ObjectInfo} of LISTED_FILES
     objects: dict = field(default=None, compare=False, hash=False)  # type: ignore[assignment]
 
 
@@ -59,41 +80,50 @@ class RunsRootError(OSError):
         return f"the runs root {self.root} cannot be listed: {self.reason}"
 
 
+def _digest(versions: dict[str, str], mtimes: dict[str, float]) -> tuple[str, float] | None:
+    """(fingerprint, the read results file's mtime) from the version and mtime of each of
+    FINGERPRINT_FILES present; None without results.jsonl. An absent file is ``-``, but an
+    absent re-judged copy adds nothing, so that a run without one keeps the fingerprint it
+    had before the copy was part of it (no run is processed again for that alone)."""
+    if RESULTS not in versions:
+        return None
+    parts = [f"{name}:{versions.get(name, '-')}" for name in FINGERPRINT_FILES
+             if name != REJUDGED_RESULTS or name in versions]
+    read = results_in(versions)
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16], mtimes[read]  # type: ignore[index]
+
+
 def fingerprint(path: str) -> tuple[str, float] | None:
-    """(fingerprint, results.jsonl mtime), None when results.jsonl does not exist (a local
-    run folder; ``object_fingerprint`` for one in a bucket)."""
-    parts = []
-    results_mtime = None
+    """(fingerprint, mtime of the results file read), None when results.jsonl does not exist
+    (a local run folder; ``object_fingerprint`` for one in a bucket). The results file read
+    is results.rejudged.jsonl when it is a regular file, as ``layouts.results_file_name``
+    decides; four ``stat`` calls, nothing read."""
+    versions: dict[str, str] = {}
+    mtimes: dict[str, float] = {}
     for name in FINGERPRINT_FILES:
         try:
             st = os.stat(os.path.join(path, name))
         except OSError:
-            parts.append(f"{name}:-")
             continue
-        parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
-        if name == "results.jsonl":
-            results_mtime = st.st_mtime
-    if results_mtime is None:
-        return None
-    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16], results_mtime
+        if name == REJUDGED_RESULTS and not stat.S_ISREG(st.st_mode):
+            continue  # not the run's results (layouts.results_file_name): not part of the run
+        versions[name] = f"{st.st_size}:{st.st_mtime_ns}"
+        mtimes[name] = st.st_mtime
+    return _digest(versions, mtimes)
 
 
 def object_fingerprint(files: dict[str, object_store.ObjectInfo]) -> tuple[str, float] | None:
     """``fingerprint`` of a run in a bucket from its listing (``{file name: ObjectInfo}``):
-    each file's size, ETag and last-modified; None without results.jsonl."""
-    parts = []
-    results_mtime = None
+    each file's size, ETag and last-modified; None without results.jsonl. The quiet time
+    is the read results file's last-modified (0 when the listing has none)."""
+    versions: dict[str, str] = {}
+    mtimes: dict[str, float] = {}
     for name in FINGERPRINT_FILES:
         info = files.get(name)
-        if info is None:
-            parts.append(f"{name}:-")
-            continue
-        parts.append(f"{name}:{info.version}")
-        if name == "results.jsonl":
-            results_mtime = info.modified if info.modified is not None else 0.0
-    if results_mtime is None:
-        return None
-    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16], results_mtime
+        if info is not None:
+            versions[name] = info.version
+            mtimes[name] = info.modified if info.modified is not None else 0.0
+    return _digest(versions, mtimes)
 
 
 def scan(runs_root: str) -> list[RunFolder]:
@@ -121,7 +151,7 @@ def scan_bucket(runs_root: str) -> list[RunFolder]:
     """``scan`` of a runs root in a bucket, from listing pages (object_store.list_runs)."""
     root = object_store.normalize(runs_root)
     try:
-        listed = object_store.list_runs(root, FINGERPRINT_FILES)
+        listed = object_store.list_runs(root, LISTED_FILES)
     except object_store.StoreError as exc:
         raise RunsRootError(root, exc.reason) from exc
     found = []
@@ -213,23 +243,43 @@ def ready_folders(folders: list[RunFolder], quiet_seconds: float, now: float | N
 
 
 def is_ready(folder: RunFolder, quiet_seconds: float, now: float | None = None) -> bool:
-    """run-directory.md readiness: a final manifest status, or a quiet legacy run. A run in
-    a bucket whose manifest.json cannot be read this time is not ready (asked again next time)."""
+    """run-directory.md readiness: a manifest status decides (``completed``/``aborted``: ready;
+    any other: not ready); without one, the runner's metrics.json or summary.md in the run
+    folder makes it ready at once (``runner_done``); else a results file quiet for
+    ``quiet_seconds``. A run in a bucket whose manifest.json cannot be read this time is not
+    ready (asked again next time)."""
     try:
         status = manifest_status(folder.path, folder.manifest_version)
     except UnreadableManifest:
         return False
     if status is not None:
         return status in READY_STATUSES
+    if runner_done(folder):
+        return True
     now = time.time() if now is None else now
     return now - folder.results_mtime >= quiet_seconds
 
 
+def runner_done(folder: RunFolder) -> bool:
+    """Whether the runner's own end-of-run outputs (``layouts.RUNNER_DONE_FILES``) are in the
+    run folder: in a bucket, from the runs root's listing (``RunFolder.objects``: nothing
+    asked); on disk, a ``stat`` each (asked only of a new or changed run without a status)."""
+    if folder.objects is not None:
+        return runner_finished(folder.objects)
+    if object_store.is_remote(folder.path):
+        return False  # not from a listing: nothing known of its files
+    return runner_finished({name for name in RUNNER_DONE_FILES if os.path.isfile(os.path.join(folder.path, name))})
+
+
 # --- Runs in a bucket read through the local cache ---------------------------------------
 
-#: The artifact files the stages read in an attempt's folder (attempt_metrics.derive_attempt);
-#: with FINGERPRINT_FILES at the top, what a run's local copy holds (screenshots and other
-#: evidence stay in the bucket, where the reports link to them).
+#: The artifact files the stages read in an attempt's folder (attempt_metrics.derive_attempt),
+#: in any folder below the run's (``tasks/<task>``, ``tasks/<task>/attempt-<n>``, the runner's
+#: ``tasks/<task>/attempt_<n>``, or wherever a row's artifact_dir points); with
+#: FINGERPRINT_FILES at the top (the re-judged copy included), what a run's local copy holds
+#: (screenshots, judge.json, the runner's metrics.json and other evidence stay in the bucket,
+#: where the reports link to them; the copy still has every folder of the run's objects,
+#: object_store.mirror, so an attempt folder is found as in the bucket).
 ARTIFACT_FILES = ("history.json", "episode.json", "trace.json")
 
 

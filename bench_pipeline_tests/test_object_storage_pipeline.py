@@ -140,6 +140,65 @@ def test_a_rejudged_run_in_a_bucket_is_processed_again_and_its_copy_reused(bucke
         assert tick(instance, settings, again.cursor).run_requests == []
 
 
+@pytest.mark.slow
+def test_a_runner_run_rejudged_in_a_bucket_is_processed_from_its_rejudged_copy(bucket, tmp_path, monkeypatch):
+    """The runner's manifest has no status; its metrics.json makes the run ready at once. The
+    runner's re-judge writes results.rejudged.jsonl: the run is requested again, only that
+    object is fetched, and the outputs are read from it; the copy removed, the run is
+    requested again (a run key of its own) and read from results.jsonl as at first."""
+    for var in LANGFUSE:
+        monkeypatch.delenv(var, raising=False)
+    runs = tmp_path / "generated"
+    (run,) = generate_runs(runs, runs=1, seed=5, tasks=6, repeats=2, history_messages=8)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest.pop("status", None)  # as the runner writes it
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "metrics.json").write_text("{}")  # the runner's own, written at the end of its run
+    bucket.upload_folder(runs, "runs")
+    settings = PipelineSettings(runs_root=bucket.url("runs"), output_root=bucket.url("reports"),
+                                storage_base=str(tmp_path / "storage"), quiet_seconds=3600)
+    resources = resources_for(settings)
+    import s3fs
+
+    reads: list[str] = []
+    real = s3fs.S3FileSystem._cat_file
+
+    async def recorded(self, path, *args, **kwargs):  # every GET the pipeline's client makes
+        reads.append(f"s3://{path}")
+        return await real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_cat_file", recorded)
+    with dg.instance_for_test() as instance:
+        first = tick(instance, settings)
+        assert process_requests(instance, resources, first) == [run.name]  # ready at once, not in an hour
+        metrics = json.loads(bucket.get(f"reports/{run.name}/metrics.json"))
+        assert metrics["results_file"] == "results.jsonl"
+
+        lines = (run / "results.jsonl").read_text().splitlines()
+        first_row = json.loads(lines[0])
+        first_row.update(status="failed", success=False, failure_class="agent")
+        bucket.put(f"runs/{run.name}/results.rejudged.jsonl", "\n".join([json.dumps(first_row), *lines[1:]]) + "\n")
+        reads.clear()
+        again = tick(instance, settings, first.cursor)
+        assert [r.partition_key for r in again.run_requests] == [run.name]
+        assert again.run_requests[0].tags["bench/trigger"] == "changed"
+        assert process_requests(instance, resources, again) == [run.name]
+        fetched = [u for u in reads if f"/runs/{run.name}/" in u]
+        assert fetched == [bucket.url(f"runs/{run.name}/results.rejudged.jsonl")]  # the rest reused
+        rejudged = json.loads(bucket.get(f"reports/{run.name}/metrics.json"))
+        assert rejudged["results_file"] == "results.rejudged.jsonl"
+        assert rejudged["capability"] != metrics["capability"]
+        assert tick(instance, settings, again.cursor).run_requests == []  # its data version is the folder's
+
+        bucket.server.client().delete_object(Bucket=bucket.name, Key=f"runs/{run.name}/results.rejudged.jsonl")
+        back = tick(instance, settings, again.cursor)
+        assert [r.partition_key for r in back.run_requests] == [run.name]
+        assert back.run_requests[0].run_key not in (first.run_requests[0].run_key, again.run_requests[0].run_key)
+        assert process_requests(instance, resources, back) == [run.name]
+        restored = json.loads(bucket.get(f"reports/{run.name}/metrics.json"))
+        assert restored["results_file"] == "results.jsonl" and restored["capability"] == metrics["capability"]
+
+
 def test_an_unsafe_key_is_refused_with_a_located_finding(bucket, tmp_path, monkeypatch):
     for var in LANGFUSE:
         monkeypatch.delenv(var, raising=False)

@@ -231,3 +231,22 @@ def test_mirror_files_reads_only_what_changed_and_drops_what_is_gone(bucket):
         store.read_objects = real
     assert not (copies[bucket.url("runs/a")] / "manifest.json").exists()
     assert json.loads((copies[bucket.url("runs/b")] / "manifest.json").read_text()) == {"status": "completed"}
+
+
+def test_mirror_keeps_the_folders_of_objects_it_does_not_copy(bucket):
+    """Whether a folder exists reads the same in the copy as in the bucket (the runner's
+    attempt_<n> folder is looked for first, artifacts.py), also when none of its objects is
+    wanted; a folder whose objects are all gone is pruned."""
+    bucket.put("runs/r1/results.jsonl", "{}\n")
+    bucket.put("runs/r1/tasks/a/attempt_1/history.json", "[]")
+    bucket.put("runs/r1/tasks/a/attempt_2/pre.jpg", b"\xff\xd8")
+    url = bucket.url("runs/r1")
+    wanted = lambda key: not key.endswith(".jpg")  # noqa: E731
+    first = store.mirror(url, wanted=wanted)
+    folders = sorted(p.relative_to(first.local).as_posix() for p in first.local.rglob("*") if p.is_dir())
+    assert folders == ["tasks", "tasks/a", "tasks/a/attempt_1", "tasks/a/attempt_2"]
+    assert not (first.local / "tasks" / "a" / "attempt_2" / "pre.jpg").exists()
+    bucket.server.client().delete_object(Bucket=bucket.name, Key="runs/r1/tasks/a/attempt_2/pre.jpg")
+    again = store.mirror(url, wanted=wanted)
+    assert again.fetched == [] and not (again.local / "tasks" / "a" / "attempt_2").exists()
+    assert (again.local / "tasks" / "a" / "attempt_1" / "history.json").is_file()

@@ -153,3 +153,249 @@ def test_status_cache_is_by_object_version(monkeypatch):
     assert len(reads) == 1
     assert run_folders.manifest_status("s3://b/runs/x", "2:f:2") == "running" and len(reads) == 2
     assert run_folders.manifest_status("s3://b/runs/x", "-") is None and len(reads) == 2  # listed: no manifest
+
+
+# --- The runner's layout: readiness without a status, the re-judged copy -------------------
+
+#: The runner's manifest: flat keys, no status (run-directory.md "The runner's layout").
+RUNNER_MANIFEST = {"run_id": "r", "agent_model": "agent-model-large", "git_sha": "4f2c9e1", "judge_config": None}
+
+
+def _runner_runs(root):
+    """Runner runs in each readiness case, just written (results.jsonl new)."""
+    make_run(root, [row("t")], run_id="with-metrics", manifest=RUNNER_MANIFEST)
+    (root / "with-metrics" / "metrics.json").write_text("{}")
+    make_run(root, [row("t")], run_id="with-summary", manifest=RUNNER_MANIFEST)
+    (root / "with-summary" / "summary.md").write_text("# run\n")
+    make_run(root, [row("t")], run_id="with-neither", manifest=RUNNER_MANIFEST)  # crashed, or still writing
+    make_run(root, [row("t")], run_id="running", manifest={**RUNNER_MANIFEST, "status": "running"})
+    (root / "running" / "metrics.json").write_text("{}")
+    make_run(root, [row("t")], run_id="no-manifest", manifest={})
+    (root / "no-manifest" / "manifest.json").unlink()
+    (root / "no-manifest" / "summary.md").write_text("# run\n")
+
+
+def test_without_a_status_the_runners_metrics_or_summary_make_a_run_ready_at_once(tmp_path):
+    root = tmp_path / "runs"
+    _runner_runs(root)
+    (root / "with-neither" / "metrics.json").mkdir()  # a folder of that name: not the runner's file
+    folders = {f.run_id: f for f in scan(str(root))}
+    now = max(f.results_mtime for f in folders.values()) + 1  # results written a second ago
+    ready = {name: is_ready(f, quiet_seconds=3600, now=now) for name, f in folders.items()}
+    assert ready == {"with-metrics": True, "with-summary": True, "with-neither": False,
+                     "running": False,  # an explicit status decides, whatever the folder holds
+                     "no-manifest": True}
+    assert ready_folders(list(folders.values()), quiet_seconds=3600, now=now) == {
+        "with-metrics", "with-summary", "no-manifest"}
+    # with neither, the quiet rule of legacy runs
+    neither = folders["with-neither"]
+    assert is_ready(neither, quiet_seconds=60, now=neither.results_mtime + 61)
+    assert not is_ready(neither, quiet_seconds=60, now=neither.results_mtime + 59)
+    assert not is_ready(folders["running"], quiet_seconds=0, now=now + 10 ** 6)  # never, while running
+    # the runner's outputs do not change what a run is, nor its fingerprint
+    before = fingerprint(str(root / "with-neither"))
+    (root / "with-neither" / "summary.md").write_text("# run\n")
+    assert fingerprint(str(root / "with-neither")) == before
+    assert is_ready(RunFolder("with-neither", str(root / "with-neither"), before[0], before[1]), 3600, now=now)
+
+
+def test_a_status_still_decides_and_the_runners_outputs_are_only_stat_ed(tmp_path, monkeypatch):
+    root = tmp_path / "runs"
+    _runner_runs(root)
+    make_run(root, [row("t")], run_id="completed", manifest={"status": "completed"})
+    make_run(root, [row("t")], run_id="aborted", manifest={"status": "aborted"})
+    folders = scan(str(root))
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda path, *a, **k: opened.append(os.path.basename(path))
+                        or real_open(path, *a, **k))
+    ready = ready_folders(folders, quiet_seconds=3600, now=time.time())
+    assert ready == {"with-metrics", "with-summary", "no-manifest", "completed", "aborted"}
+    assert set(opened) == {"manifest.json"}  # metrics.json and summary.md are never read
+
+
+def _rejudged(run, text: str, mtime_ns: int | None = None):
+    path = run / "results.rejudged.jsonl"
+    path.write_text(text)
+    if mtime_ns is not None:
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+    return path
+
+
+def test_the_rejudged_copy_changes_the_fingerprint_and_gives_the_quiet_time(tmp_path):
+    run = make_run(tmp_path / "runs", [row("t")], run_id="r", manifest=RUNNER_MANIFEST)
+    os.utime(run / "results.jsonl", ns=(10 ** 18, 10 ** 18))
+    plain = fingerprint(str(run))
+    # without a re-judged copy the fingerprint is the one it has always been (no run is
+    # processed again only because the copy became part of it)
+    parts = [f"{n}:{os.stat(run / n).st_size}:{os.stat(run / n).st_mtime_ns}"
+             for n in ("manifest.json", "suite.json", "results.jsonl")]
+    assert plain == (hashlib.sha1("|".join(parts).encode()).hexdigest()[:16], 10 ** 9)
+
+    path = _rejudged(run, json.dumps(row("t", status="failed")) + "\n", 2 * 10 ** 18)
+    appeared = fingerprint(str(run))
+    assert appeared[0] != plain[0] and appeared[1] == 2 * 10 ** 9  # quiet time: the file read
+    assert scan(str(tmp_path / "runs"))[0].fingerprint == appeared[0]
+    path.write_text(json.dumps(row("t", status="passed")) + "\n")  # re-judged again: changed
+    os.utime(path, ns=(3 * 10 ** 18, 3 * 10 ** 18))
+    changed = fingerprint(str(run))
+    assert changed[0] not in (plain[0], appeared[0]) and changed[1] == 3 * 10 ** 9
+    path.unlink()  # removed: results.jsonl is the run's results again
+    assert fingerprint(str(run)) == plain
+    path.mkdir()  # not a regular file: not the run's results (layouts.results_file_name)
+    assert fingerprint(str(run)) == plain
+
+    legacy = make_run(tmp_path / "runs", [row("t")], run_id="legacy", manifest={"schema_version": 1})
+    os.utime(legacy / "results.jsonl", ns=(10 ** 18, 10 ** 18))
+    _rejudged(legacy, json.dumps(row("t")) + "\n")  # just written
+    folder = next(f for f in scan(str(tmp_path / "runs")) if f.run_id == "legacy")
+    assert not is_ready(folder, quiet_seconds=60, now=time.time())  # quiet from the re-judged copy
+    assert is_ready(folder, quiet_seconds=60, now=time.time() + 61)
+
+
+def test_a_folder_with_only_a_rejudged_copy_is_no_run_until_results_jsonl_is_there(tmp_path):
+    run = make_run(tmp_path / "runs", [row("t")], run_id="only-rejudged", manifest=RUNNER_MANIFEST)
+    os.replace(run / "results.jsonl", run / "results.rejudged.jsonl")
+    (run / "metrics.json").write_text("{}")
+    assert fingerprint(str(run)) is None and scan(str(tmp_path / "runs")) == []
+    files = {"manifest.json": ObjectInfo(10, "e1", 100.0), "results.rejudged.jsonl": ObjectInfo(5, "e2", 200.0),
+             "metrics.json": ObjectInfo(2, "e3", 300.0)}
+    assert object_fingerprint(files) is None
+    (run / "results.jsonl").write_text(json.dumps(row("t")) + "\n")
+    assert [f.run_id for f in scan(str(tmp_path / "runs"))] == ["only-rejudged"]
+
+
+def test_object_fingerprint_covers_the_rejudged_copy_when_present():
+    files = {"manifest.json": ObjectInfo(10, "e1", 100.0), "results.jsonl": ObjectInfo(5, None, 200.5)}
+    plain = object_fingerprint(files)
+    runner = object_fingerprint({**files, "metrics.json": ObjectInfo(3, "m", 300.0)})
+    assert runner == plain  # the runner's outputs are not part of it
+    rejudged = {**files, "results.rejudged.jsonl": ObjectInfo(7, "e9", 400.25)}
+    expected = hashlib.sha1(b"manifest.json:10:e1:100.000000|suite.json:-|results.jsonl:5:-:200.500000|"
+                            b"results.rejudged.jsonl:7:e9:400.250000").hexdigest()
+    assert object_fingerprint(rejudged) == (expected[:16], 400.25)
+    changed = {**rejudged, "results.rejudged.jsonl": ObjectInfo(7, "e10", 400.25)}
+    assert object_fingerprint(changed)[0] not in (expected[:16], plain[0])
+    assert object_fingerprint({**files, "results.rejudged.jsonl": ObjectInfo(7)})[1] == 0.0  # no last-modified
+
+
+def test_a_runs_copy_holds_the_rejudged_copy_and_the_runners_attempt_files():
+    assert read_by_stages("results.rejudged.jsonl")
+    for name in ("history.json", "episode.json", "trace.json"):
+        assert read_by_stages(f"tasks/find_item_011/attempt_2/{name}") and read_by_stages(f"tasks/t/{name}")
+    for key in ("metrics.json", "summary.md", "report.html", "tasks/t/attempt_1/judge.json",
+                "tasks/t/attempt_1/pre.jpg", "tasks/t/attempt_1/environment_state.json",
+                "tasks/t/attempt_1/setup.json"):
+        assert not read_by_stages(key), key
+
+
+def _put_runner_run(bucket, run_id: str, *, done: tuple[str, ...] = ("metrics.json", "summary.md"),
+                    manifest: dict | None = None) -> None:
+    put_run(bucket, run_id, [row("t", artifact_dir=f"/Users/x/bench/runs/{run_id}/tasks/t/attempt_1"),
+                             row("t", 2, artifact_dir=f"/Users/x/bench/runs/{run_id}/tasks/t/attempt_2")],
+            manifest=RUNNER_MANIFEST if manifest is None else manifest)
+    for name in done:
+        bucket.put(f"runs/{run_id}/{name}", "{}")
+
+
+def test_readiness_in_a_bucket_comes_from_the_listing_without_a_request_per_run(bucket, monkeypatch):
+    _put_runner_run(bucket, "with-metrics", done=("metrics.json",))
+    _put_runner_run(bucket, "with-summary", done=("summary.md", "report.html"))
+    _put_runner_run(bucket, "with-neither", done=())
+    _put_runner_run(bucket, "running", done=("metrics.json",), manifest={**RUNNER_MANIFEST, "status": "running"})
+    bucket.put("runs/with-neither/tasks/t/attempt_1/metrics.json", "{}")  # not the runner's: not at the top
+    reads = []
+    real = object_store.read_objects
+    monkeypatch.setattr(object_store, "read_objects", lambda urls: reads.extend(urls) or real(urls))
+    monkeypatch.setattr(object_store, "read_bytes", lambda url: pytest.fail(f"read alone: {url}"))
+    folders = {f.run_id: f for f in scan(bucket.url("runs"))}
+    assert sorted(folders) == ["running", "with-metrics", "with-neither", "with-summary"]
+    assert set(folders["with-metrics"].objects) == {"manifest.json", "suite.json", "results.jsonl", "metrics.json"}
+    now = max(f.results_mtime for f in folders.values()) + 1
+    assert ready_folders(list(folders.values()), quiet_seconds=3600, now=now) == {"with-metrics", "with-summary"}
+    assert sorted(reads) == sorted(bucket.url(f"runs/{r}/manifest.json") for r in folders)  # the manifests, once
+    assert ready_folders(list(folders.values()), quiet_seconds=3600, now=now) == {"with-metrics", "with-summary"}
+    assert len(reads) == 4  # asked again: nothing read (statuses kept by version)
+    neither = folders["with-neither"]
+    assert is_ready(neither, 60, now=neither.results_mtime + 61)
+    assert not is_ready(neither, 60, now=neither.results_mtime)
+
+
+def test_the_rejudged_copy_in_a_bucket_changes_the_fingerprint(bucket):
+    _put_runner_run(bucket, "r")
+    (plain,) = scan(bucket.url("runs"))
+    bucket.put("runs/r/results.rejudged.jsonl", json.dumps(row("t", status="failed")) + "\n")
+    (appeared,) = scan(bucket.url("runs"))
+    assert appeared.fingerprint != plain.fingerprint
+    assert appeared.results_mtime == appeared.objects["results.rejudged.jsonl"].modified
+    bucket.put("runs/r/results.rejudged.jsonl", json.dumps(row("t", status="passed")) + "\n")  # re-judged again
+    (changed,) = scan(bucket.url("runs"))
+    assert changed.fingerprint not in (plain.fingerprint, appeared.fingerprint)
+    bucket.server.client().delete_object(Bucket=bucket.name, Key="runs/r/results.rejudged.jsonl")
+    assert scan(bucket.url("runs"))[0].fingerprint == plain.fingerprint
+    bucket.put("runs/r/tasks/t/attempt_1/results.rejudged.jsonl", "{}\n")  # not at the top: not the run's
+    assert scan(bucket.url("runs"))[0].fingerprint == plain.fingerprint
+
+
+def test_a_runner_run_in_a_bucket_is_copied_with_its_rejudged_copy_and_attempt_folders(bucket):
+    _put_runner_run(bucket, "r")
+    for n in (1, 2):
+        for name in ("history.json", "episode.json", "trace.json"):
+            bucket.put(f"runs/r/tasks/t/attempt_{n}/{name}", "{}")
+        for name in ("judge.json", "pre.jpg", "post.jpg", "environment_state.json"):
+            bucket.put(f"runs/r/tasks/t/attempt_{n}/{name}", "x")
+    bucket.put("runs/r/tasks/u/attempt_3/pre.jpg", "x")  # an attempt folder with no file the stages read
+    bucket.put("runs/r/results.rejudged.jsonl", json.dumps(row("t", status="failed")) + "\n")
+    copy = run_folders.fetch_run(bucket.url("runs/r"))
+    files = sorted(p.relative_to(copy.local).as_posix() for p in copy.local.rglob("*") if p.is_file())
+    assert files == ["manifest.json", "results.jsonl", "results.rejudged.jsonl", "suite.json",
+                     *(f"tasks/t/attempt_{n}/{name}" for n in (1, 2) for name in ("episode.json", "history.json",
+                                                                                 "trace.json")),
+                     "tasks/t/history.json"]  # put_run's flat one
+    assert (copy.local / "tasks" / "u" / "attempt_3").is_dir()  # found as in the bucket (artifacts.py)
+    (listed,) = scan(bucket.url("runs"))
+    assert run_folders.object_fingerprint_of(copy) == (listed.fingerprint, listed.results_mtime)
+
+    from bench_pipeline.artifacts import resolve_artifact_dir
+
+    real = os.path.realpath(copy.local)
+    assert resolve_artifact_dir(copy.local, real, None, "u", 3).relative == "tasks/u/attempt_3"
+    # the re-judged copy removed: gone from the local copy too, and the fingerprint follows
+    bucket.server.client().delete_object(Bucket=bucket.name, Key="runs/r/results.rejudged.jsonl")
+    bucket.server.client().delete_object(Bucket=bucket.name, Key="runs/r/tasks/u/attempt_3/pre.jpg")
+    again = run_folders.fetch_run(bucket.url("runs/r"))
+    assert again.fetched == [] and not (again.local / "results.rejudged.jsonl").exists()
+    assert not (again.local / "tasks" / "u").exists()  # no object left in it: pruned, as the bucket shows
+    assert run_folders.object_fingerprint_of(again)[0] == scan(bucket.url("runs"))[0].fingerprint != listed.fingerprint
+
+
+@pytest.fixture()
+def gcs_bucket(gcs_server, tmp_path, monkeypatch):
+    """A new bucket on the GCS emulator (conftest.gcs_server); the local cache under tmp_path."""
+    import uuid
+
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
+    return gcs_server.create_bucket(f"bench-{uuid.uuid4().hex[:12]}")
+
+
+def test_a_runner_run_in_a_gs_root_readiness_and_rejudged_copy(gcs_bucket):
+    for run_id, done in (("done", ("summary.md",)), ("writing", ())):
+        gcs_bucket.put(f"runs/{run_id}/manifest.json", json.dumps(RUNNER_MANIFEST))
+        gcs_bucket.put(f"runs/{run_id}/results.jsonl", json.dumps(row("t")) + "\n")
+        gcs_bucket.put(f"runs/{run_id}/tasks/t/attempt_1/history.json", "[]")
+        for name in done:
+            gcs_bucket.put(f"runs/{run_id}/{name}", "# run\n")
+    folders = {f.run_id: f for f in scan(gcs_bucket.url("runs"))}
+    now = max(f.results_mtime for f in folders.values()) + 1
+    assert ready_folders(list(folders.values()), quiet_seconds=3600, now=now) == {"done"}
+    gcs_bucket.put("runs/done/results.rejudged.jsonl", json.dumps(row("t", status="failed")) + "\n")
+    appeared = {f.run_id: f for f in scan(gcs_bucket.url("runs"))}
+    assert appeared["done"].fingerprint != folders["done"].fingerprint
+    assert appeared["writing"].fingerprint == folders["writing"].fingerprint
+    gcs_bucket.put("runs/done/results.rejudged.jsonl", json.dumps(row("t", status="passed")) + "\n")
+    assert scan(gcs_bucket.url("runs"))[0].fingerprint not in (folders["done"].fingerprint,
+                                                                appeared["done"].fingerprint)
+    copy = run_folders.fetch_run(gcs_bucket.url("runs/done"))
+    assert (copy.local / "results.rejudged.jsonl").read_text() == json.dumps(row("t", status="passed")) + "\n"
+    assert (copy.local / "tasks" / "t" / "attempt_1" / "history.json").is_file()
+    assert not (copy.local / "summary.md").exists()

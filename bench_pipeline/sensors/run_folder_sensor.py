@@ -1,10 +1,20 @@
 """The sensor that turns ready run folders into partitions and runs.
 
-Cursor: JSON ``{run_id: fingerprint}`` of every run it has requested. Each tick it scans the
-runs root (a few ``stat`` calls per folder; only new or changed folders have their manifest
-read), adds a partition and requests a run for each new ready folder, requests a run again
-for a folder whose fingerprint changed (re-judged), leaves folders still being written for
-a later tick, and deletes the partition of a folder that disappeared.
+Each tick it scans the runs root (a few ``stat`` calls per folder; only new or changed
+folders have their manifest read), adds a partition and requests a run for each new ready
+folder, requests a run again for a folder whose fingerprint changed (re-judged:
+results.jsonl rewritten, or the runner's results.rejudged.jsonl written, changed or
+removed), leaves folders still being written for a later tick, and deletes the partition of
+a folder that disappeared. Readiness is run_folders.is_ready: a manifest status decides;
+without one, the runner's metrics.json or summary.md makes a run ready at once, else its
+results file must be quiet.
+
+Cursor: JSON ``{run_id: entry}`` of every run it has requested. The entry is the folder's
+fingerprint, and from the second request on ``<fingerprint>~<digest>`` (``_next_entry``: a
+digest of the previous entry and the fingerprint); the run key is ``<run_id>:<entry>``. So
+a folder back in a state it was requested in before (its re-judged copy removed gives back
+the fingerprint of before the re-judge) gets a run key of its own, which Dagster does not
+skip as already used. A cursor of bare fingerprints (as written before) reads the same.
 
 A runs root in a bucket is scanned from listing pages (run_folders.scan_bucket): no request
 per unchanged run, a manifest read only for a run whose manifest.json is new or changed.
@@ -57,6 +67,21 @@ def evaluate_run_folders(
         return _evaluate(settings, cursor, existing, already_done, batch_size)
 
 
+def _fingerprint(entry: str | None) -> str | None:
+    """The folder fingerprint of a cursor entry (``<fingerprint>[~<digest>]``)."""
+    return entry.split("~", 1)[0] if entry is not None else None
+
+
+def _next_entry(previous: str | None, fingerprint: str) -> str:
+    """The cursor entry of a folder with ``fingerprint`` after the entry ``previous``: the
+    fingerprint alone the first time; after an earlier entry, with a digest of that entry
+    and the fingerprint, so that every entry of a run differs from all its earlier ones
+    (the chain of digests), also when the folder is back in an earlier state."""
+    if previous is None:
+        return fingerprint
+    return f"{fingerprint}~{hashlib.sha1(f'{previous}>{fingerprint}'.encode()).hexdigest()[:16]}"
+
+
 def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str],
               already_done: Callable[[dict[str, str]], set[str]], batch_size: int) -> dg.SensorResult:
     existing_keys = set(existing)
@@ -72,27 +97,29 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
         except ValueError:
             continue
         folders.append(folder)
-    done = already_done({f.run_id: f.fingerprint for f in folders
-                         if f.run_id in existing_keys and seen.get(f.run_id) != f.fingerprint})
+    changed = [f for f in folders if _fingerprint(seen.get(f.run_id)) != f.fingerprint]
+    done = already_done({f.run_id: f.fingerprint for f in changed if f.run_id in existing_keys})
     # only new or changed folders are checked (a bucket's manifests read in one batch)
-    ready = ready_folders([f for f in folders if seen.get(f.run_id) != f.fingerprint and f.run_id not in done],
-                          settings.quiet_seconds)
+    ready = ready_folders([f for f in changed if f.run_id not in done], settings.quiet_seconds)
     for folder in folders:
-        if seen.get(folder.run_id) == folder.fingerprint or folder.run_id in done:
-            current[folder.run_id] = folder.fingerprint
+        if _fingerprint(seen.get(folder.run_id)) == folder.fingerprint:
+            current[folder.run_id] = seen[folder.run_id]
+            continue
+        if folder.run_id in done:
+            current[folder.run_id] = _next_entry(seen.get(folder.run_id), folder.fingerprint)
             continue
         if folder.run_id not in ready:
             skipped.append(folder.run_id)
             if folder.run_id in seen:  # changed and being rewritten: keep the old state for now
                 current[folder.run_id] = seen[folder.run_id]
             continue
-        current[folder.run_id] = folder.fingerprint
+        current[folder.run_id] = _next_entry(seen.get(folder.run_id), folder.fingerprint)
         if folder.run_id not in existing_keys:
             new_keys.append(folder.run_id)
         requests.append(
             dg.RunRequest(
                 partition_key=folder.run_id,
-                run_key=f"{folder.run_id}:{folder.fingerprint}",
+                run_key=f"{folder.run_id}:{current[folder.run_id]}",
                 tags={"bench/trigger": "changed" if folder.run_id in seen else "new"},
             )
         )

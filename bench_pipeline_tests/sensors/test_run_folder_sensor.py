@@ -124,3 +124,80 @@ def test_runs_already_materialized_are_recorded_not_requested(tmp_path):
     assert asked == [["done", "todo"]]  # one question for every existing, unseen folder
     assert [r.partition_key for r in result.run_requests] == ["todo"]
     assert set(json.loads(result.cursor)) == {"done", "todo"}
+
+
+#: The runner's manifest: flat keys, no status (run-directory.md "The runner's layout").
+RUNNER_MANIFEST = {"run_id": "r", "agent_model": "agent-model-large", "judge_config": None}
+
+
+def test_runner_runs_are_ready_by_their_outputs_and_requested_again_when_rejudged(tmp_path, instance):
+    resources = make_resources(tmp_path, quiet_seconds=3600)
+    runs = tmp_path / "runs"
+    done = make_run(runs, [row("t")], run_id="runner-done", manifest=RUNNER_MANIFEST)
+    (done / "metrics.json").write_text("{}")
+    (done / "summary.md").write_text("# run\n")
+    writing = make_run(runs, [row("t")], run_id="runner-writing", manifest=RUNNER_MANIFEST)
+    running = make_run(runs, [row("t")], run_id="runner-running", manifest={**RUNNER_MANIFEST, "status": "running"})
+    (running / "metrics.json").write_text("{}")
+
+    first = tick_run_folder_sensor(instance, resources)
+    assert [r.partition_key for r in first.run_requests] == ["runner-done"]  # at once, no quiet wait
+    assert set(json.loads(first.cursor)) == {"runner-done"}  # the two others left for later
+
+    # the runner finishes writing: its metrics.json makes the run ready at the next tick
+    (writing / "metrics.json").write_text("{}")
+    second = tick_run_folder_sensor(instance, resources, first.cursor)
+    assert [r.partition_key for r in second.run_requests] == ["runner-writing"]
+
+    # re-judged: the runner writes results.rejudged.jsonl beside results.jsonl
+    rejudged = done / "results.rejudged.jsonl"
+    rejudged.write_text(json.dumps(row("t", status="failed")) + "\n")
+    third = tick_run_folder_sensor(instance, resources, second.cursor)
+    assert [r.partition_key for r in third.run_requests] == ["runner-done"]
+    assert third.run_requests[0].tags["bench/trigger"] == "changed"
+    assert third.run_requests[0].run_key != first.run_requests[0].run_key
+    assert tick_run_folder_sensor(instance, resources, third.cursor).run_requests == []  # nothing changed
+
+    # re-judged again (the copy rewritten), then the copy removed: requested each time
+    rejudged.write_text(json.dumps(row("t", status="passed")) + "\n\n")
+    fourth = tick_run_folder_sensor(instance, resources, third.cursor)
+    assert [r.partition_key for r in fourth.run_requests] == ["runner-done"]
+    rejudged.unlink()
+    fifth = tick_run_folder_sensor(instance, resources, fourth.cursor)
+    assert [r.partition_key for r in fifth.run_requests] == ["runner-done"]
+    # the folder is back in its first state (the same fingerprint), but the request is a new
+    # one: a run key Dagster has not seen (it skips a request whose run key was used before)
+    assert json.loads(fifth.cursor)["runner-done"].split("~")[0] == json.loads(first.cursor)["runner-done"]
+    keys = [t.run_requests[0].run_key for t in (first, third, fourth, fifth)]
+    assert len(set(keys)) == 4 and all(k.startswith("runner-done:") for k in keys)
+    assert tick_run_folder_sensor(instance, resources, fifth.cursor).run_requests == []
+    # and once more re-judged the same way: still a run key of its own
+    rejudged.write_text(json.dumps(row("t", status="failed")) + "\n")
+    sixth = tick_run_folder_sensor(instance, resources, fifth.cursor)
+    assert sixth.run_requests[0].run_key not in keys
+    assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["runner-done", "runner-writing"]
+
+
+def test_a_cursor_of_bare_fingerprints_reads_the_same(tmp_path, instance):
+    """A cursor written before the entries carried digests: unchanged runs stay as they are."""
+    resources = make_resources(tmp_path)
+    make_run(tmp_path / "runs", [row("t")], run_id="r")
+    first = tick_run_folder_sensor(instance, resources)
+    assert json.loads(first.cursor) == {"r": first.run_requests[0].run_key.split(":", 1)[1]}  # a bare fingerprint
+    again = tick_run_folder_sensor(instance, resources, first.cursor)
+    assert again.run_requests == [] and again.cursor == first.cursor
+
+
+def test_a_legacy_run_rejudged_waits_for_its_rejudged_copy_to_be_quiet(tmp_path, instance):
+    resources = make_resources(tmp_path, quiet_seconds=60)
+    run = make_run(tmp_path / "runs", [row("t")], run_id="legacy", manifest={"schema_version": 1})
+    old = time.time() - 120
+    os.utime(run / "results.jsonl", (old, old))
+    first = tick_run_folder_sensor(instance, resources)
+    assert [r.partition_key for r in first.run_requests] == ["legacy"]
+    (run / "results.rejudged.jsonl").write_text(json.dumps(row("t", status="failed")) + "\n")
+    assert tick_run_folder_sensor(instance, resources, first.cursor).run_requests == []  # just written
+    os.utime(run / "results.rejudged.jsonl", (old, old))
+    again = tick_run_folder_sensor(instance, resources, first.cursor)
+    assert [r.partition_key for r in again.run_requests] == ["legacy"]
+    assert again.run_requests[0].tags["bench/trigger"] == "changed"

@@ -119,3 +119,38 @@ def test_a_manifest_that_cannot_be_read_leaves_its_run_for_a_later_tick(bucket, 
     monkeypatch.undo()
     assert [r.partition_key for r in evaluate_run_folders(bucket_settings(bucket, tmp_path), None, []).run_requests] \
         == ["r"]
+
+
+def test_a_runner_run_in_a_bucket_is_ready_by_its_metrics_and_requested_again_when_rejudged(
+        bucket, tmp_path, monkeypatch):
+    """The runner's manifest has no status: its metrics.json (or summary.md), seen in the
+    listing, makes the run ready at once; results.rejudged.jsonl appearing or changing is
+    a change, seen in the listing too: no request per run beyond a new manifest's read."""
+    settings = bucket_settings(bucket, tmp_path, quiet_seconds=3600)
+    manifest = {"run_id": "r", "agent_model": "agent-model-large", "judge_config": None}
+    put_run(bucket, "runner", [row("t")], manifest=manifest)
+    bucket.put("runs/runner/metrics.json", "{}")
+    put_run(bucket, "runner-writing", [row("t")], manifest=manifest)  # no metrics.json yet
+    requests = Requests(monkeypatch)
+    with dg.instance_for_test() as instance:
+        resources = {"settings": settings}
+        first = tick_run_folder_sensor(instance, resources)
+        assert [r.partition_key for r in first.run_requests] == ["runner"]
+        assert requests.listings == 1
+        assert sorted(requests.reads) == [bucket.url("runs/runner-writing/manifest.json"),
+                                          bucket.url("runs/runner/manifest.json")]
+
+        requests.listings, requests.reads = 0, []
+        bucket.put("runs/runner/results.rejudged.jsonl", json.dumps(row("t", status="failed")) + "\n")
+        second = tick_run_folder_sensor(instance, resources, first.cursor)
+        assert [r.partition_key for r in second.run_requests] == ["runner"]
+        assert second.run_requests[0].tags["bench/trigger"] == "changed"
+        assert second.run_requests[0].run_key != first.run_requests[0].run_key
+        assert requests.listings == 1 and requests.reads == []  # the statuses kept by version
+
+        bucket.put("runs/runner/results.rejudged.jsonl", json.dumps(row("t", status="passed")) + "\n")
+        bucket.put("runs/runner-writing/summary.md", "# run\n")
+        third = tick_run_folder_sensor(instance, resources, second.cursor)
+        assert sorted(r.partition_key for r in third.run_requests) == ["runner", "runner-writing"]
+        assert requests.reads == []
+        assert tick_run_folder_sensor(instance, resources, third.cursor).run_requests == []
