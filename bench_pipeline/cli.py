@@ -305,6 +305,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         systems=args.systems,
         edge_cases=not args.no_edge_cases,
         progress=_say,
+        layout=args.layout,
     )
     _say(f"generated {len(folders)} run folder(s) in {time.monotonic() - started:.1f}s")
     for folder in folders:
@@ -370,6 +371,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-edge-cases", action="store_true", help="clean runs only (for benchmarks)")
     g.add_argument("--systems", type=int, default=None,
                    help="run i repeats system i %% N (one model and git sha each): repeated runs to pool")
+    g.add_argument("--layout", choices=("flat", "runner"), default="flat",
+                   help="flat: run-directory.md's flat layout (default); runner: as the benchmark runner writes "
+                        "its runs (outcome fields inside each row's metrics, its own absolute artifact_dir, "
+                        "attempt_<n> folders, its manifest and suite source, a re-judged copy for every 4th run); "
+                        "the same data either way")
     g.set_defaults(func=cmd_generate)
 
     b = sub.add_parser("backfill", help="re-process every run through Dagster (after a formula change); needs the daemon")

@@ -1,4 +1,5 @@
-"""Deterministic synthetic benchmark runs in the `run-directory.md` layout.
+"""Deterministic synthetic benchmark runs in the `run-directory.md` layout: the flat layout,
+or (``layout="runner"``) the benchmark runner's own, carrying the same data.
 
 `generate_runs` writes run folders whose rows, history, episode and trace files agree with one
 another: every recorded metric in a row is what `metrics-reference.txt` derives from the
@@ -12,7 +13,10 @@ state, so the same arguments always give the same bytes.
 Modules: `world` (suite, models, devices, task templates, tools), `records` (the dataclasses),
 `draws` (the suite and each run's `RunDraw`), `edge_cases`, `outcomes` (outcome kinds and their
 evaluation), `history`, `episodes`, `timings` (the runner's timers), `attempts` (one attempt's
-row), `files` (an attempt folder's files, manifest.json), `runs` (`generate_runs`, `write_run`).
+row), `files` (an attempt folder's files, manifest.json), `runs` (`generate_runs`, `write_run`),
+and the runner's layout: `runner_rows` (its rows, artifact paths, the earlier judgement of a
+re-judged run), `runner_files` (its attempt files' shapes), `runner_run` (its suite source,
+manifest and end-of-run files).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any
 from ..vocabulary import ROW_METRICS_KEYS
 from .edge_cases import artifact_dir_value, legacy_row
 from .episodes import apply_episode, build_episode, clear_episode_fields
-from .files import attempt_files, iso
+from .files import attempt_files, flat_folder, iso
 from .history import build_history, history_measurements
 from .outcomes import EXECUTION, OUTCOMES, choose_outcome, evaluate, failure_labels, final_response
 from .records import AttemptOutput, EpisodeFacts, Evaluation, RunDraw, Task
@@ -18,8 +18,9 @@ from .timings import attempt_timing
 
 
 def build_attempt(rng: random.Random, run: RunDraw, task: Task, attempt: int, started: datetime,
-                  history_messages: int, edges: frozenset[str]) -> AttemptOutput:
-    """Build one attempt's results row and artifact files."""
+                  history_messages: int, edges: frozenset[str], layout: str = "flat") -> AttemptOutput:
+    """Build one attempt's results row (in the flat layout) and artifact files (in
+    ``layout``'s shapes); the layout draws nothing, so both layouts carry the same data."""
     kind = choose_outcome(rng, task, run)
     if "legacy_row" in edges and not (attempt == 1 and kind in ("passed", "agent_failure")):
         edges = edges - {"legacy_row"}
@@ -42,7 +43,7 @@ def build_attempt(rng: random.Random, run: RunDraw, task: Task, attempt: int, st
     timing = attempt_timing(rng, task, kind, history, evaluation)
     finished = started + timedelta(milliseconds=timing["elapsed_ms"])
     metrics = build_metrics(rng, run, measured, timing, evaluation, ref, edges, episode_id)
-    folder = f"tasks/{task.id}" if attempt == 1 else f"tasks/{task.id}/attempt-{attempt}"
+    folder = flat_folder(task.id, attempt)
     row = {
         "task_id": task.id,
         "attempt": attempt,
@@ -80,7 +81,7 @@ def build_attempt(rng: random.Random, run: RunDraw, task: Task, attempt: int, st
         row["x_debug"] = {"queue_ms": rng.randrange(500), "retries": [1, 2]}
     if "legacy_row" in edges:
         row = legacy_row(row)
-    files = attempt_files(history, episode_doc, evaluation, timing, edges)
+    files = attempt_files(history, episode_doc, evaluation, timing, edges, layout)
     return AttemptOutput(row=row, folder=folder, files=files, finished=finished)
 
 

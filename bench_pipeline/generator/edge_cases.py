@@ -5,6 +5,7 @@ path. What an edge case does to the artifact files is in `files.attempt_files`."
 from __future__ import annotations
 
 import random
+from typing import Callable
 
 import orjson
 
@@ -61,16 +62,17 @@ def draw_row_edges(rng: random.Random) -> frozenset[str]:
     return frozenset(name for name, rate in ROW_EDGE_RATES.items() if rng.random() < rate)
 
 
-def add_row_lines(row: dict, edges: frozenset[str], lines: list[bytes], later: list[bytes]) -> None:
-    """Append the row's line(s): dropped, copied without task_id, or duplicated at the end."""
+def add_row_lines(row: dict, edges: frozenset[str], lines: list[bytes], later: list[bytes],
+                  encode: Callable[[dict], bytes] = orjson.dumps) -> None:
+    """Append the row's line(s): dropped, copied without task_id, or duplicated at the end.
+    ``encode`` makes a (flat) row's line: the runner's layout passes its own."""
     if "missing_row" in edges:
         return
-    line = orjson.dumps(row)
-    lines.append(line)
+    lines.append(encode(row))
     if "missing_task_id" in edges:
-        lines.append(orjson.dumps({k: v for k, v in row.items() if k != "task_id"}))
+        lines.append(encode({k: v for k, v in row.items() if k != "task_id"}))
     if "duplicate_row" in edges:
-        later.append(orjson.dumps({**row, "rejudged_at": row.get("finished_at")}))
+        later.append(encode({**row, "rejudged_at": row.get("finished_at")}))
 
 
 def add_line_edges(rng: random.Random, edges: frozenset[str], lines: list[bytes]) -> None:

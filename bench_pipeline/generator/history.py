@@ -32,6 +32,8 @@ ERROR_RESULTS = [
     (True, "Error: device disconnected"),
     (False, '{"is_error": true, "message": "input rejected"}'),
 ]
+# Share of model messages carrying an image themselves (R10: such a message is a visual call).
+MODEL_IMAGE_RATE = 0.06
 
 
 class HistoryBuilder:
@@ -59,7 +61,8 @@ class HistoryBuilder:
         self.messages.append(message)
 
     def add_model_message(self, message: dict) -> None:
-        """A usage-bearing assistant/tool_call message."""
+        """A usage-bearing assistant/tool_call message; now and then it carries an image of
+        its own, which makes it a visual call itself (R10), as a pending image does."""
         rng = self.rng
         n = len(self.model_calls)
         inp = 2400 + 380 * n + rng.randrange(300)
@@ -84,7 +87,10 @@ class HistoryBuilder:
         duration = None if n == self.no_duration_at else 300 + rng.randrange(2200)
         if duration is not None:
             message["duration_ms"] = duration
-        call = ModelCall(inp, out, total, cached, reasoning, duration, visual=self.pending_image)
+        image = rng.random() < MODEL_IMAGE_RATE
+        if image:
+            message["attachments"] = [{"type": "image", "path": f"step-{n + 1}.png"}]
+        call = ModelCall(inp, out, total, cached, reasoning, duration, visual=self.pending_image or image)
         self.pending_image = False
         self.messages.append(message)
         self.model_calls.append(call)

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from bench_pipeline.attempt_metrics import is_device_action
+from bench_pipeline.attempt_metrics import derive_history, is_device_action
 from bench_pipeline.generator.history import (
     OK_CONTENT,
     SCREENSHOT_JSON,
@@ -133,3 +133,32 @@ def test_recall_comes_first_and_an_incomplete_recall_misses_the_last_id() -> Non
     assert results[0]["content"] == '{"ids":["m1","m4"],"memories":[{"id":"m1"},{"id":"m4"}]}'
     partial_results = [m for m in partial.messages if m["type"] == "tool_result"]
     assert partial_results[0]["content"] == '{"ids":["m1"],"memories":[{"id":"m1"}]}'
+
+
+def test_a_model_message_with_its_own_image_is_a_visual_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """R10 (re-pinned): an image on a model message makes that message itself a visual call."""
+    monkeypatch.setattr("bench_pipeline.generator.history.MODEL_IMAGE_RATE", 1.0)
+    builder = HistoryBuilder(random.Random(3))
+    builder.add_model_message({"type": "assistant", "content": "Looking."})
+    builder.add_tool_step("tap", {"x": 1, "y": 1})
+    history = builder.finish("Done.")
+    assert all(m["attachments"][0]["type"] == "image" for m in history.messages if "usage" in m)
+    assert all(call.visual for call in history.model_calls)
+    derived = derive_history(history.messages)
+    measured = history_measurements(history)
+    assert derived.vision_llm_calls == measured["vision_llm_calls"] == len(history.model_calls)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_recorded_vision_follows_the_pipelines_derivation(seed: int) -> None:
+    history = build_history(random.Random(seed), TASK, "passed", 60, "Done.", True)
+    derived = derive_history(history.messages)
+    measured = history_measurements(history)
+    assert (derived.vision_llm_calls, derived.vision_llm_time_ms) == (
+        measured["vision_llm_calls"], measured["vision_llm_time_ms"])
+
+
+def test_some_model_messages_carry_an_image() -> None:
+    messages = [m for seed in range(10) for m in build_history(random.Random(seed), TASK, "passed", 60, "ok", True).messages]
+    assert any("usage" in m and "attachments" in m for m in messages)
+    assert any("usage" not in m and "attachments" in m for m in messages)

@@ -308,11 +308,15 @@ def test_failure_reference_points_at_the_first_error(clean_runs: list[Path]) -> 
             if ref is None:
                 continue
             source, index = ref.split(":")
-            event = load(run / row["artifact_dir"] / f"{source}.json")
-            event = event["events"][int(index)] if source == "episode" else event[int(index)]
+            events = load(run / row["artifact_dir"] / f"{source}.json")
+            events = events["events"] if source == "episode" else events
+            event = events[int(index)]
             assert event["type"] == "tool_result"
             if row["first_failure_stage"] not in ("setup", "evaluation"):
-                device = _is_device(event["tool_name"], event.get("tool_input") or {})
+                # R23: an episode result without its input takes the last preceding one of its tool.
+                tool_input = next((e["tool_input"] for e in events[int(index)::-1]
+                                   if e.get("tool_name") == event["tool_name"] and "tool_input" in e), {})
+                device = _is_device(event["tool_name"], tool_input)
                 assert row["first_failure_stage"] == ("device_execution" if device else "unknown")
             pointed += 1
     assert pointed > 0
