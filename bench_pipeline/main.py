@@ -34,15 +34,31 @@ from pathlib import Path
 
 # Only light imports here: `main` starts the fork server before Dagster is imported.
 
-#: The sample runs: (run id prefix, how many, with the generator's edge cases). The ids say
-#: what a newcomer will see: one clean run whose every check passes, and runs with the
-#: defects real runs have (malformed lines, duplicated rows, unsafe or broken artifacts,
-#: missing attempts), whose checks are red because of the data, not the pipeline.
 #: Suite pages named at the end of the main command (the rest are counted).
 SUITE_PAGES_LISTED = 10
-SAMPLES = (("sample-clean-", 1, False, 7), ("sample-with-data-problems-", 2, True, 8))
-#: The last field is the seed: 8 makes the two imperfect runs show every kind of check
-#: failure between them; the clean run's own seed gives it an id and start of its own.
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One group of sample runs: ``generate_runs`` arguments (docs/generator.md)."""
+
+    prefix: str  # the run ids' prefix: what a newcomer will see
+    runs: int
+    edge_cases: bool
+    seed: int
+    layout: str = "runner"
+    systems: int | None = None
+
+
+#: The sample runs, in the runner's layout as real runs come (docs/generator.md). The ids say
+#: what a newcomer will see: two clean runs whose every check passes, repeats of one system
+#: (one model and git sha, so the suite page shows its noise floor; the second one was
+#: re-judged: results.rejudged.jsonl), and two runs with the defects real runs have
+#: (malformed lines, duplicated rows, unsafe or broken artifacts, missing attempts), whose
+#: checks are red because of the data, not the pipeline. Seed 59 makes the two imperfect
+#: runs show every kind of check failure between them; the clean runs' own seed gives them
+#: ids of their own.
+SAMPLES = (Sample("sample-clean-", 2, False, 7, systems=1), Sample("sample-with-data-problems-", 2, True, 59))
 #: Run config of this command's Dagster runs: the plain console logger below (the instance
 #: keeps every event all the same).
 RUN_CONFIG = {"loggers": {"console": {}}}
@@ -100,13 +116,16 @@ def ensure_sample_runs(runs_root: Path | str) -> None:
         return
     from .generator import generate_runs
 
-    count = sum(n for _, n, _, _ in SAMPLES)
-    _say(f"no run folders under {runs_root}: writing {count} sample runs (one clean, "
-         f"{count - 1} with the data problems real runs have: their red checks are the data's)")
+    count = sum(s.runs for s in SAMPLES)
+    clean = sum(s.runs for s in SAMPLES if not s.edge_cases)
+    _say(f"no run folders under {runs_root}: writing {count} sample runs in the benchmark runner's layout "
+         f"({clean} clean, repeats of one system; {count - clean} with the data problems real runs have: "
+         f"their red checks are the data's)")
     runs_root.mkdir(parents=True, exist_ok=True)
-    for prefix, runs, edge_cases, seed in SAMPLES:
-        generate_runs(runs_root, runs=runs, seed=seed, tasks=12, repeats=3, history_messages=30,
-                      edge_cases=edge_cases, id_prefix=prefix)
+    for sample in SAMPLES:
+        generate_runs(runs_root, runs=sample.runs, seed=sample.seed, tasks=12, repeats=3, history_messages=30,
+                      edge_cases=sample.edge_cases, id_prefix=sample.prefix, systems=sample.systems,
+                      layout=sample.layout)
 
 
 def run_all(samples: bool = True) -> int:
@@ -142,8 +161,10 @@ def _run_all(defs, instance, samples: bool) -> int:
     waiting = [f.run_id for f in found if f.run_id not in ready]  # left for later
     if waiting:
         _say(f"not ready yet, left for later ({len(waiting)}): {', '.join(waiting[:10])}"
-             f"{' ...' if len(waiting) > 10 else ''} (manifest status not completed/aborted, "
-             f"or a legacy results.jsonl changed within BENCH_QUIET_SECONDS={settings.quiet_seconds})")
+             f"{' ...' if len(waiting) > 10 else ''} (a manifest status other than completed/aborted; or no "
+             f"status, no runner's metrics.json or summary.md in the folder yet, and its results file "
+             f"changed within BENCH_QUIET_SECONDS={settings.quiet_seconds}; or a manifest.json in a bucket that "
+             f"could not be read this time)")
     if not folders:
         _say(f"no ready run folders under {runs_root}")
         return 0

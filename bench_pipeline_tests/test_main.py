@@ -43,24 +43,34 @@ def _graphql(port: int, query: str) -> dict:
 
 
 def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
-    """The sample ids tell a newcomer what to expect: the clean run passes every check, and
-    each run with data problems fails at least one, because of its data."""
+    """The sample ids tell a newcomer what to expect: the clean runs pass every check, and
+    each run with data problems fails at least one, because of its data. The samples are in
+    the benchmark runner's layout (no manifest status; one re-judged run per pair), and the
+    clean runs are repeats of one system."""
+    from bench_pipeline.identity import read_identity
     from bench_pipeline.main import ensure_sample_runs
     from bench_pipeline.pipeline import run_stages
     from bench_pipeline.data_quality_checks import run_checks
 
     ensure_sample_runs(tmp_path)
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert [n.split("-2026-")[0] for n in names] == ["sample-clean", "sample-with-data-problems",
+    assert [n.split("-2026-")[0] for n in names] == ["sample-clean", "sample-clean", "sample-with-data-problems",
                                                       "sample-with-data-problems"]
+    assert all("status" not in json.loads((tmp_path / n / "manifest.json").read_text()) for n in names)
+    assert all((tmp_path / n / "metrics.json").is_file() for n in names)
+    clean = [read_identity(tmp_path / n) for n in names[:2]]
+    assert (clean[0].model_name, clean[0].git_sha) == (clean[1].model_name, clean[1].git_sha)
     failed = {}
+    files = set()
     for name in names:
         processed = run_stages(tmp_path / name).processed
         assert processed.raw.run_id == name
+        files.add(processed.metrics["results_file"])
         failed[name] = {c.name for c in run_checks(processed.raw, processed.attempts, processed.metrics["data_quality"])
                         if not c.passed}
-    assert failed[names[0]] == set()
-    assert all(failed[n] for n in names[1:])
+    assert files == {"results.jsonl", "results.rejudged.jsonl"}
+    assert failed[names[0]] == failed[names[1]] == set()
+    assert all(failed[n] for n in names[2:])
     assert set().union(*failed.values()) == {"no_bad_rows", "no_duplicate_rows", "no_missing_attempts",
                                              "no_unsafe_artifact_dirs", "no_invalid_artifacts"}
     ensure_sample_runs(tmp_path)  # a runs root with runs gets no more
@@ -90,7 +100,7 @@ def test_main_says_each_thing_once_naming_its_run(tmp_path):
     reports = tmp_path / "data" / "reports"
     duplicates = {run_id: json.loads((reports / run_id / "metrics.json").read_text())["data_quality"]["duplicate_rows"]
                   for run_id in runs}
-    assert sum(1 for n in duplicates.values() if n) == 2  # the two imperfect samples, one each
+    assert sum(1 for n in duplicates.values() if n) == 1  # the second imperfect sample
     warned = [line for line in lines if "duplicate task/attempt record(s) ignored" in line]
     assert sorted(warned) == sorted(f"{run_id}: {len(rows)} duplicate task/attempt record(s) ignored "
                                     "(the later line wins)" for run_id, rows in duplicates.items() if rows)
@@ -100,7 +110,7 @@ def test_main_says_each_thing_once_naming_its_run(tmp_path):
 
     listed = lines[lines.index("Reports:") + 1:]
     compared = [run_id for run_id in runs if (reports / run_id / "comparison.md").exists()]
-    assert len(compared) == 2  # each imperfect sample has an earlier run of its suite
+    assert len(compared) == 3  # every sample but the first has an earlier run of its suite
     for run_id in runs:
         for name in ("report.html", "summary.md", "comparison.md"):
             path = reports / run_id / name
