@@ -62,7 +62,8 @@ def build_attempt(rng: random.Random, run: RunDraw, task: Task, attempt: int, st
         "rubric_spec": task.rubric_spec,
         "rubric": evaluation.rubric,
         "hard_assertions": evaluation.hard_assertions,
-        "hard_assertion_failures": evaluation.hard_failures,
+        "hard_assertion_failures": [{**f, "label": f["id"].replace("_", " ").capitalize()}
+                                    for f in evaluation.hard_failures],
         "expected_answer_match": evaluation.answer_match,
         "expected_recalled_memory_match": evaluation.memory_match,
         "memory_recall_evidence_source": evaluation.memory_source,
@@ -115,8 +116,20 @@ def build_metrics(rng: random.Random, run: RunDraw, measured: dict, timing: dict
     return metrics
 
 
+#: What each trace observation checks, as the runner describes it.
+OBSERVATION_TEXT = {"screenshot_before_action": "A screenshot was taken before the first action.",
+                    "no_redundant_app_launch": "No app was launched while it was already open."}
+
+
+def described(observations: list[dict]) -> list[dict]:
+    """Observations as the runner writes them, in both layouts: ``{id, description, passed,
+    reason}`` (a flat row keeps the extra keys, run-directory.md)."""
+    return [{"id": o["id"], "description": OBSERVATION_TEXT.get(o["id"], o["id"]), "passed": o["passed"],
+             "reason": "seen in the trace" if o["passed"] else "not seen in the trace"} for o in observations]
+
+
 def trace_observations(rng: random.Random, kind: str) -> list[dict]:
-    """Behavioural observations; an id can repeat within a row."""
+    """Behavioural observations, described (``described``); an id can repeat within a row."""
     if EXECUTION[kind] in ("none", "prompt"):
         return []
     observations = [{"id": "screenshot_before_action", "passed": rng.random() < 0.9}]
@@ -124,4 +137,4 @@ def trace_observations(rng: random.Random, kind: str) -> list[dict]:
         observations.append({"id": "no_redundant_app_launch", "passed": rng.random() < 0.8})
     if rng.random() < 0.1:
         observations.append({"id": "screenshot_before_action", "passed": rng.random() < 0.5})
-    return observations
+    return described(observations)

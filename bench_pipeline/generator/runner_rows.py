@@ -20,9 +20,6 @@ from .world import SUITE_NAME
 
 #: The machines the runner ran on: where it keeps its runs folder (one per run, in turn).
 RUNNER_ROOTS = ("/Users/alice/bench", "/home/ci/bench-runner", "/opt/bench")
-#: What each trace observation checks, as the runner describes it.
-OBSERVATION_TEXT = {"screenshot_before_action": "A screenshot was taken before the first action.",
-                    "no_redundant_app_launch": "No app was launched while it was already open."}
 #: A re-judged run is every REJUDGE_PERIOD-th run (index % period == 1), but a running one;
 #: its earlier judgement differs on up to REJUDGED_ROWS rows.
 REJUDGE_PERIOD = 4
@@ -95,15 +92,9 @@ class RunnerRows:
         top["description_for_judge"] = judge_description(task)
         top["artifact_dir"] = self.artifact_dir(flat.get("artifact_dir"), task.id, flat.get("attempt", 1))
         top["rubric_spec"] = [{"id": r["id"], "check": r["requirement"]} for r in flat["rubric_spec"]]
-        top["hard_assertion_failures"] = [{**f, "label": f["id"].replace("_", " ").capitalize()}
-                                          for f in flat["hard_assertion_failures"]]
         metrics["environment_state_assertions"] = [
             {"path": a["id"], "expected": a["expected"], "actual": a["actual"], "passed": a["passed"]}
             for a in flat["environment_state_assertions"]]
-        metrics["trace_observations"] = [
-            {"id": o["id"], "description": OBSERVATION_TEXT.get(o["id"], o["id"]), "passed": o["passed"],
-             "reason": "seen in the trace" if o["passed"] else "not seen in the trace"}
-            for o in flat["trace_observations"]]
         top["metrics"] = metrics
         return top
 

@@ -109,3 +109,11 @@ def test_trace_observations_need_an_agent_that_ran() -> None:
     observed = trace_observations(random.Random(1), "passed")
     assert observed[0]["id"] == "screenshot_before_action"
     assert {o["id"] for o in observed} <= {"screenshot_before_action", "no_redundant_app_launch"}
+
+
+def test_observations_are_described_as_the_runner_describes_them_in_both_layouts() -> None:
+    for seed in range(20):
+        for o in trace_observations(random.Random(seed), "passed"):
+            assert o["description"].endswith(".") and o["reason"] == (
+                "seen in the trace" if o["passed"] else "not seen in the trace")
+            assert list(o) == ["id", "description", "passed", "reason"]

@@ -78,10 +78,10 @@ def test_a_runner_row_has_the_runner_keys_and_every_other_field_in_metrics() -> 
         a["id"] for a in flat["environment_state_assertions"]]
 
 
-def test_hard_assertion_failures_carry_a_label() -> None:
-    flat = {**flat_row(), "hard_assertion_failures": [{"id": "no_forbidden_action", "requirement": "r", "actual": "a"}]}
-    assert ROWS.row(flat, TASK)["hard_assertion_failures"] == [
-        {"id": "no_forbidden_action", "requirement": "r", "actual": "a", "label": "No forbidden action"}]
+def test_hard_assertion_failures_keep_their_label_in_both_layouts() -> None:
+    failures = [{"id": "no_forbidden_action", "requirement": "r", "actual": "a", "label": "No forbidden action"}]
+    flat = {**flat_row(), "hard_assertion_failures": failures}
+    assert ROWS.row(flat, TASK)["hard_assertion_failures"] == failures
 
 
 def test_a_runner_line_has_its_keys_sorted() -> None:

@@ -18,6 +18,8 @@ from bench_pipeline.generator import generate_runs
 from bench_pipeline.generator.runner_rows import RUNNER_ROW_KEYS
 from bench_pipeline.pipeline import run_stages
 
+from ..support.layout_compare import comparable
+
 #: Arguments of the two-layout comparisons: (seed, edge cases, runs, tasks, repeats).
 SAME_DATA_CASES = [(2, True, 12, 5, 3), (8, True, 12, 4, 2), (21, True, 6, 6, 1), (2, False, 6, 5, 3),
                    (13, False, 5, 4, 1), (4, True, 52, 2, 2)]
@@ -43,15 +45,6 @@ def rows_of(path: Path) -> list[dict]:
 
 def snapshot(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def flat_path(relative: str) -> str:
-    """A runner attempt folder's path named as the flat layout names the same attempt's."""
-    match = re.match(r"^(tasks/[^/]+)/attempt_(\d+)(/.*)?$", relative)
-    if not match:
-        return relative
-    folder, attempt, rest = match.group(1), int(match.group(2)), match.group(3) or ""
-    return (folder if attempt == 1 else f"{folder}/attempt-{attempt}") + rest
 
 
 @pytest.fixture(scope="module")
@@ -178,17 +171,6 @@ def test_the_earlier_judgement_gives_other_numbers(runner_runs: list[Path], tmp_
     after = run_stages(run).processed.metrics
     assert before["results_file"] == "results.jsonl"
     assert before["capability"]["attempt_success_rate"] != after["capability"]["attempt_success_rate"]
-
-
-def comparable(metrics: dict) -> dict:
-    """processed.metrics without what names the run's processing or the layout's own paths:
-    ``generated_at``, ``results_file``, and an invalid artifact's file, named as the flat
-    layout names the same attempt's (the runner's attempt_<n> folder is another folder)."""
-    out = {k: v for k, v in metrics.items() if k not in ("generated_at", "results_file")}
-    quality = dict(out["data_quality"])
-    quality["invalid_artifacts"] = [{**f, "file": flat_path(f["file"])} for f in quality["invalid_artifacts"]]
-    out["data_quality"] = quality
-    return out
 
 
 @pytest.mark.parametrize(("seed", "edge_cases", "runs", "tasks", "repeats"), SAME_DATA_CASES)
