@@ -17,6 +17,7 @@ import pytest
 from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.assets.run_stages import up_to_date
 from bench_pipeline.formula import FORMULA_VERSION
+from bench_pipeline.main import SAMPLES
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.resources import PipelineSettings
 from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
@@ -205,7 +206,7 @@ def test_main_command_then_ui_serves_the_materializations(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     runs = sorted(p.name for p in (tmp_path / "data" / "runs").iterdir())
-    assert len(runs) == 3  # the sample runs
+    assert len(runs) == sum(s.runs for s in SAMPLES)  # the sample runs
     for run_id in runs:
         out = tmp_path / "data" / "reports" / run_id
         assert {"metrics.json", "attempts.jsonl", "summary.md", "report.html", "langfuse_outbox.jsonl"} <= {
