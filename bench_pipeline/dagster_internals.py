@@ -63,17 +63,19 @@ INSTANCE_STORAGE_MODULES = (
 )
 
 
-def provenance_tags(code_version: str, data_version: str | None, upstream: dg.AssetKey | None) -> dict[str, str]:
+def provenance_tags(code_version: str, data_version: str | None, upstream: dg.AssetKey | None,
+                    upstream_version: str | None = None) -> dict[str, str]:
     """The tags Dagster writes on a materialization from ``Output(data_version=...)``: the code
     version, and with a data version, that version as user-provided and, for an asset computed
-    from ``upstream``, the same data version as its input's with no recorded input event."""
+    from ``upstream``, its input's data version (``upstream_version``, by default the same)
+    with no recorded input event."""
     tags = {CODE_VERSION_TAG: code_version}
     if data_version is None:
         return tags
     tags[DATA_VERSION_TAG] = data_version
     tags[DATA_VERSION_IS_USER_PROVIDED_TAG] = "true"
     if upstream is not None:
-        tags[get_input_data_version_tag(upstream)] = data_version
+        tags[get_input_data_version_tag(upstream)] = upstream_version or data_version
         tags[get_input_event_pointer_tag(upstream)] = NULL_EVENT_POINTER
     return tags
 

@@ -14,7 +14,7 @@ import dagster as dg
 from .assets import cross_run_assets, per_run_assets
 from .partitions import runs_partitions
 from .resources import JsonIOManagerFactory, LangfuseResource, ParquetIOManagerFactory, default_settings
-from .sensors import catalog_sensor, run_folder_sensor
+from .sensors import catalog_sensor, comparison_sensor, run_folder_sensor
 
 process_run_job = dg.define_asset_job(
     "process_run",
@@ -75,7 +75,7 @@ def build_resources(storage_base: str | None = None) -> dict:
 defs = dg.Definitions(
     assets=[*per_run_assets, *cross_run_assets],
     jobs=[process_run_job, refresh_catalog_job],
-    sensors=[run_folder_sensor, catalog_sensor],
+    sensors=[run_folder_sensor, comparison_sensor, catalog_sensor],
     schedules=[daily_catalog_schedule],
     resources=build_resources(),
     executor=select_executor(),

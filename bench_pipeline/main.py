@@ -208,7 +208,9 @@ def _run_all(defs, instance, samples: bool) -> int:
         if len(batch) > 1:
             _say(f"  ({len(batch)} runs in one Dagster run, {time.monotonic() - started:.1f}s)")
     refreshed = early.result() if early is not None else None
-    if refreshed is None and catalog_behind(instance) is not None:
+    recompared, recompared_failed = follow_comparisons(job, instance, settings)
+    failed += recompared_failed
+    if (refreshed is None or recompared) and catalog_behind(instance) is not None:
         refreshed = execute_refresh(instance)
     if refreshed is None:
         _say("catalog: up to date")
@@ -233,6 +235,27 @@ def _run_all(defs, instance, samples: bool) -> int:
     _say(f"Dagster instance: {home}")
     _say("See it in the UI: scripts/ui.sh  (dg dev on the same instance)")
     return failed
+
+
+def follow_comparisons(job, instance, settings) -> tuple[int, int]:
+    """Process again the runs whose comparison is behind its inputs (assets/comparisons.py: a
+    baseline processed again by this command, a late run, a pin added, changed or removed, a
+    baseline's folder gone), each said with why; returns (how many, how many failed)."""
+    from .assets.comparisons import behind_now
+    from .assets.run_stages import PARTITIONS_PER_RUN
+    from .partitions import partition_batches, range_tags, runs_partitions
+
+    behind = behind_now(instance, settings)
+    for b in behind:
+        _say(f"{b.run_id}: its comparison is behind its inputs ({b.why}): comparing again")
+    failed = 0
+    keys = {b.run_id for b in behind}
+    for batch in partition_batches(instance.get_dynamic_partitions(runs_partitions.name), keys, PARTITIONS_PER_RUN):
+        result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
+                                        tags={**range_tags(batch), "bench/trigger": "baseline_changed"})
+        errors, seconds = _failed_runs(result), _run_seconds(result)
+        failed += sum(1 for key in batch if key in errors or key not in seconds)
+    return len(behind), failed
 
 
 @dataclass(frozen=True)

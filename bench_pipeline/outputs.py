@@ -62,7 +62,8 @@ def write_run_outputs(
     """Every per-run output file into ``out_dir``; returns {file name: path}.
 
     With ``comparison`` (the run compared with a baseline), both reports get their
-    "Compared with <baseline>" section and comparison.json and comparison.md are written too.
+    "Compared with <baseline>" section and comparison.json and comparison.md are written too;
+    without, those of an earlier processing are removed (the run has no baseline now).
 
     With ``workers`` > 1 and a run that is not small, report.html (the largest) is written
     by this process while a forked child writes metrics.json and summary.md. From
@@ -72,6 +73,9 @@ def write_run_outputs(
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if comparison is None:
+        for name in COMPARISON_FILES:
+            (out_dir / name).unlink(missing_ok=True)
     metrics, raw = processed.metrics, processed.raw
     records = processed.attempts  # attempt rows carry every attempts.jsonl field (and "observations")
     view = report_view(out_dir, metrics, records, raw.manifest, raw.run_id, run_dir=raw.run_dir,

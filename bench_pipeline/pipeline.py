@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING
 
 from .bulk import fork_map, gc_paused
 from .capability import attempt_sections, combine_sections, task_sections
-from .comparison import Side, check_max_drop, comparison_of, side_from_output, side_from_processed, with_run_dir
+from .comparison import (
+    Comparison,
+    Side,
+    check_max_drop,
+    comparison_of,
+    side_from_output,
+    side_from_processed,
+    with_run_dir,
+)
 from .data_quality import data_quality
 from .derivation import derive_chunks, workers_for
 from .jsonio import encode_records, write_atomic
@@ -78,6 +86,7 @@ def run_stages(
     max_drop: float | None = None,
     baseline_run_dir: Path | None = None,
     run_files: Sequence[dict] = (),
+    comparison_inputs: dict | None = None,
 ) -> RunResult:
     """Stages 1-5 on one run folder; raises NotARunFolderError for a folder that is not a run.
 
@@ -99,6 +108,9 @@ def run_stages(
     ``run_files``: findings about the run's files made before it was read (a run in a bucket:
     the object keys refused when it was copied, object_store.mirror), added to
     data_quality.run_files after manifest.json's and suite.json's own.
+
+    ``comparison_inputs``: what the comparison was computed from (comparison_inputs.py),
+    written as comparison.json's ``inputs``.
     """
     raw = read_run(run_dir)
     raw.run_files.extend(run_files)
@@ -111,7 +123,7 @@ def run_stages(
         chunks = derive_chunks(raw, _Derived(), progress, workers)
         attempts = [a for derived, _ in chunks for a in derived]
         processed, _ = _run_level(raw, attempts, workers, None, [])
-        compared = comparison_of(baseline, side_from_processed(processed), max_drop) if baseline is not None else None
+        compared = _compared(baseline, processed, max_drop, comparison_inputs)
         return RunResult(processed, {}, compared.result if compared else None)
     chunks = derive_chunks(raw, _Render(duplicate_lines(raw.duplicate_rows), keep_evidence), progress, workers)
     # raw.rows are in file order, so the chunks' rows are in line order: the file's and the
@@ -122,9 +134,21 @@ def run_stages(
     attempts_path = out_dir / "attempts.jsonl"
     processed, parts = _run_level(raw, attempts, workers, attempts_path, [r.attempt_lines for _, r in chunks])
     rows = join_attempt_rows([r.rows for _, r in chunks])
-    compared = comparison_of(baseline, side_from_processed(processed), max_drop) if baseline is not None else None
+    compared = _compared(baseline, processed, max_drop, comparison_inputs)
     written = write_run_outputs(out_dir, processed, workers, rows, attempts_path, parts, compared)
     return RunResult(processed, written, compared.result if compared else None)
+
+
+def _compared(baseline: Side | None, processed: ProcessedRun, max_drop: float | None,
+              inputs: dict | None) -> Comparison | None:
+    """The processed run compared with ``baseline`` (None without one), comparison.json's
+    ``inputs`` recorded when given."""
+    if baseline is None:
+        return None
+    compared = comparison_of(baseline, side_from_processed(processed), max_drop)
+    if inputs is not None:
+        compared.result["inputs"] = inputs
+    return compared
 
 
 def _with_run_dir(side: Side, run_dir: Path | None, candidate_run_dir: Path) -> Side:

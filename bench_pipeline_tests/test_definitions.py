@@ -25,6 +25,7 @@ def test_definitions_hold_every_stage_check_job_sensor_and_schedule():
     assert defs.resolve_job_def("process_run") is not None
     assert defs.resolve_sensor_def("run_folder_sensor").job_name == "process_run"
     assert defs.resolve_sensor_def("catalog_sensor").job_name == "refresh_catalog"
+    assert defs.resolve_sensor_def("comparison_sensor").job_name == "process_run"
     # the repeated-runs assets refresh with the catalog, after it (one refresh, not one per partition)
     refresh = defs.resolve_job_def("refresh_catalog")
     assert {k.to_user_string() for k in refresh.asset_layer.selected_asset_keys} == {

@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import object_store
+from ..outputs import COMPARISON_FILES
 from ..publication.record import RECORD_NAME
 from ..run_folders import RunFolder, fetch_run, local_run_files, object_fingerprint_of
 from .partition_work import STAGES, PartitionJob, PartitionOutcome
@@ -127,13 +128,26 @@ class Delivery:
         return None
 
     def ready(self, key: str) -> None:
-        """A partition's files are written: upload them (before a run compared with it starts)."""
+        """A partition's files are written: upload them (before a run compared with it starts);
+        a run without a comparison now has an earlier one's files removed from the bucket."""
         if key not in self.jobs:
             return
         self.ready_done.add(key)
-        error = self._send(key)
+        error = self._send(key) or self._remove_stale_comparison(key)
         if error is not None:
             self.ready_error[key] = error
+
+    def _remove_stale_comparison(self, key: str) -> str | None:
+        job = self.jobs[key]
+        if (Path(job.out_dir) / COMPARISON_FILES[0]).is_file():
+            return None
+        url = object_store.url_of(job.out_dir)
+        try:
+            for name in COMPARISON_FILES:
+                object_store.delete(object_store.join(url, name))
+        except object_store.StoreError as exc:
+            return f"{url}: an earlier comparison cannot be removed: {exc}"
+        return None
 
     def stored(self, outcome: PartitionOutcome) -> PartitionOutcome:
         """A partition's stages before the publication (``partition_work.StagesStored``),

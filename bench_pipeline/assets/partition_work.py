@@ -37,6 +37,7 @@ import pandera.errors
 from .. import object_store
 from ..bulk import can_fork, default_workers, fork_map, fork_server_context, gc_paused
 from ..comparison import ComparisonInputError
+from ..comparison_inputs import ComparisonInputs
 from ..data_quality import data_quality_findings
 from ..derivation import PARALLEL_MIN_ROWS, workers_for
 from ..formula import FORMULA_VERSION
@@ -90,6 +91,8 @@ class PartitionJob:
     baseline_run_dir: str | None = None  # the baseline's run folder (its local copy), for links
     run_files: tuple = ()  # data_quality run_files findings of the copy (refused object keys)
     source_error: str | None = None  # the run's objects could not be read: the partition fails
+    #: what the comparison is computed from (comparison.json ``inputs``, run_comparison's tags)
+    comparison_inputs: ComparisonInputs | None = None
 
 
 @dataclass
@@ -105,6 +108,8 @@ class PartitionOutcome:
     error: str | None = None
     seconds: float = 0.0
     attempts: int = 0
+    #: run_comparison's data version: the inputs it was computed from (ComparisonInputs.version)
+    comparison_version: str | None = None
 
 
 @dataclass
@@ -140,14 +145,18 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
     try:
         baseline_dir = Path(job.baseline_dir) if job.baseline_dir else None
         baseline_run_dir = Path(job.baseline_run_dir) if job.baseline_run_dir else None
+        inputs = job.comparison_inputs
         try:
             result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
                                 progress=progress, baseline_dir=baseline_dir, baseline_run_dir=baseline_run_dir,
-                                run_files=job.run_files)
+                                run_files=job.run_files,
+                                comparison_inputs=inputs.record() if inputs is not None else None)
         except ComparisonInputError as exc:  # the baseline's outputs cannot be read: no comparison
             baseline_reason = f"no baseline: the outputs of baseline {job.baseline!r} cannot be read ({exc})"
             result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
                                 progress=progress, run_files=job.run_files)
+            if inputs is not None:
+                inputs = replace(inputs, baseline=None, baseline_version=None, baseline_choice=baseline_reason)
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
         outcome.failed_stage, outcome.error = STAGES[0], _failure(job, STAGES[0], exc)
         outcome.seconds = time.monotonic() - started
@@ -156,6 +165,8 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
         outputs_ready()             # with this one may start while its frames are stored
     processed = result.processed
     outcome.attempts = len(processed.attempts)
+    if inputs is not None:
+        outcome.comparison_version = inputs.version()
     outcome.checks = run_checks(processed.raw, processed.attempts, processed.metrics["data_quality"])
 
     def stored() -> tuple[dict[str, dict], str | None, str | None]:
@@ -163,7 +174,8 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
                                                           baseline_reason)
         if stages_stored is not None:
             stages_stored(StagesStored(PartitionOutcome(job.key, job.fingerprint, materialized, outcome.checks,
-                                                        failed_stage, error, attempts=outcome.attempts)))
+                                                        failed_stage, error, attempts=outcome.attempts,
+                                                        comparison_version=outcome.comparison_version)))
         return materialized, failed_stage, error
 
     def published() -> tuple[dict | None, str | None]:
@@ -268,8 +280,13 @@ def _capability_aggregates(stage: str, computed: _Computed) -> dict[str, Any]:
 
 
 def _run_comparison(stage: str, computed: _Computed) -> dict[str, Any]:
-    return comparison_metadata(computed.comparison, computed.job.baseline, computed.baseline_reason,
-                               computed.written)
+    metadata = comparison_metadata(computed.comparison, computed.job.baseline, computed.baseline_reason,
+                                   computed.written)
+    inputs = computed.job.comparison_inputs
+    if inputs is not None and computed.comparison is not None:  # what it was computed from
+        metadata["candidate_data_version"] = inputs.candidate_version or "unknown"
+        metadata["baseline_data_version"] = inputs.baseline_version or "unknown"
+    return metadata
 
 
 def _reports(stage: str, computed: _Computed) -> dict[str, Any]:

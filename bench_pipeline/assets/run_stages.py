@@ -27,6 +27,7 @@ from dagster_pandera import pandera_schema_to_dagster_type
 
 from .. import object_store
 from ..baselines import RunInfo, choose_baseline, load_pins, pins_file, processed_outputs, run_index
+from ..comparison_inputs import ComparisonInputs
 from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition, provenance_tags
 from ..formula import FORMULA_VERSION
 from ..partitions import runs_partitions
@@ -132,7 +133,8 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
     """Every per-run stage for each run partition of this step."""
     from ..bulk import default_workers
 
-    jobs = partition_jobs(context.partition_keys, settings, langfuse.settings(), default_workers())
+    jobs = partition_jobs(context.partition_keys, settings, langfuse.settings(), default_workers(),
+                          context.instance)
     failed: list[PartitionOutcome] = []
     delivery = bucket_io.Delivery(jobs)  # outputs meant for a bucket: uploaded as they are ready
     recorded: dict[str, int] = {}  # stages recorded from a partition's StagesStored, by partition
@@ -167,15 +169,28 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
         )
 
 
-def partition_jobs(keys: list[str], settings: PipelineSettings, target, workers: int) -> list[PartitionJob]:
-    """One job per partition key, each with its baseline (baselines.py). The runs of this
-    step count as processed: a run whose baseline is among them waits for it (``after``).
-    Runs and outputs in a bucket are made local first (bucket_io.prepare)."""
+def partition_jobs(keys: list[str], settings: PipelineSettings, target, workers: int,
+                   instance: dg.DagsterInstance | None = None) -> list[PartitionJob]:
+    """One job per partition key, each with its baseline (baselines.py) and the inputs its
+    comparison records (comparison_inputs.py: the data versions of both runs' stored values,
+    the baseline's from ``instance``). The runs of this step count as processed: a run whose
+    baseline is among them waits for it (``after``). Runs and outputs in a bucket are made
+    local first (bucket_io.prepare)."""
     with object_store.shared(settings.runs_root, settings.output_root):
-        return _partition_jobs(keys, settings, target, workers)
+        return _partition_jobs(keys, settings, target, workers, instance)
 
 
-def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers: int) -> list[PartitionJob]:
+def stored_versions(instance: dg.DagsterInstance | None, keys: list[str]) -> dict[str, str]:
+    """{run id: the data version of its stored stage values} for the runs of ``keys`` whose
+    capability_aggregates (the values a comparison reads) were materialized."""
+    if instance is None or not keys:
+        return {}
+    latest = latest_tags_by_partition(instance, dg.AssetKey("capability_aggregates"), [DATA_VERSION_TAG], keys)
+    return {key: tags[DATA_VERSION_TAG] for key, tags in latest.items() if tags.get(DATA_VERSION_TAG)}
+
+
+def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers: int,
+                    instance: dg.DagsterInstance | None) -> list[PartitionJob]:
     in_step = set(keys)
     folders = scan(settings.runs_root)
     outputs = processed_outputs(settings.output_root)
@@ -183,16 +198,24 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
             for r in run_index(settings.runs_root, settings.output_root, folders=folders, outputs=outputs)]
     by_id = {r.run_id: r for r in runs}
     pins = load_pins(pins_file())
+    choices = {key: choose_baseline(by_id.get(key, RunInfo(key, None, None, False)), runs, pins) for key in keys}
+    stored = stored_versions(instance, sorted({b.run_id for b in choices.values() if b.run_id} - in_step))
+    folder_versions = {f.run_id: data_version(f.fingerprint) for f in folders}
     jobs = []
     for key in keys:
         run_dir = settings.run_location(key)
         fp = None if object_store.is_remote(run_dir) else fingerprint(run_dir)
-        baseline = choose_baseline(by_id.get(key, RunInfo(key, None, None, False)), runs, pins)
+        baseline = choices[key]
+        # the baseline's version: of the values this step makes for it, else of those stored
+        version = (folder_versions.get(baseline.run_id) if baseline.run_id in in_step else stored.get(baseline.run_id)
+                   ) if baseline.run_id else None
+        inputs = ComparisonInputs(key, folder_versions.get(key), baseline.run_id, version, baseline.reason)
         jobs.append(PartitionJob(
             key, run_dir, settings.output_location(key), settings.storage_base, target, fp[0] if fp else None,
             workers, baseline=baseline.run_id,
             baseline_dir=settings.output_location(baseline.run_id) if baseline.run_id else None,
             baseline_reason=baseline.reason, after=baseline.run_id if baseline.run_id in in_step else None,
+            comparison_inputs=inputs,
         ))
     return bucket_io.prepare(jobs, settings.runs_root, settings.output_root, folders, outputs)
 
@@ -205,13 +228,20 @@ def partition_events(outcome: PartitionOutcome, recorded: int | None = None):
     Each materialization carries the provenance tags Dagster writes for an asset's output
     (``dagster_internals.provenance_tags``: code version, data version, and the data version
     of the stage it was computed from), so the UI's staleness works as for any asset: fresh
-    after processing, stale after a formula change.
+    after processing, stale after a formula change. run_comparison's data version records its
+    inputs (``ComparisonInputs.version``: the baseline and both runs' data versions).
     """
     version = data_version(outcome.fingerprint) if outcome.fingerprint is not None else None
+    # run_comparison's own data version is its inputs (comparison_inputs.py): the reports'
+    # input; every other stage's is the run's
+    versions = {stage: outcome.comparison_version if stage == "run_comparison" and outcome.comparison_version
+                else version for stage in STAGES}
     for i, (stage, metadata) in enumerate(outcome.materialized.items()):
         if recorded is not None and i < recorded:
             continue
-        tags = provenance_tags(FORMULA_VERSION, version, dg.AssetKey(STAGES[i - 1]) if i else None)
+        upstream = STAGES[i - 1] if i else None
+        tags = provenance_tags(FORMULA_VERSION, versions[stage] if version is not None else None,
+                               dg.AssetKey(upstream) if upstream else None, versions.get(upstream))
         yield dg.AssetMaterialization(asset_key=stage, partition=outcome.key, metadata=metadata, tags=tags)
     if recorded is None:
         yield from check_evaluations(outcome.key, outcome.checks)

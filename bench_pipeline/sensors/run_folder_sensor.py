@@ -124,7 +124,7 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
             )
         )
     if len(requests) > batch_size:
-        requests = _batched(requests, [*existing, *new_keys], current, batch_size)
+        requests = batched_requests(requests, [*existing, *new_keys], current, batch_size)
     gone = sorted(k for k in existing if k not in current and k not in skipped and k in seen)
     partition_requests = []
     if new_keys:
@@ -139,8 +139,8 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
     )
 
 
-def _batched(requests: list[dg.RunRequest], ordered: list[str], fingerprints: dict[str, str],
-             size: int) -> list[dg.RunRequest]:
+def batched_requests(requests: list[dg.RunRequest], ordered: list[str], fingerprints: dict[str, str],
+                     size: int) -> list[dg.RunRequest]:
     """The requests as one run per consecutive range of at most ``size`` partitions."""
     triggers = {r.partition_key: r.tags["bench/trigger"] for r in requests}
     batched = []

@@ -32,11 +32,30 @@ def staged(tmp_path: Path, key: str) -> Path:
 
 
 @pytest.fixture
-def uploads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, list[str]]]:
+def deleted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    gone: list[str] = []
+    monkeypatch.setattr(bucket_io.object_store, "delete", gone.append)
+    return gone
+
+
+@pytest.fixture
+def uploads(monkeypatch: pytest.MonkeyPatch, deleted: list[str]) -> list[tuple[str, str, list[str]]]:
     sent: list[tuple[str, str, list[str]]] = []
     monkeypatch.setattr(bucket_io.object_store, "upload",
                         lambda local, url, names: sent.append((str(local), url, sorted(names))) or [])
     return sent
+
+
+def test_a_run_without_a_comparison_now_has_an_earlier_one_removed_from_the_bucket(
+        tmp_path: Path, uploads: list, deleted: list[str]) -> None:
+    compared, alone = staged(tmp_path, "r1"), staged(tmp_path, "r2")
+    for folder in (compared, alone):
+        (folder / "metrics.json").write_text("{}")
+    (compared / "comparison.json").write_text("{}")
+    delivery = Delivery([job("r1", compared), job("r2", alone)])
+    delivery.ready("r1")
+    delivery.ready("r2")
+    assert deleted == ["s3://bucket/reports/r2/comparison.json", "s3://bucket/reports/r2/comparison.md"]
 
 
 def outcome(key: str) -> PartitionOutcome:

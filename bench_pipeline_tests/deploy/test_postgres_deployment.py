@@ -297,7 +297,7 @@ def test_pipeline_on_postgres_with_daemon_queue_and_backfill(tmp_path, postgres_
         assert sorted(i for t in requested for i in t.run_ids) == sorted(r[0] for r in originals), ticks
         states = {s.name: s for s in (deserialize_value(body) for (body,) in _query(
             pg_env, "SELECT instigator_body FROM instigators WHERE instigator_type = 'SENSOR'"))}
-        assert set(states) <= {"run_folder_sensor", "catalog_sensor"}, states
+        assert set(states) <= {"run_folder_sensor", "comparison_sensor", "catalog_sensor"}, states
         state = states["run_folder_sensor"]
         assert set(json.loads(state.instigator_data.cursor)) == set(RUNS)
 

@@ -1,0 +1,54 @@
+"""Which runs' comparisons are behind their inputs now (comparison_inputs.py), read from the
+runs root, the output root, the pinned baselines and the instance: what the comparison
+sensor and the main command recompute, and what the UI shows as behind.
+
+A comparison is recomputed by processing its run again (the ``process_run`` job, the one
+composition of the stages): its own stages come out as they were (same data version) and its
+comparison, reports and the cross-run pages that show them follow the current inputs.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from .. import object_store
+from ..baselines import load_pins, pins_file, run_index
+from ..comparison_inputs import Behind, ComparisonInputs, comparisons_behind
+from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
+from ..partitions import runs_partitions
+from ..resources import PipelineSettings
+from ..run_folders import RunFolder, scan
+from .run_stages import data_version, stored_versions
+
+#: The asset whose materializations record each comparison's inputs (their data version).
+COMPARISON_ASSET = dg.AssetKey("run_comparison")
+
+
+def behind_now(instance: dg.DagsterInstance, settings: PipelineSettings,
+               folders: list[RunFolder] | None = None) -> list[Behind]:
+    """The comparisons behind their inputs now, in run-id order (``folders``: the runs root's
+    scan when already made)."""
+    with object_store.shared(settings.runs_root, settings.output_root):
+        folders = folders if folders is not None else scan(settings.runs_root)
+        existing = set(instance.get_dynamic_partitions(runs_partitions.name))
+        keys = [f.run_id for f in folders if f.run_id in existing]
+        if not keys:
+            return []
+        tags = latest_tags_by_partition(instance, COMPARISON_ASSET, [DATA_VERSION_TAG], keys)
+        recorded = {key: inputs for key, t in tags.items()
+                    if (inputs := ComparisonInputs.from_version(key, t.get(DATA_VERSION_TAG, ""))) is not None}
+        if not recorded:
+            return []
+        runs = run_index(settings.runs_root, settings.output_root, folders=folders)
+        current = {f.run_id: data_version(f.fingerprint) for f in folders}
+        return comparisons_behind(runs, load_pins(pins_file()), recorded, stored_versions(instance, keys), current)
+
+
+def behind_markdown(behind: list[Behind], limit: int = 50) -> str:
+    """The comparisons behind, one line each with why (the first ``limit``)."""
+    if not behind:
+        return "Every comparison follows its current inputs."
+    lines = [f"- `{b.run_id}`: {b.why}" for b in behind[:limit]]
+    if len(behind) > limit:
+        lines.append(f"- ... and {len(behind) - limit} more")
+    return "\n".join(lines)

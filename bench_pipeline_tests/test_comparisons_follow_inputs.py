@@ -1,0 +1,139 @@
+"""Comparisons follow their inputs on the Dagster path (the main command, as scripts/run.sh
+runs it): a re-judged baseline, a pin added, changed and removed, a late run, a baseline's
+folder deleted. After each event exactly the affected comparisons are computed again, the
+command says which and why, and every comparison equals a `bench-pipeline compare` of the
+same two run folders from scratch."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench_pipeline.cli import main as cli_main
+from bench_pipeline.generator import generate_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _main(env: dict) -> str:
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+def _comparison(reports: Path, run_id: str) -> dict:
+    return json.loads((reports / run_id / "comparison.json").read_bytes())
+
+
+def _from_scratch(runs_root: Path, baseline: str, candidate: str, out: Path) -> dict:
+    """`bench-pipeline compare BASELINE CANDIDATE` on the two run folders."""
+    cli_main(["compare", str(runs_root / baseline), str(runs_root / candidate), "--output-dir", str(out)])
+    return json.loads((out / "comparison.json").read_bytes())
+
+
+def _check(reports: Path, runs_root: Path, tmp: Path, expected: dict[str, str]) -> None:
+    """Each run's comparison is with the expected baseline and equals one from scratch."""
+    for candidate, baseline in expected.items():
+        got = _comparison(reports, candidate)
+        assert got["baseline"]["run_id"] == baseline, candidate
+        assert got["inputs"]["baseline"]["run_id"] == baseline and got["inputs"]["candidate"]["run_id"] == candidate
+        fresh = _from_scratch(runs_root, baseline, candidate, tmp / f"fresh-{candidate}-{baseline}")
+        assert {k: v for k, v in got.items() if k != "inputs"} == fresh, candidate
+
+
+def _rejudge(run: Path) -> None:
+    """The runner's re-judge: every first attempt that passed now fails (results.rejudged.jsonl)."""
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_bytes().splitlines() if line.strip()]
+    for row in rows:
+        if row["attempt"] == 1 and row["metrics"].get("success") is True:
+            row["status"] = "failed"
+            row["metrics"].update(success=False, failure_class="agent", first_failure_stage="final_response",
+                                  quality_score=0.0)
+    (run / "results.rejudged.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+
+
+def _recompared(out: str) -> set[str]:
+    return {line.split(":", 1)[0] for line in out.splitlines() if "its comparison is behind its inputs" in line}
+
+
+@pytest.mark.slow
+def test_comparisons_follow_rejudges_pins_late_runs_and_deleted_baselines(tmp_path):
+    env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home"),
+           "BENCH_QUIET_SECONDS": "0"}
+    for var in ("BENCH_RUNS_ROOT", "BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "BENCH_BASELINES",
+                "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "LANGFUSE_BASE_URL", "LANGFUSE_HOST"):
+        env.pop(var, None)
+    (tmp_path / "home").mkdir()
+    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", tmp_path / "home" / "dagster.yaml")
+    runs_root, reports = tmp_path / "data" / "runs", tmp_path / "data" / "reports"
+    r0, r1, r2 = (p.name for p in generate_runs(runs_root, runs=3, seed=8, tasks=6, repeats=2, history_messages=6,
+                                                 edge_cases=False, layout="runner"))
+    for run in (r0, r1, r2):  # no re-judged copy yet
+        (runs_root / run / "results.rejudged.jsonl").unlink(missing_ok=True)
+    out = _main(env)
+    assert _recompared(out) == set()
+    _check(reports, runs_root, tmp_path, {r1: r0, r2: r1})
+    before = _comparison(reports, r2)
+
+    # 1. the baseline of r2 is re-judged: r1 is processed again, then r2's comparison, and nothing else
+    _rejudge(runs_root / r1)
+    out = _main(env)
+    assert _recompared(out) == {r2}
+    assert f"its baseline '{r1}' was processed again since" in out
+    _check(reports, runs_root, tmp_path, {r1: r0, r2: r1})
+    after = _comparison(reports, r2)
+    assert after["first_attempt"] != before["first_attempt"]
+    assert after["inputs"]["baseline"]["data_version"] != before["inputs"]["baseline"]["data_version"]
+    assert "catalog: ok" in out
+
+    # nothing changed: nothing computed again
+    out = _main(env)
+    assert _recompared(out) == set() and "catalog: up to date" in out
+
+    # 2. a pin added, changed, removed
+    pins = tmp_path / "data" / "baselines.json"
+    suite = _comparison(reports, r2)["baseline"]["suite"]
+    pins.write_text(json.dumps({suite: r0}))
+    assert _recompared(_main(env)) == {r2}
+    _check(reports, runs_root, tmp_path, {r1: r0, r2: r0})
+    pins.write_text(json.dumps({suite: r1}))
+    assert _recompared(_main(env)) == {r0, r1, r2}  # r1 is the pin itself now: no baseline
+    assert not (reports / r1 / "comparison.json").exists()
+    _check(reports, runs_root, tmp_path, {r0: r1, r2: r1})
+    pins.unlink()
+    assert _recompared(_main(env)) == {r0, r1}
+    assert not (reports / r0 / "comparison.json").exists()
+    _check(reports, runs_root, tmp_path, {r1: r0, r2: r1})
+
+    # 3. a run uploaded late, started between r0 and r1: r1's new baseline
+    late = "late-run"
+    shutil.copytree(runs_root / r0, runs_root / late)
+    manifest = json.loads((runs_root / late / "manifest.json").read_bytes())
+    started = json.loads((runs_root / r1 / "manifest.json").read_bytes())["started_at"]
+    manifest.update(run_id=late, started_at=_just_before(started))
+    (runs_root / late / "manifest.json").write_text(json.dumps(manifest))
+    out = _main(env)
+    assert _recompared(out) == {r1}
+    _check(reports, runs_root, tmp_path, {late: r0, r1: late, r2: r1})
+
+    # 4. the late run's folder deleted: r1 is compared with r0 again
+    shutil.rmtree(runs_root / late)
+    out = _main(env)
+    assert _recompared(out) == {r1}
+    assert "(its folder is gone)" in out
+    _check(reports, runs_root, tmp_path, {r1: r0, r2: r1})
+
+
+def _just_before(timestamp: str) -> str:
+    """An ISO timestamp (``...Z``) one second earlier."""
+    from datetime import datetime, timedelta
+
+    moment = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ") - timedelta(seconds=1)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
