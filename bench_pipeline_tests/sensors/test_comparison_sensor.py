@@ -1,0 +1,70 @@
+"""The comparison sensor on a test instance, as the daemon runs it: after a baseline is
+processed again (re-judged), one request for its successor and an observation on
+run_comparison saying it is behind and why; once processed, nothing behind, said once."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+import pytest
+
+from bench_pipeline.assets import per_run_assets
+from bench_pipeline.generator import generate_runs
+from bench_pipeline.partitions import range_tags, runs_partitions
+from bench_pipeline.sensors import comparison_sensor
+
+from ..dagster_helpers import make_resources
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("BENCH_BASELINES", str(tmp_path / "baselines.json"))
+
+
+def tick(instance, resources, cursor=None):
+    with dg.build_sensor_context(instance=instance, cursor=cursor,
+                                 resources={"settings": resources["settings"]}) as ctx:
+        return comparison_sensor(ctx)
+
+
+def test_a_rejudged_baseline_puts_exactly_its_successor_behind_until_it_is_processed(tmp_path):
+    resources = make_resources(tmp_path)
+    runs = generate_runs(tmp_path / "runs", runs=3, seed=5, tasks=4, repeats=2, history_messages=6,
+                         edge_cases=False)
+    keys = [p.name for p in runs]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(runs_partitions.name, keys)
+        assert dg.materialize(per_run_assets, instance=instance, resources=resources, tags=range_tags(keys)).success
+        first = tick(instance, resources)
+        assert first.run_requests == [] and first.cursor
+        (event,) = first.asset_events  # the first tick says how many are behind: none
+        assert event.metadata["comparisons_behind"].value == 0
+
+        # the middle run is re-judged and processed again (the run folder sensor's work)
+        results = runs[1] / "results.jsonl"
+        rows = [json.loads(line) for line in results.read_text().splitlines()]
+        for row in rows:
+            row.update(status="failed", success=False, failure_class="agent")
+        results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        assert dg.materialize(per_run_assets, instance=instance, resources=resources, partition_key=keys[1]).success
+
+        behind = tick(instance, resources, first.cursor)
+        (request,) = behind.run_requests
+        assert request.partition_key == keys[2] and request.tags["bench/trigger"] == "baseline_changed"
+        assert request.run_key.startswith(f"compare:{keys[2]}<{keys[1]}@")
+        (event,) = behind.asset_events
+        assert event.metadata["comparisons_behind"].value == 1
+        assert f"`{keys[2]}`: its baseline '{keys[1]}' was processed again since" in event.metadata["behind"].value
+        again = tick(instance, resources, behind.cursor)  # the same state: the same request, no new observation
+        assert [r.run_key for r in again.run_requests] == [request.run_key] and again.asset_events == []
+
+        assert dg.materialize(per_run_assets, instance=instance, resources=resources, partition_key=keys[2]).success
+        done = tick(instance, resources, behind.cursor)
+        assert done.run_requests == []
+        (event,) = done.asset_events
+        assert event.metadata["comparisons_behind"].value == 0
+        quiet = tick(instance, resources, done.cursor)
+        assert quiet.run_requests == [] and quiet.asset_events == []
