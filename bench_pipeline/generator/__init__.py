@@ -8,7 +8,9 @@ known mix of legacy and broken inputs is added (`edge_cases.ROW_EDGE_RATES` and
 `edge_cases.RUN_EDGE_PERIODS`).
 
 Everything is drawn from `random.Random(seed)`; nothing reads the clock or the global random
-state, so the same arguments always give the same bytes.
+state, so the same arguments always give the same bytes. The first run starts at
+`BASE_TIME` unless ``start`` says otherwise; the `generate` command starts it at
+`seeded_start(seed)`, a day after the sample runs' or later, by seed.
 
 Modules: `world` (suite, models, devices, task templates, tools), `records` (the dataclasses),
 `draws` (the suite and each run's `RunDraw`), `edge_cases`, `outcomes` (outcome kinds and their
@@ -21,6 +23,6 @@ manifest and end-of-run files).
 
 from __future__ import annotations
 
-from .runs import generate_runs, write_run
+from .runs import generate_runs, seeded_start, write_run
 
-__all__ = ["generate_runs", "write_run"]
+__all__ = ["generate_runs", "seeded_start", "write_run"]
