@@ -9,6 +9,8 @@ comparison, reports and the cross-run pages that show them follow the current in
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import dagster as dg
 
 from .. import object_store
@@ -25,9 +27,11 @@ COMPARISON_ASSET = dg.AssetKey("run_comparison")
 
 
 def behind_now(instance: dg.DagsterInstance, settings: PipelineSettings,
-               folders: list[RunFolder] | None = None) -> list[Behind]:
+               folders: list[RunFolder] | None = None, processing: frozenset[str] = frozenset()) -> list[Behind]:
     """The comparisons behind their inputs now, in run-id order (``folders``: the runs root's
-    scan when already made)."""
+    scan when already made). ``processing``: runs about to be processed (the main command's),
+    taken as processed and current, so that the runs whose comparison they change are found
+    before, and processed with them (each after its baseline); they are not listed themselves."""
     with object_store.shared(settings.runs_root, settings.output_root):
         folders = folders if folders is not None else scan(settings.runs_root)
         existing = set(instance.get_dynamic_partitions(runs_partitions.name))
@@ -37,11 +41,14 @@ def behind_now(instance: dg.DagsterInstance, settings: PipelineSettings,
         tags = latest_tags_by_partition(instance, COMPARISON_ASSET, [DATA_VERSION_TAG], keys)
         recorded = {key: inputs for key, t in tags.items()
                     if (inputs := ComparisonInputs.from_version(key, t.get(DATA_VERSION_TAG, ""))) is not None}
-        if not recorded:
+        if not set(recorded) - processing:
             return []
-        runs = run_index(settings.runs_root, settings.output_root, folders=folders)
+        runs = [replace(r, processed=r.processed or r.run_id in processing)
+                for r in run_index(settings.runs_root, settings.output_root, folders=folders)]
         current = {f.run_id: data_version(f.fingerprint) for f in folders}
-        return comparisons_behind(runs, load_pins(pins_file()), recorded, stored_versions(instance, keys), current)
+        stored = {**stored_versions(instance, keys), **{k: current[k] for k in processing if k in current}}
+        recorded = {k: v for k, v in recorded.items() if k not in processing}
+        return comparisons_behind(runs, load_pins(pins_file()), recorded, stored, current)
 
 
 def behind_markdown(behind: list[Behind], limit: int = 50) -> str:

@@ -204,13 +204,15 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
         dagster_out = tmp_path / "reports" / run_id
         command_out = tmp_path / "command" / run_id
         files = ["metrics.json", "attempts.jsonl", "summary.md", "report.html", "langfuse_outbox.jsonl"]
-        baseline_dir = None
+        baseline_dir, inputs = None, None
         if (dagster_out / "comparison.json").exists():  # compared with the same baseline outputs
-            baseline = json.loads((dagster_out / "comparison.json").read_text())["baseline"]["run_id"]
-            baseline_dir, compared = tmp_path / "reports" / baseline, compared + 1
+            written = json.loads((dagster_out / "comparison.json").read_text())
+            baseline_dir, compared = tmp_path / "reports" / written["baseline"]["run_id"], compared + 1
+            inputs = written["inputs"]  # the data versions the step recorded (checked elsewhere)
+            assert inputs["baseline"]["run_id"] == written["baseline"]["run_id"] and inputs["candidate"]["run_id"] == run_id
             files += ["comparison.json", "comparison.md"]
         processed = run_stages(tmp_path / "runs" / run_id, command_out, keep_evidence=True,
-                               baseline_dir=baseline_dir).processed
+                               baseline_dir=baseline_dir, comparison_inputs=inputs).processed
         publish(processed, command_out, LangfuseSettings(None, None, None))
         assert sorted(p.name for p in dagster_out.iterdir()) == sorted(p.name for p in command_out.iterdir())
         stamp = {p: json.loads((p / "metrics.json").read_text())["generated_at"] for p in (dagster_out, command_out)}

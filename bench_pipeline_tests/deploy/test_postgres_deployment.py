@@ -183,6 +183,29 @@ def _wait_for_runs(pg_env: dict, where: str, count: int, services: list[Service]
     raise AssertionError(f"runs did not finish in {timeout}s: {runs}\n{logs}")
 
 
+#: Runs the comparison sensor requests (a comparison made while its baseline was processed in
+#: another Dagster run at the same time is made again once the baseline is done).
+FOLLOW_UPS = "run_id IN (SELECT run_id FROM run_tags WHERE key = 'bench/trigger' AND value = 'baseline_changed')"
+
+
+def _wait_until_quiet(pg_env: dict, services: list[Service], quiet: float, timeout: float) -> list[tuple]:
+    """Every process_run run, once all have finished and none was added for ``quiet`` seconds
+    (longer than the comparison sensor's interval)."""
+    deadline = time.monotonic() + timeout
+    seen, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        for service in services:
+            assert service.proc.poll() is None, f"{service.name} exited:\n{service.tail()}"
+        runs = _query(pg_env, "SELECT run_id, status, start_time, end_time FROM runs "
+                              "WHERE pipeline_name = 'process_run' ORDER BY create_timestamp")
+        if [r[:2] for r in runs] != seen:
+            seen, since = [r[:2] for r in runs], time.monotonic()
+        elif all(r[1] in ("SUCCESS", "FAILURE", "CANCELED") for r in runs) and time.monotonic() - since >= quiet:
+            return runs
+        time.sleep(1)
+    raise AssertionError(f"runs did not settle in {timeout}s: {seen}")
+
+
 def _run_tags(pg_env: dict, run_ids: list[str]) -> dict[str, dict[str, str]]:
     tags: dict[str, dict[str, str]] = {run_id: {} for run_id in run_ids}
     for run_id, key, value in _query(pg_env, "SELECT run_id, key, value FROM run_tags WHERE run_id = ANY(%s)", (run_ids,)):
@@ -264,8 +287,15 @@ def test_pipeline_on_postgres_with_daemon_queue_and_backfill(tmp_path, postgres_
         # 1. Sensor -> queue -> concurrent runs (and retries of the failed one), all in PostgreSQL.
         retries = 2  # run_retries.max_retries of deploy/dagster.yaml
         assert yaml.safe_load((DEPLOY / "dagster.yaml").read_text())["run_retries"]["max_retries"] == retries
-        runs = _wait_for_runs(pg_env, "true", len(RUNS) + retries, services, timeout=300)
+        runs = _wait_for_runs(pg_env, f"NOT {FOLLOW_UPS}", len(RUNS) + retries, services, timeout=300)
         first_phase = time.monotonic() - started
+        # a comparison made while its baseline was being processed follows it: wait for those
+        every = _wait_until_quiet(pg_env, services, quiet=25, timeout=180)
+        follow_ups = [r for r in every if r[0] not in {x[0] for x in runs}]
+        follow_tags = _run_tags(pg_env, [r[0] for r in follow_ups]) if follow_ups else {}
+        assert all(r[1] == "SUCCESS" and follow_tags[r[0]]["dagster/sensor_name"] == "comparison_sensor"
+                   for r in follow_ups), (follow_ups, follow_tags)
+        assert len({follow_tags[r[0]]["dagster/partition"] for r in follow_ups}) == len(follow_ups)  # once each
         tags = _run_tags(pg_env, [r[0] for r in runs])
         by_partition: dict[str, list[tuple]] = {}
         for run in runs:

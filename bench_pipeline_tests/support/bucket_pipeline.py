@@ -51,13 +51,15 @@ def refresh_catalog(instance, resources) -> None:
 
 def normalized(files: dict[str, bytes], name: str) -> bytes:
     """A file's bytes with what differs between any two processings masked: its run's
-    generated_at stamp (metrics.json's, wherever the reports repeat it) and the times the
-    outbox stamps at publication."""
+    generated_at stamp (metrics.json's, wherever the reports repeat it), the times the
+    outbox stamps at publication, and the data versions a comparison records (a run
+    folder's fingerprint: from file times on disk, from ETags in a bucket)."""
     data = files[name]
     run = name.split("/", 1)[0]
     if f"{run}/metrics.json" in files:
         stamp = json.loads(files[f"{run}/metrics.json"])["generated_at"]
         data = data.replace(stamp.encode(), b"<generated_at>")
+    data = re.sub(rb'"data_version": ?"[^"]*"', rb'"data_version": "<version>"', data)
     if name.endswith("langfuse_outbox.jsonl"):
         data = re.sub(rb'"(start|end)TimeUnixNano":"\d+"', rb'"\1TimeUnixNano":"<t>"', data)
         data = re.sub(rb'"timestamp":"[0-9T:.-]+Z","type"', rb'"timestamp":"<t>","type"', data)

@@ -11,7 +11,8 @@ from typing import Any
 #: data_quality file paths, report links).
 _RUNNER_FOLDER = re.compile(r"(tasks/[^/\"]+)/attempt_(\d+)")
 #: Keys whose values differ by construction between the layouts.
-DIFFERENT_BY_CONSTRUCTION = frozenset(("generated_at", "results_file", "artifact_dir"))
+#: (a data version is the run folder's fingerprint: its files differ between the layouts)
+DIFFERENT_BY_CONSTRUCTION = frozenset(("generated_at", "results_file", "artifact_dir", "data_version"))
 
 
 def flat_path(text: str) -> str:
