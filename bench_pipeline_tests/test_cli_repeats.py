@@ -47,7 +47,7 @@ def test_repeats_pools_three_runs_and_names_the_flaky_task(tmp_path):
     md = (out / "repeats.md").read_text()
     assert md.startswith("# Repeated runs of `suite-x / m / abc1234`")
     assert "Two single runs of this system differ in pass@1 by up to " in md
-    assert "| `b` | 3 | 2 | 0.667 |" in md and "[`r1`](<../runs/r1/tasks/b/>)" in md
+    assert "| `b` | 3 | 2 | 66.7% |" in md and "[`r1`](<../runs/r1/tasks/b/>)" in md  # flip as a percent
     assert "[`r2`](<runs/r2/report.html>)" in md
     for run_id in ("r1", "r2", "r3"):
         assert (out / "runs" / run_id / "report.html").is_file()

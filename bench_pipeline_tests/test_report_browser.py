@@ -32,6 +32,14 @@ VISIBLE_ATTEMPT_KEYS = """(col) => {
 }"""
 VISIBLE_TASK_IDS = """() => Array.from(document.querySelectorAll('#task-table tbody tr'))
   .filter(r => !r.hidden).map(r => r.querySelector('button.tlink').textContent)"""
+SECTION_OPEN = "(id) => document.querySelector(`#${id} > details.sec`).open"
+
+
+def open_sections(page: Any, *ids: str) -> None:
+    """Open collapsed sections as a reader does: from the nav bar's link to each."""
+    for section_id in ids:
+        page.locator(f"nav.toc a[href='#{section_id}']").click()
+        assert page.evaluate(SECTION_OPEN, section_id)
 
 
 @pytest.fixture
@@ -54,12 +62,13 @@ def test_headline_and_tables_render(report: Watched) -> None:
     assert page.locator("#attempts details.a").count() == 24
     assert page.locator("#efficiency svg.hist").count() == 4
     assert page.locator("#failures svg.hbar").count() == 2
-    assert page.locator("#attempts [data-count]").inner_text() == "24 of 24"
+    assert page.locator("#attempts [data-count]").text_content() == "24 of 24"  # in a collapsed section
     assert_clean(report)
 
 
 def test_sorting_by_column_header(report: Watched) -> None:
     page = report.page
+    open_sections(page, "tasks", "attempts")
     wall = page.locator("#attempts button[data-sort='8']")
     wall.click()
     values = page.evaluate(VISIBLE_ATTEMPT_KEYS, 8)
@@ -83,6 +92,7 @@ def test_sorting_by_column_header(report: Watched) -> None:
 
 def test_filters_hide_rows(report: Watched) -> None:
     page = report.page
+    open_sections(page, "tasks", "attempts")
     page.locator("#attempts input[data-filter-text]").fill("send_sms")
     page.wait_for_function("() => document.querySelector('#attempts [data-count]').textContent === '3 of 24'")
     assert set(page.evaluate(VISIBLE_ATTEMPT_KEYS, 0)) == {"send_sms"}
@@ -110,6 +120,7 @@ def test_filters_hide_rows(report: Watched) -> None:
 
 def test_details_render_escaped_and_injected_script_does_not_run(report: Watched) -> None:
     page = report.page
+    open_sections(page, "attempts")
     row = page.locator("#attempts details.a").nth(20)  # results line 21: web_search attempt 3
     assert row.locator("summary span").first.text_content() == "web_search"
     row.locator("summary").click()
@@ -141,6 +152,7 @@ def test_empty_report_is_clean(browser: Any, tmp_path: Path) -> None:
     paths = write_reports(tmp_path, {}, [], {}, "empty-run")
     w = open_report(browser, paths["report.html"])
     assert w.page.locator("#headline .card.metric .value").first.inner_text() == "n/a"
+    open_sections(w.page, "attempts")
     w.page.locator("#attempts button[data-sort='8']").click()
     w.page.locator("#attempts input[data-filter-text]").fill("x")
     assert_clean(w)
@@ -151,6 +163,7 @@ def test_screenshot(report: Watched) -> None:
     page = report.page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    open_sections(page, "attempts")
     row = page.locator("#attempts details.a").nth(20)
     row.locator("summary").click()
     row.locator(".detail").wait_for()
@@ -325,7 +338,7 @@ def test_large_run_loads_sorts_and_filters(browser: Any, tmp_path: Path) -> None
     known = [v for v in values if v is not None]
     assert known == sorted(known) and len(values) == 10_000
     filter_ms = page.evaluate(FRAME_TIMED, "filter")
-    shown = int(page.locator("#attempts [data-count]").inner_text().split(" of ")[0].replace(",", ""))
+    shown = int(page.locator("#attempts [data-count]").text_content().split(" of ")[0].replace(",", ""))
     assert 0 < shown < 10_000
     expand_ms = page.evaluate(FRAME_TIMED, "expand")
     assert page.locator("#attempts details.a[open] .detail pre").count() == 1
@@ -383,3 +396,61 @@ def test_comparison_words_in_the_browser(browser: Any, tmp_path: Path) -> None:
     assert "this compares two models, not two builds of one agent" in section.locator("ul.identity-notes").inner_text()
     assert_clean(w)
     w.page.close()
+
+
+def test_sections_collapse_and_open_from_the_nav_bar(browser: Any, tmp_path: Path) -> None:
+    """At load the headline, the decision (the comparison's gate) and the failed tasks are shown
+    and the long sections are collapsed to their headings (the page is under 60% of its full
+    height); a nav link, a task id and the page's address open a section, printing opens
+    all; without JavaScript a heading opens its section. Evidence links underline below the
+    underscores of task ids."""
+    comparison = compared_run(tmp_path / "runs" / "base", tmp_path / "runs" / "cand")
+    paths = write_reports(tmp_path / "out", *main_run(), run_dir=tmp_path / "runs" / "r", comparison=comparison)
+    w = open_report(browser, paths["report.html"])
+    page = w.page
+    for shown in ("#headline .card.metric", "#gate-statement", "#failed-tasks table.failed"):
+        assert page.locator(shown).first.is_visible(), shown
+    for hidden in ("#stability-table", "#exclusions", "#failures svg.hbar", "#efficiency svg.hist", "#task-table",
+                   "#attempts .agrid"):
+        assert not page.locator(hidden).first.is_visible(), hidden
+    assert page.locator("#excluded > details.sec > summary").is_visible()
+    collapsed = page.evaluate("document.documentElement.scrollHeight")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-collapsed.png"), full_page=True)
+
+    open_sections(page, "excluded")
+    assert page.locator("#exclusions").is_visible()
+    # a task id opens the attempts and filters them to that task
+    page.locator("nav.toc a[href='#tasks']").click()
+    assert not page.evaluate(SECTION_OPEN, "attempts")
+    page.locator("#task-table button.tlink", has_text="send_sms").click()
+    assert page.evaluate(SECTION_OPEN, "attempts") and page.locator("#attempts .agrid").is_visible()
+    assert page.locator("#attempts [data-count]").inner_text() == "3 of 24"
+    # printing shows every section, and puts them back afterwards
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    assert page.evaluate("Array.from(document.querySelectorAll('details.sec')).every(d => d.open)")
+    expanded = page.evaluate("document.documentElement.scrollHeight")
+    assert collapsed < 0.6 * expanded, (collapsed, expanded)  # 4,685 px against 8,527 here
+    page.evaluate("window.dispatchEvent(new Event('afterprint'))")
+    assert not page.evaluate(SECTION_OPEN, "failures")
+    # evidence links: the underline sits below the descenders, so tasks/set_alarm keeps its underscore
+    link = page.locator("#failed-tasks table.failed a").first
+    style = link.evaluate("a => { const s = getComputedStyle(a); return [s.textUnderlineOffset, s.textDecorationSkipInk]; }")
+    assert style[0] not in ("auto", "0px") and style[1] == "none", style
+    assert_clean(w)
+    page.close()
+
+    # the page's address opens the section it names
+    addressed = browser.new_page(viewport={"width": 1440, "height": 900})
+    addressed.goto(paths["report.html"].as_uri() + "#data-quality", wait_until="load")
+    assert addressed.evaluate(SECTION_OPEN, "data-quality")
+    assert addressed.locator("#data-quality .card").first.is_visible()
+    addressed.close()
+
+    context = browser.new_context(java_script_enabled=False)
+    plain = context.new_page()
+    plain.goto(paths["report.html"].as_uri(), wait_until="load")
+    assert not plain.locator("#attempts .agrid").is_visible()
+    plain.locator("#attempts > details.sec > summary").click()
+    assert plain.locator("#attempts .agrid").is_visible()
+    context.close()

@@ -98,6 +98,34 @@ def test_cautions_follow_the_reference(summary: str) -> None:
     assert "status `skipped` and class `skipped` describe the same attempt" in failures
 
 
+def test_the_headline_cautions_read_the_headline_not_the_estimates(summary: str) -> None:
+    """"observed fixed-k outcomes, not estimates" sits with the headline table it describes,
+    before the table of estimates, not under it."""
+    headline = section(summary, "Headline capability")
+    caution = headline.index("The headline's pass@k and pass^k are observed fixed-k outcomes")
+    table_end = headline.index("| Attempt success |")
+    estimates = headline.index("### Estimates from every combination of attempts")
+    assert table_end < headline.index("How to read the headline:") < caution < estimates
+    assert "How to read these" not in summary
+
+
+def test_where_k_came_from_is_said(run: tuple, summary: str, page: str) -> None:
+    """main_run's manifest gives metrics_k 3; without it, k = 3 comes from the plan, and both
+    reports say so beside "metrics_k not given"."""
+    assert "k = 3 (from the manifest's metrics_k)" in summary
+    assert '<span class="ksrc">from the manifest&#39;s metrics_k</span>' in page
+    metrics, attempts, manifest, run_id = copy.deepcopy(run)
+    del manifest["metrics_k"]
+    md = render_summary_md(metrics, attempts, manifest, run_id)
+    facts = dict((r[0], r[1]) for r in table_rows(section(md, "Run facts"))[2:])
+    assert "metrics\\_k not given" in facts["Repeat plan"] and "n/a" not in facts["Repeat plan"]
+    assert facts["k"] == "3, from the plan: the manifest gives no metrics\\_k, so k is the fewest attempts the plan gives a task"
+    assert "k = 3 (from the plan)" in md
+    other = render_report_html(metrics, attempts, manifest, run_id)
+    assert '<span class="ksrc">from the plan</span>' in other
+    assert "<dt>k</dt><dd>3, from the plan: the manifest gives no metrics_k" in other
+
+
 def test_k1_caution() -> None:
     md = render_summary_md(*k1_run())
     assert K1_CAUTION in md
@@ -313,6 +341,46 @@ def test_html_data_quality_lists_and_counts_every_finding(page: str) -> None:
             "(not valid JSON") in block
     assert "<code>suite.json</code> invalid: tasks is not a list &lt;b&gt;of&lt;/b&gt; objects" in block
     assert 'Data quality <span class="badge warn">6</span>' in page
+
+
+SECTIONS_OPEN = {"run": True, "headline": True, "stability": False, "comparison": True, "excluded": False,
+                 "failures": False, "efficiency": False, "failed-tasks": True, "tasks": False, "attempts": False,
+                 "data-quality": False, "categories": False}
+
+
+def test_long_sections_are_collapsed_the_headline_decision_and_failed_tasks_open(run: tuple) -> None:
+    """Every section is a <details> whose summary is its heading (no script needed to open
+    one); open by default: run facts, the headline, the comparison (the decision) and the
+    failed tasks; a collapsed section's heading still carries its numbers."""
+    from bench_pipeline_tests.fixtures_reports import compared_run
+
+    page = render_report_html(*run, comparison=compared_run())
+    found = dict(re.findall(r'<section id="([\w-]+)"[^>]*>\s*<details class="sec"( open)?>\s*<summary><h2>', page))
+    assert {k: v == " open" for k, v in found.items()} == SECTIONS_OPEN
+    assert [f'href="#{k}"' in page for k in SECTIONS_OPEN if k != "categories"] == [True] * 11  # the nav reaches them
+    summaries = {k: " ".join(html.unescape(re.sub(r"<[^>]+>", " ", v)).split()) for k, v in re.findall(
+        r'<section id="([\w-]+)"[^>]*>\s*<details class="sec"(?: open)?>\s*<summary>(.*?)</summary>', page, re.S)}
+    assert summaries["stability"].startswith("Within-run stability 3 flaky tasks of 6 classified · flip rate 33.3%")
+    assert summaries["excluded"].startswith("What was excluded and why 4 of 24 attempt rows not agent-eligible")
+    assert summaries["data-quality"].startswith("Data quality 6 6 findings")
+    assert summaries["attempts"].startswith("Attempts 24 rows, in results.jsonl order")
+    assert summaries["comparison"].startswith("Compared with base-<script>window.__xss = 6</script> gate FAIL")
+    script = reports.write._asset("report.js")
+    assert 'querySelector(":scope > details.sec")' in script and "beforeprint" in script
+
+
+def test_warnings_are_words_with_their_code_as_a_small_label(run: tuple) -> None:
+    """report.html says a comparison warning in words; the code (comparison.json's) is a small
+    secondary label, never the lead of the line."""
+    from bench_pipeline_tests.fixtures_reports import compared_run
+
+    page = render_report_html(*run, comparison=compared_run())
+    item = re.search(r'<li data-warning="suite_differs">(.*?)</li>', page, re.S).group(1)
+    assert item.startswith("The two runs are of different suites (android-core and android-core-&lt;b&gt;v2&lt;/b&gt;)")
+    assert item.endswith('<span class="code-label" title="the warning\'s code in comparison.json">suite_differs</span>')
+    assert "<code>suite_differs</code>" not in page
+    md = render_summary_md(*run, comparison=compared_run())
+    assert "- The two runs are of different suites" in md and "(`suite_differs` in comparison.json)" in md
 
 
 def test_manifest_facts(summary: str) -> None:

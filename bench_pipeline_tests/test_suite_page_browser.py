@@ -38,7 +38,7 @@ def test_suite_page_renders_clean_with_repeats_numbers(browser: Any, tmp_path: P
         assert row["runs"] == [str(len(doc["runs"]))]
         noise, flip = doc["between_runs"]["noise_floor95"], doc["stability"]["flip_rate"]
         assert row["noise"] == [f"{noise * 100:.1f} pp" if noise is not None else "n/a"]
-        assert row["flip"] == [f"{flip:.3f}" if flip is not None else "n/a"]
+        assert row["flip"] == [fmt_pct(flip)]  # a percent, as in report.html and repeats.md
     assert [r["pareto"] for r in rows] == [["yes"], ["yes"], ["n/a"], ["no"]]
     # the hostile model and run id are text, not elements
     assert rows[1]["1"] == [f"{SUITE} / {HOSTILE_MODEL} / sha-b"]
@@ -58,6 +58,12 @@ def test_suite_page_renders_clean_with_repeats_numbers(browser: Any, tmp_path: P
     assert chart.locator("g.sys").count() == 3 and chart.locator("g.sys.front").count() == 2
     assert page.locator("#not-drawn li").inner_text().startswith("S3 ")
     assert "within run-to-run noise" in page.locator("#best-sentence").inner_text()
+    # the command as the README runs it; the flaky table's flips are percents too
+    assert page.locator("#best-command").inner_text().startswith(".venv/bin/bench-pipeline compare --baseline ")
+    assert page.evaluate(CELLS, "flaky-table")[0]["1"] == ["100.0%"]
+    # links underline below the descenders (run ids and task ids keep their underscores)
+    link = page.locator("#runs-table a").first
+    assert link.evaluate("a => getComputedStyle(a).textUnderlineOffset") not in ("auto", "0px")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "suite-page.png"), full_page=True)
     assert [u for u in w.requests if u != path.as_uri()] == []  # nothing but the page itself

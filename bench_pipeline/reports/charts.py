@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -554,6 +555,17 @@ def histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
 NO_VARIATION_NOTE = "no variation to estimate an interval from"
 
 
+def _axis_end(text: str) -> str:
+    """An axis end as the row's formatter writes it, unsigned and without trailing zeros
+    ('+200.0 pp' -> '200 pp', '+0.500' -> '0.5', '+10,000.0' -> '10,000', '+2.5 s' as is)."""
+    text = text.lstrip("+")
+    m = re.search(r"(\d[\d,]*)\.(\d+)", text)
+    if m:
+        decimals = m.group(2).rstrip("0")
+        text = text[:m.start()] + m.group(1) + ("." + decimals if decimals else "") + text[m.end():]
+    return text
+
+
 def svg_delta_intervals(rows: Sequence[Mapping[str, Any]], *, width: int = 760, label_width: int = 200) -> Markup:
     """The comparison's changes as intervals around a common zero line: per row the 95%
     interval of the change (a bar) and the change itself (a dot).
@@ -566,7 +578,7 @@ def svg_delta_intervals(rows: Sequence[Mapping[str, Any]], *, width: int = 760, 
     interval [delta, delta] that tells nothing about spread) shows its change as a hollow
     dot with a note instead of an interval bar.
     """
-    row_h, top, right_w = 30, 26, 96
+    row_h, top, right_w = 30, 26, 104
     left, right = label_width + 10, width - right_w
     mid = (left + right) / 2
     half = (right - left) / 2
@@ -581,7 +593,8 @@ def svg_delta_intervals(rows: Sequence[Mapping[str, Any]], *, width: int = 760, 
              f'<text class="axis" x="{_x(left)}" y="14" text-anchor="start">worse for rates, better for resources</text>'
              f'<text class="axis" x="{_x(right)}" y="14" text-anchor="end">better for rates, worse for resources</text>',
              f'<line class="zero" x1="{_x(mid)}" y1="{top - 6}" x2="{_x(mid)}" y2="{height - 4}"/>',
-             f'<text class="axis" x="{_x(mid)}" y="{top - 8}" text-anchor="middle">0</text>']
+             f'<text class="axis" x="{_x(mid)}" y="{top - 8}" text-anchor="middle">0</text>',
+             f'<text class="axis head" x="{_x(right + 6)}" y="14" text-anchor="start">axis range</text>']
     for i, r in enumerate(rows):
         y = top + i * row_h + row_h / 2
         fmt = r.get("fmt") or str
@@ -621,7 +634,11 @@ def svg_delta_intervals(rows: Sequence[Mapping[str, Any]], *, width: int = 760, 
                                  "no interval</text>")
             else:
                 parts.append(f'<text class="axis na" x="{_x(mid + 8)}" y="{_x(y + 4)}" text-anchor="start">n/a</text>')
-        scale_text = f"±{fmt(span).lstrip('+')}" if is_number(delta) else ""
-        parts.append(f'<text class="axis" x="{_x(right + 6)}" y="{_x(y + 4)}" text-anchor="start">{escape(scale_text)}</text></g>')
+        if is_number(delta):  # the row's axis, not an interval: its ends, -span and +span
+            end = _axis_end(fmt(span))
+            title = f"the axis of this row runs from -{end} to +{end} (the 95% interval is the bar)"
+            parts.append(f'<text class="axis range" x="{_x(right + 6)}" y="{_x(y + 4)}" text-anchor="start">'
+                         f'±{escape(end)}<title>{escape(title)}</title></text>')
+        parts.append('</g>')
     parts.append("</svg>")
     return Markup("".join(parts))

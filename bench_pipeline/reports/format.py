@@ -69,6 +69,14 @@ def fmt_int(value: Any) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
+def plural(count: Any, singular: str, plural_form: str | None = None) -> str:
+    """A count with its noun in agreement: ``plural(1, "task")`` -> '1 task', ``plural("1,204",
+    "task")`` -> '1,204 tasks'. ``count`` may be a number or a formatted number (a count the
+    views formatted already); only exactly one takes the singular."""
+    text = fmt_int(count) if is_number(count) else str(count)
+    return f"{text} {singular if text == '1' else plural_form or singular + 's'}"
+
+
 def fmt_mean(value: Any) -> str:
     """A mean/percentile of a count: one decimal unless integral."""
     if not is_number(value):
@@ -265,5 +273,5 @@ def status_pill(status: Any) -> Markup:
 FILTERS: dict[str, Callable[..., Any]] = {
     "mdc": md_code, "mdt": md_text, "pct": fmt_pct, "intf": fmt_int, "ms": fmt_ms, "txt": fmt_text,
     "quality": fmt_quality, "usd": fmt_usd, "yn": fmt_bool, "round0": fmt_round, "pill": status_pill,
-    "status_kind": status_kind,
+    "status_kind": status_kind, "plural": plural,
 }

@@ -111,8 +111,7 @@ def repeats_view(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Pat
                 base = run_folder_base(run.side.run_dir, out_dir) if run.side.run_dir is not None else None
                 links.append({"run_id": run.run_id, "text": folder or ".", "href": evidence_href(base, folder)})
         flaky.append({"task_id": t["task_id"], "attempts": fmt_int(t["attempts"]), "successes": fmt_int(t["successes"]),
-                      "flip": f"{t['flip']:.3f}", "links": links})
-    flip_rate = st["flip_rate"]
+                      "flip": fmt_pct(t["flip"]), "links": links})
     return {
         "system": system_text(doc["system"]),
         "runs": run_rows,
@@ -121,7 +120,7 @@ def repeats_view(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Pat
         "pooled": pooled,
         "noise": noise_sentence(doc["between_runs"]),
         "stability": {**{k: fmt_int(st[k]) for k in ("tasks_classified", "stable_pass", "stable_fail", "flaky")},
-                      "flip_rate": f"{flip_rate:.3f}" if flip_rate is not None else "n/a"},
+                      "flip_rate": fmt_pct(st["flip_rate"])},  # a percent, as report.html shows it
         "flaky": flaky, "flaky_more": max(0, len(st["flaky_tasks"]) - LIST_CAP),
         "warnings": [{"code": w, "text": REPEATS_WARNING_TEXT[w]} for w in doc["warnings"]],
     }

@@ -44,6 +44,11 @@ from .view.limits import LIST_CAP
 
 CSP = ("default-src 'none'; img-src 'none'; style-src 'unsafe-inline'; script-src 'none'; "
        "base-uri 'none'; form-action 'none'")
+#: The command line the page suggests, as the README runs it from the project folder.
+COMMAND = ".venv/bin/bench-pipeline"
+#: repeats.json's warnings as the systems table labels them (the code stays in the title).
+WARNING_LABELS = {"suite_differs": "suites differ", "model_differs": "models differ",
+                  "code_differs": "git shas differ", "metrics_k_differs": "metrics_k differs"}
 MEAN_NOTE = ("Mean cost and mean tokens per attempt: the mean over every eligible attempt of the system's runs "
              "(each run after its de-duplication) that recorded a number; attempts without one are left out, "
              "not counted as 0. It weighs every attempt alike, unlike repeats.json's pooled resources, which "
@@ -182,7 +187,9 @@ def _system_row(i: int, entry: SystemEntry, out_dir: Path) -> dict[str, Any]:
         "flip_rate": shown["stability"]["flip_rate"],
         "cost": fmt_usd(cost), "cost_n": fmt_int(cost_n), "tokens": fmt_round(tokens), "tokens_n": fmt_int(tokens_n),
         "repeats_md": _href(out_dir, entry.repeats_md),
-        "pareto": "n/a", "warnings": [w["code"] for w in shown["warnings"]],
+        "pareto": "n/a",
+        "warnings": [{"code": w["code"], "label": WARNING_LABELS.get(w["code"], w["code"]), "text": w["text"]}
+                     for w in shown["warnings"]],
         # raw values for the chart and the sentence
         "_fa": _num(fa["mean"]), "_lower": _num(fa["ci95"]["lower"]), "_upper": _num(fa["ci95"]["upper"]),
         "_noise": _num(between["noise_floor95"]), "_cost": cost, "_tokens": tokens,
@@ -254,7 +261,7 @@ def best_system(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                  "system land by chance).")
         if unknown:
             text += f" ({unknown[0]}'s noise floor is unknown: fewer than two runs with a pass@1.)"
-    command = ("bench-pipeline compare " + " ".join(f"--baseline {shlex.quote(d)}" for d in nxt["run_dirs"]) + " "
+    command = (f"{COMMAND} compare " + " ".join(f"--baseline {shlex.quote(d)}" for d in nxt["run_dirs"]) + " "
                + " ".join(f"--candidate {shlex.quote(d)}" for d in best["run_dirs"]) + " --output-dir OUT")
     return {"text": text, "command": command}
 
@@ -273,7 +280,7 @@ def _flaky(systems: Sequence[SystemEntry], rows: Sequence[Mapping[str, Any]], ou
         cells = []
         for row, seen in zip(rows, outcomes):
             f = flips[task_id].get(row["label"])
-            cells.append(f"{f:.3f}" if f is not None else "stable" if seen.get(task_id, (0, 0))[0] >= 2 else "n/a")
+            cells.append(fmt_pct(f) if f is not None else "stable" if seen.get(task_id, (0, 0))[0] >= 2 else "n/a")
         links = []
         for entry, row in zip(systems, rows):
             for run in entry.runs:

@@ -193,10 +193,33 @@
     tables[root.getAttribute("data-table")] = initTable(root);
   });
 
-  // a task id in the task table shows that task's attempts
+  // collapsible sections (details.sec): a link to a section, the page's address and a
+  // task id's link to its attempts open it; printing shows every section
+  function openSection(id) {
+    var target = id ? document.getElementById(id) : null;
+    var sec = target ? target.querySelector(":scope > details.sec") : null;
+    if (sec && !sec.open) { sec.open = true; }
+  }
+  function openFromHash() { openSection(decodeURIComponent(location.hash.slice(1))); }
+  openFromHash();
+  window.addEventListener("hashchange", openFromHash);
+  var printed = [];
+  window.addEventListener("beforeprint", function () {
+    printed = Array.prototype.filter.call(document.querySelectorAll("details.sec"), function (d) { return !d.open; });
+    printed.forEach(function (d) { d.open = true; });
+  });
+  window.addEventListener("afterprint", function () {
+    printed.forEach(function (d) { d.open = false; });
+    printed = [];
+  });
+
   document.addEventListener("click", function (event) {
+    var link = event.target.closest ? event.target.closest("a[href^='#']") : null;
+    if (link) { openSection(decodeURIComponent(link.getAttribute("href").slice(1))); }
+    // a task id in the task table shows that task's attempts
     var button = event.target.closest ? event.target.closest("button.tlink") : null;
     if (!button || !tables.attempts) { return; }
+    openSection("attempts");
     tables.attempts.filterText("\"" + button.getAttribute("data-task") + "\"");
     document.getElementById("attempts").scrollIntoView();
   });

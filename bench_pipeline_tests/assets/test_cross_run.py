@@ -64,7 +64,41 @@ def test_run_catalog_lists_exactly_the_runs_behind_the_formula(tmp_path):
     assert listed == behind[:20]  # one suite, no start times: catalog order is run id order
     assert lines[4:24] == [f"| {r} | suite-x | {versions[r] or 'unknown'} |" for r in behind[:20]]
     assert lines[-1] == "... and 2 more (the catalog's `formula_version` column has every run)."
-    assert "formula_version" in meta["preview"].splitlines()[0]
+    preview = meta["preview"].splitlines()
+    assert preview[0] == "25 runs in catalog order (suite, then start time); the first 20:"
+    assert preview[2].startswith("- **r00**: suite-x · model unknown at unknown · pass@1 **50.0%** · ")
+    assert preview[2].endswith(f"· formula {versions['r00']} (behind the current {FORMULA_VERSION})")
+    assert "formula" not in preview[5]  # r03 has the current version
+    assert preview[-1] == "... and 5 more (the catalog's table has every run, every digit)."
+
+
+def test_the_catalog_preview_is_rounded_for_people_and_the_frame_keeps_every_digit() -> None:
+    """run_catalog's preview (Dagster markdown metadata): rates as percents with one decimal,
+    n/a when unknown (never 0), a run id whole in bold, one line per run (a list: Dagster
+    shows a value under 1,000 characters inline, in a column too narrow for a table); the
+    frame it is made from keeps 2/3 as 0.666..."""
+    import pandas as pd
+
+    from bench_pipeline.assets.cross_run import catalog_preview
+    from bench_pipeline.catalog import CATALOG_COLUMNS, catalog_frame
+
+    long_id = "sample-with-data-problems-2026-11-28T11-53-00Z-73d0b8"
+    known = {"run_id": long_id, "suite": "android-core", "model": "agent_model*large", "git_sha": "85765ee",
+             "formula_version": FORMULA_VERSION, "metrics_k": 3, "pass_at_1": 2 / 3, "pass_at_k": 0.857142857,
+             "attempts": 35}
+    unknown = {"run_id": "zz-last", "suite": "android-core", "metrics_k": 1, "attempts": 4}
+    rows = [dict.fromkeys(CATALOG_COLUMNS) | known, dict.fromkeys(CATALOG_COLUMNS) | unknown]
+    frame = catalog_frame(rows)
+    assert frame["pass_at_1"].iloc[0] == 2 / 3  # every digit stays in the stored frame
+    text = catalog_preview(frame, FORMULA_VERSION)
+    assert text.splitlines() == [
+        "2 runs in catalog order (suite, then start time):", "",
+        f"- **{long_id}**: android-core · model agent\\_model\\*large at 85765ee · pass@1 **66.7%** · "
+        "pass@k 85.7% (k=3) · 35 attempts",
+        "- **zz-last**: android-core · model unknown at unknown · pass@1 **n/a** · pass@k n/a (k=1) · 4 attempts · "
+        f"formula unknown (behind the current {FORMULA_VERSION})"]
+    assert "0.666" not in text and "|" not in text and len(text) < 1000  # shown inline by Dagster
+    assert catalog_preview(pd.DataFrame(columns=CATALOG_COLUMNS), FORMULA_VERSION) == "No processed run yet."
 
 
 def test_after_a_formula_change_the_catalog_is_behind_until_refreshed(tmp_path, monkeypatch):

@@ -206,6 +206,26 @@ def test_a_change_without_variation_is_a_hollow_dot_not_an_interval() -> None:
     assert "no interval" in [t.text for t in cost.iter(f"{SVG}text")]
 
 
+def test_each_rows_axis_range_is_labelled_as_the_axis() -> None:
+    """The text at a row's right end is the axis it is drawn on (a column headed "axis range"),
+    its end written without trailing zeros and said in full in its title, never "±0.0 pp"-like
+    interval text; a row without a change has none."""
+    rows = _delta_rows()
+    rows.append({"label": "Quality score", "delta": 0.1, "lower": -0.05, "upper": 0.25, "scale": "score",
+                 "fmt": lambda v: f"{v:+.3f}", "css": "flat", "verdict_text": "no significant change"})
+    rows.append({"label": "Tokens", "delta": None, "lower": None, "upper": None, "scale": "tokens",
+                 "fmt": lambda v: "n/a" if v is None else f"{v:+,.1f}", "css": "na", "verdict_text": "n/a"})
+    root = svg_tree(reports.svg_delta_intervals(rows))
+    assert [t.text for t in texts(root, "head")] == ["axis range"]
+    ranges = texts(root, "range")
+    # the rates' 0.35 at most -> a 0.5 axis (+50.0 pp); 600 ms -> 1,000 ms; $0.01 -> 0.02; 0.25 -> 0.5
+    assert [t.text for t in ranges] == ["±50 pp", "±1,000 ms", "±0.02", "±0.5"]
+    assert ranges[0].find(f"{SVG}title").text == (
+        "the axis of this row runs from -50 pp to +50 pp (the 95% interval is the bar)")
+    head, first = texts(root, "head")[0], ranges[0]
+    assert head.get("x") == first.get("x") and float(head.get("y")) < float(first.get("y"))
+
+
 @pytest.mark.parametrize("wall", [{}, {"no_variation": False}])
 def test_rows_without_no_variation_draw_their_interval(wall: dict) -> None:
     root = svg_tree(reports.svg_delta_intervals(_delta_rows(**wall)))

@@ -75,17 +75,27 @@ def test_repeats_view_of_two_runs() -> None:
     # first attempt pooled per task: a 1, b 1/2: mean 75.0% over 2 tasks
     first = view["pooled"][0]
     assert (first["label"], first["n"], first["mean"]) == ("First attempt (pass@1)", "2", "75.0%")
+    # the flip rate is a percent, as report.html and the suite page show it (repeats.json keeps 0.5)
     assert view["stability"] == {"tasks_classified": "2", "stable_pass": "1", "stable_fail": "0", "flaky": "1",
-                                 "flip_rate": "0.500"}  # b: 2 * 1 * 1 / (2 * 1) = 1; (0 + 1) / 2
-    assert [t["task_id"] for t in view["flaky"]] == ["b"] and view["flaky_more"] == 0 and view["warnings"] == []
+                                 "flip_rate": "50.0%"}  # b: 2 * 1 * 1 / (2 * 1) = 1; (0 + 1) / 2
+    assert [(t["task_id"], t["flip"]) for t in view["flaky"]] == [("b", "100.0%")]
+    assert view["flaky_more"] == 0 and view["warnings"] == []
     md = render_repeats_md(repeats(runs), runs)
     assert "s / m / g" in md and "75.0%" in md
+    assert md.startswith("# Repeated runs of `s / m / g`\n\n2 runs pooled by task, k = 1; 2 tasks observed, ")
+    assert ("Over every eligible attempt of every run: 2 tasks with at least two attempts, 1 always succeeds, "
+            "0 always fail, 1 flaky. Flip rate (the chance that two attempts of a task disagree, averaged over "
+            "those tasks): 50.0%.") in md
+    assert "| `b` | 2 | 1 | 100.0% |" in md and "0.500" not in md
 
 
 def test_repeats_view_says_what_each_warning_means() -> None:
     runs = [one_run("r1", {"a": True}, model="m1"), one_run("r2", {"a": True}, model="m2")]
     view = repeats_view(repeats(runs), runs)
     assert view["warnings"] == [{"code": "model_differs", "text": REPEATS_WARNING_TEXT["model_differs"]}]
+    # repeats.md says it in words; the code is a secondary label, as repeats.json has it
+    md = render_repeats_md(repeats(runs), runs)
+    assert "- The runs use different models: they are not repeats of one system. (`model_differs` in repeats.json)" in md
 
 
 def test_set_comparison_view_of_two_sides() -> None:

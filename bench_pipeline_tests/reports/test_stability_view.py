@@ -99,7 +99,9 @@ def test_report_html_shows_the_same_numbers_and_links(tmp_path: Path) -> None:
     paths = write_reports(tmp_path / "out", *run_of(THREE), run_dir=tmp_path / "runs" / RUN)
     page = paths["report.html"].read_text(encoding="utf-8")
     text = stability_html(page)
-    assert text.startswith("Within-run stability attempts of this run only · k = 3")
+    # the collapsed section's heading carries its numbers: flaky of classified, the flip rate
+    assert text.startswith("Within-run stability 1 flaky task of 3 classified · flip rate 22.2% · attempts of this "
+                           "run only · k = 3")
     assert LOWER_BOUND in text and "day, device and build" in text
     assert "Tasks classified (at least two eligible attempts) 3 of 3 observed" in text
     assert "Stable pass 1 Stable fail 1 Flaky 1 Flip rate 22.2%" in text
@@ -136,6 +138,10 @@ def test_attempts_outside_the_population_and_tasks_with_fewer_than_two() -> None
     assert rows["Classified (at least two eligible attempts)"] == ["2 of 3 observed (1 with fewer)"]
     assert rows["Flip rate"] == ["50.0%"]  # sometimes: 2*1*1/(2*1) = 1; always: 0
     assert rows["`sometimes`"] == ["2", "1", "100.0%", "#1 success `tasks/sometimes`, #3 failure `tasks/sometimes/attempt-3`"]
+    # one unclassified task: the sentence agrees with it
+    text = stability_html(render_report_html(*run_of(outcomes)))
+    assert "1 observed task has fewer and is not classified" in text and "1 observed tasks" not in text
+    assert text.startswith("Within-run stability 1 flaky task of 2 classified · flip rate 50.0%")
 
 
 def test_no_flaky_task_says_so() -> None:

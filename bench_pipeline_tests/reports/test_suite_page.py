@@ -134,12 +134,12 @@ def test_systems_show_repeats_json_numbers(tmp_path):
         assert row[4] == f"{fmt_pct(ts['mean'])} {interval(ts)} {ts['n']} tasks"
         noise = doc["between_runs"]["noise_floor95"]
         assert row[5] == (f"{noise * 100:.1f} pp" if noise is not None else "n/a")
-        flip = doc["stability"]["flip_rate"]
-        assert row[6] == (f"{flip:.3f}" if flip is not None else "n/a")
+        flip = doc["stability"]["flip_rate"]  # a percent, as report.html and repeats.md show it
+        assert row[6] == fmt_pct(flip)
     assert rows[0][1] == f"{SUITE} / alpha / sha-a" and rows[1][1] == f"{SUITE} / {HOSTILE_MODEL} / sha-b"
     assert [r[3].split()[0] for r in rows] == ["62.5%", "37.5%", "75.0%", "50.0%"]
     assert rows[0][5] == f"{Z_95 * 0.25 * 100:.1f} pp"  # z * sqrt 2 * sd, sd of 0.75 and 0.5 = 0.25 / sqrt 2
-    assert rows[0][6] == "0.250"  # 4 classified tasks, t2 flaky with flip 1: 1/4
+    assert rows[0][6] == "25.0%"  # 4 classified tasks, t2 flaky with flip 1: 1/4
     # mean cost and tokens per attempt, unknown as n/a (never $0)
     assert [r[7] for r in rows] == ["$0.0200 8 attempts", "$0.0100 8 attempts", "n/a 0 attempts", "$0.0300 4 attempts"]
     assert [r[8] for r in rows] == ["1,000 8 attempts", "n/a 0 attempts", "n/a 0 attempts", "n/a 0 attempts"]
@@ -177,7 +177,8 @@ def test_best_system_sentence_within_noise(tmp_path):
     assert f"within run-to-run noise: below the larger noise floor of the two, {noise * 100:.1f} pp" in sentence
     assert "S3&#39;s noise floor is unknown" in sentence
     command = htmllib.unescape(re.search(r'<pre class="cmd" id="best-command">(.*?)</pre>', html, re.S).group(1))
-    assert command == (f"bench-pipeline compare --baseline {tmp_path / 'a1'} --baseline '{tmp_path / 'a 2'}' "
+    # the command as the README runs it, from the project folder
+    assert command == (f".venv/bin/bench-pipeline compare --baseline {tmp_path / 'a1'} --baseline '{tmp_path / 'a 2'}' "
                        f"--candidate {tmp_path / 'c1'} --output-dir OUT")
 
 
@@ -219,14 +220,29 @@ def test_flaky_tasks_across_systems_with_evidence(tmp_path):
     # t2 flips in S1 (a1 pass, a2 fail), t3 in S2 (b1 fail, b2 pass); flip 1 each, by task id.
     # In the other systems: stable (two attempts that agree) or n/a (one attempt: not classified)
     assert t.tables["flaky-table"] == [
-        ["t2", "1.000", "stable", "n/a", "n/a",
+        ["t2", "100.0%", "stable", "n/a", "n/a",
          "S1 a1 · S1 a2 · S2 " + HOSTILE_RUN + " · S2 b2 · S3 c1 · S4 d1"],
-        ["t3", "stable", "1.000", "n/a", "n/a",
+        ["t3", "stable", "100.0%", "n/a", "n/a",
          "S1 a1 · S1 a2 · S2 " + HOSTILE_RUN + " · S2 b2 · S3 c1 · S4 d1"]]
     assert t.links["flaky-table"][0] == ["../../a1/evidence/t2/1/", "../../a%202/evidence/t2/1/",
                                          "../../b1/evidence/t2/1/", "../../b2/evidence/t2/1/",
                                          "../../c1/evidence/t2/1/", "../../d1/evidence/t2/1/"]
     assert 'id="flaky-more"' not in html
+
+
+def test_a_systems_warning_in_words(tmp_path):
+    """Two runs of one system with different metrics_k: the systems table labels the warning in
+    words, its sentence and repeats.json's code in the title; one task, one attempt, agree."""
+    rs = [RepeatRun(make_side([{"task_id": "t", "attempt": 1, "line": 1, "success": True, "agent_eligible": True,
+                                "evidence": {"dir": "e"}}], run_id=f"r{k}", suite="s", metrics_k=k,
+                               run_dir=tmp_path / f"r{k}"), 1.0) for k in (1, 2)]
+    html = write_suite_page(tmp_path / "out", "s", [], [SystemEntry("x", repeats(rs), rs)]).read_text(encoding="utf-8")
+    badge = re.search(r'<span class="badge warn" data-warning="metrics_k_differs" title="([^"]*)">([^<]*)</span>', html)
+    assert badge is not None and badge.group(2) == "metrics_k differs"
+    assert htmllib.unescape(badge.group(1)) == (
+        "The runs' metrics_k differ: pass@k and pass^k use the smallest k (none when any is unknown). "
+        "(repeats.json warning metrics_k_differs)")
+    assert Tables(html).tables["systems-table"][0][3].endswith(" 1 task")
 
 
 def test_flaky_tasks_capped(tmp_path):

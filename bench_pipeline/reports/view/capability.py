@@ -113,10 +113,12 @@ def cautions(k: Any, judge_disabled: bool, missing: Any) -> list[str]:
                      "a single attempt cannot demonstrate repeatability.")
     elif is_number(k):
         notes.append("A higher pass@k describes observed success with more opportunities, not better "
-                     "first-attempt reliability; pass^k is the consistency measure. These are observed "
-                     "fixed-k outcomes, not estimates from arbitrary combinations of attempts.")
+                     "first-attempt reliability; pass^k is the consistency measure. The headline's pass@k and "
+                     "pass^k are observed fixed-k outcomes (attempts 1..k exactly), not estimates from "
+                     "arbitrary combinations of attempts: those are the estimates further down.")
     else:
-        notes.append("k (manifest metrics_k) is unknown, so the fixed-k metrics cannot be interpreted.")
+        notes.append("k is unknown (the manifest gives no metrics_k and no plan, and no attempt was observed), "
+                     "so the fixed-k metrics cannot be interpreted.")
     notes.append("The Wilson interval of attempt success ignores within-task correlation: repeats of the "
                  "same task are correlated. The interval grouped by task (metrics.json uncertainty) accounts "
                  "for that; for release decisions, compare paired tasks against a baseline run.")

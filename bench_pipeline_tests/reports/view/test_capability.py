@@ -56,7 +56,10 @@ def test_uncertainty_and_estimators():
 def test_cautions_depend_on_k_and_the_judge():
     assert cautions(1, False, 0)[0].startswith("k = 1: pass@1, pass@k and pass^k coincide")
     assert cautions(3, False, 0)[0].startswith("A higher pass@k")
-    assert cautions(None, False, 0)[0].startswith("k (manifest metrics_k) is unknown")
+    # the fixed-k caution reads the headline, and points to the estimates as something else
+    assert ("The headline's pass@k and pass^k are observed fixed-k outcomes (attempts 1..k exactly), not estimates "
+            "from arbitrary combinations of attempts: those are the estimates further down.") in cautions(3, False, 0)[0]
+    assert cautions(None, False, 0)[0].startswith("k is unknown (the manifest gives no metrics_k and no plan")
     assert "(missing planned attempts: 7)." in cautions(3, False, 7)[3]
     assert cautions(3, True, 0)[-1].startswith("The judge was disabled")
     assert len(cautions(3, False, 0)) == 5
