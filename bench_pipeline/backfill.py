@@ -8,14 +8,30 @@ process (no webserver, no code server: starting one, as `dagster-graphql -w` doe
 about 5 s more on this project's machine). Dagster has no public call for that: it is
 ``dagster_internals.execute_graphql_in_process``. A workspace with other kinds of locations (a
 gRPC server, as in deploy/docker/workspace.yaml) is loaded by `dagster-graphql` as before.
+
+Nothing runs a launched backfill until a daemon does: ``no_daemon_note`` says so, with what to
+do, when no daemon has written a heartbeat to the instance lately. The UI's port is not known
+here (`dg dev` takes 3000 unless it is in use or given with -p, and records it nowhere), so the
+link names the port scripts/ui.sh printed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+#: A daemon counts as running when one of its daemons (sensor, backfill, run queue, ...) wrote
+#: a heartbeat to the instance within this many seconds. Each writes one every 30 s
+#: (DEFAULT_HEARTBEAT_INTERVAL_SECONDS in dagster/_daemon/controller.py): this leaves room for
+#: three missed ones. (`dagster-daemon liveness-check` tolerates half an hour: a daemon stopped
+#: ten minutes ago would still pass it.)
+HEARTBEAT_RECENT_SECONDS = 120
 
 MUTATION = """
 mutation BackfillAllRuns($assets: [AssetKeyInput!]) {
@@ -80,3 +96,33 @@ def _query_with_dagster_graphql(workspace: Path) -> dict:
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"dagster-graphql failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
     return json.loads(lines[-1])
+
+
+def no_daemon_note(heartbeats: Mapping[str, Any], now: float, home: str) -> str | None:
+    """What to tell the user when no daemon runs on the instance at ``home`` (``heartbeats``:
+    ``DagsterInstance.get_daemon_heartbeats()``, each with a ``timestamp``), else None."""
+    latest = max((h.timestamp for h in heartbeats.values()), default=None)
+    if latest is not None and now - latest <= HEARTBEAT_RECENT_SECONDS:
+        return None
+    last = "never" if latest is None else f"last {_ago(now - latest)} ago"
+    return (f"warning: no Dagster daemon is running on the instance {home} (no daemon heartbeat in the last "
+            f"{HEARTBEAT_RECENT_SECONDS} s; {last}), so nothing runs the backfill yet. Start one with the same "
+            f"DAGSTER_HOME: scripts/ui.sh (the UI and its daemon) or .venv/bin/dagster-daemon run -w workspace.yaml; "
+            f"it picks the backfill up within 30 s (a daemon started seconds ago may not have written its first "
+            f"heartbeat yet)")
+
+
+def _ago(seconds: float) -> str:
+    minutes = seconds / 60
+    if minutes < 2:
+        return f"{seconds:.0f} s"
+    return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.0f} h"
+
+
+def daemon_note() -> str | None:
+    """``no_daemon_note`` for the instance of $DAGSTER_HOME (the one the backfill went to)."""
+    import dagster as dg
+
+    with dg.DagsterInstance.get() as instance:
+        heartbeats = instance.get_daemon_heartbeats()
+    return no_daemon_note(heartbeats, time.time(), os.environ.get("DAGSTER_HOME", ""))

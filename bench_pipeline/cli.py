@@ -292,8 +292,17 @@ def _compare_sets(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Write synthetic run folders under OUT_ROOT."""
-    from .generator import generate_runs
+    from .generator import generate_runs, seeded_start
+    from .generator.files import iso
 
+    start = seeded_start(args.seed)
+    if args.no_edge_cases:
+        _say("edge cases off (--no-edge-cases): clean runs, one valid line in results.jsonl per attempt run")
+    else:
+        _say("edge cases on (the default): as in real runs, some attempts have no line in results.jsonl, a copy "
+             "without task_id or a later duplicate, some runs a non-JSON or blank line, and some rows and artifacts "
+             "are legacy, unsafe or broken (docs/generator.md, \"Edge cases\"); --no-edge-cases writes clean runs")
+    _say(f"seed {args.seed}: the first run starts at {iso(start)} (docs/generator.md, \"Start times\")")
     started = time.monotonic()
     folders = generate_runs(
         Path(args.out_root),
@@ -306,6 +315,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         edge_cases=not args.no_edge_cases,
         progress=_say,
         layout=args.layout,
+        start=start,
     )
     _say(f"generated {len(folders)} run folder(s) in {time.monotonic() - started:.1f}s")
     for folder in folders:
@@ -315,15 +325,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_backfill(args: argparse.Namespace) -> int:
     """Launch one asset backfill of the per-run stages over every run partition."""
-    from .backfill import launch
+    from .backfill import daemon_note, launch
 
     try:
         backfill_id = launch(Path(args.workspace).absolute())
     except RuntimeError as exc:
         _say(f"error: {exc}")
         return 1
-    print(f"backfill {backfill_id} launched over every run partition; the Dagster daemon runs it "
-          f"(UI: Overview -> Backfills, or http://127.0.0.1:3000/runs/b/{backfill_id})")
+    print(f"backfill {backfill_id} launched over every run partition; a Dagster daemon runs it "
+          f"(UI: Overview -> Backfills, or http://127.0.0.1:<port>/runs/b/{backfill_id} with the port "
+          f"scripts/ui.sh printed)", flush=True)
+    note = daemon_note()
+    if note is not None:
+        print(note, flush=True)
     return 0
 
 
@@ -361,16 +375,29 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, default=0, help="processes for large runs (default: one per core)")
     r.set_defaults(func=cmd_repeats)
 
-    g = sub.add_parser("generate", help="write realistic synthetic run folders")
-    g.add_argument("out_root")
-    g.add_argument("--runs", type=int, default=3)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--tasks", type=int, default=12)
-    g.add_argument("--repeats", type=int, default=3)
-    g.add_argument("--history-messages", type=int, default=30)
-    g.add_argument("--no-edge-cases", action="store_true", help="clean runs only (for benchmarks)")
-    g.add_argument("--systems", type=int, default=None,
-                   help="run i repeats system i %% N (one model and git sha each): repeated runs to pool")
+    g = sub.add_parser("generate", help="write realistic synthetic run folders",
+                       description="Write synthetic run folders under OUT_ROOT (docs/generator.md): the same "
+                                   "arguments always write the same bytes. The folder paths go to stdout, one a "
+                                   "line; what was written goes to stderr.")
+    g.add_argument("out_root", metavar="OUT_ROOT",
+                   help="the folder to write the run folders into (created when missing; an existing run folder "
+                        "is an error, never overwritten)")
+    g.add_argument("--runs", type=int, default=3, help="how many run folders to write (default: 3)")
+    g.add_argument("--seed", type=int, default=0,
+                   help="everything is drawn from it, the start times too: the first run starts 1 + SEED %% 365 "
+                        "days after the sample runs, on 2026-11-29T10:00:00Z for seed 0 (default: 0)")
+    g.add_argument("--tasks", type=int, default=12,
+                   help="tasks in the suite (default: 12; past 16 the task templates repeat with a suffix)")
+    g.add_argument("--repeats", type=int, default=3, help="attempts per task, the runs' metrics_k (default: 3)")
+    g.add_argument("--history-messages", type=int, default=30,
+                   help="about how many messages each attempt's history.json has (default: 30, at least 4)")
+    g.add_argument("--no-edge-cases", action="store_true",
+                   help="clean runs only: one valid line per attempt, every artifact present and valid (edge cases "
+                        "are on by default: missing, duplicated and malformed lines, broken artifacts; for "
+                        "benchmarks)")
+    g.add_argument("--systems", type=int, default=None, metavar="N",
+                   help="run i repeats system i %% N (one model and git sha each): repeated runs to pool "
+                        "(default: every run a system of its own)")
     g.add_argument("--layout", choices=("flat", "runner"), default="flat",
                    help="flat: run-directory.md's flat layout (default); runner: as the benchmark runner writes "
                         "its runs (outcome fields inside each row's metrics, its own absolute artifact_dir, "

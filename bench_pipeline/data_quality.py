@@ -41,6 +41,18 @@ def data_quality_findings(metrics: dict) -> int:
     return listed + missing_attempts_count(metrics)
 
 
+def findings_note(count: int | None) -> str:
+    """What a run's one line (the per-run step's ``[i/n] <run>: ok (...)``) says of its
+    data-quality findings (``data_quality_findings``) and where they are listed; empty when
+    not known (a run that failed before its metrics)."""
+    if count is None:
+        return ""
+    if count == 0:
+        return ", no data-quality findings"
+    return (f", {count} data-quality finding{'' if count == 1 else 's'}: "
+            f"see \"Data quality\" in its summary.md or report.html")
+
+
 def missing_attempts_count(metrics: dict) -> int:
     """Every missing planned attempt: coverage.missing_attempts, exact at any size (the
     data_quality list names at most MISSING_LIST_CAP), else the list's length."""

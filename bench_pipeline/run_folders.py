@@ -3,10 +3,11 @@
 A run folder is a folder holding results.jsonl. It is ready (run-directory.md, "Run folder
 and readiness") when manifest.json has a status: ``completed`` or ``aborted`` (any other
 status, ``running``, is not ready, whatever else the folder holds). Without a status (the
-runner's manifest has none, and neither have legacy runs) it is ready at once when the
-runner's own end-of-run outputs are there (``layouts.RUNNER_DONE_FILES``: metrics.json or
-summary.md beside results.jsonl), else once its results file has been quiet for
-``quiet_seconds``.
+runner's manifest has none, and neither have legacy runs; nor has a manifest.json that is
+not valid JSON, whose run is taken for a legacy run: ``waiting_reason``) it is ready at once
+when the runner's own end-of-run outputs are there (``layouts.RUNNER_DONE_FILES``:
+metrics.json or summary.md beside results.jsonl), else once its results file has been quiet
+for ``quiet_seconds``.
 
 The results file is results.jsonl, or the runner's re-judged copy results.rejudged.jsonl
 when that is a regular file beside it (``layouts.results_file_name``): the quiet time is
@@ -126,11 +127,14 @@ def object_fingerprint(files: dict[str, object_store.ObjectInfo]) -> tuple[str, 
     return _digest(versions, mtimes)
 
 
-def scan(runs_root: str) -> list[RunFolder]:
+def scan(runs_root: str, not_runs: list[str] | None = None) -> list[RunFolder]:
     """Every sub-folder of ``runs_root`` holding a results.jsonl, sorted by name; RunsRootError
-    when the runs root cannot be listed."""
+    when the runs root cannot be listed. With ``not_runs``, the names of the other folders
+    (hidden ones aside: no results.jsonl, so not a run, or not one yet) are added to it,
+    found on the way at no extra cost: in a bucket, those the listing shows, i.e. holding one
+    of LISTED_FILES but no results.jsonl."""
     if object_store.is_remote(runs_root):
-        return scan_bucket(runs_root)
+        return scan_bucket(runs_root, not_runs)
     found = []
     try:
         entries = list(os.scandir(runs_root))
@@ -144,10 +148,21 @@ def scan(runs_root: str) -> list[RunFolder]:
         fp = fingerprint(entry.path)
         if fp is not None:
             found.append(RunFolder(entry.name, entry.path, fp[0], fp[1]))
+        elif not_runs is not None:
+            not_runs.append(entry.name)
+    if not_runs is not None:
+        not_runs.sort()
     return sorted(found, key=lambda r: r.run_id)
 
 
-def scan_bucket(runs_root: str) -> list[RunFolder]:
+def not_runs_note(names: list[str]) -> str:
+    """What the main command and the sensor say of the folders of a runs root that are not run
+    folders (``scan``'s ``not_runs``)."""
+    listed = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
+    return f"no results.jsonl, so not a run folder (or not one yet), skipped ({len(names)}): {listed}"
+
+
+def scan_bucket(runs_root: str, not_runs: list[str] | None = None) -> list[RunFolder]:
     """``scan`` of a runs root in a bucket, from listing pages (object_store.list_runs)."""
     root = object_store.normalize(runs_root)
     try:
@@ -163,6 +178,10 @@ def scan_bucket(runs_root: str) -> list[RunFolder]:
             manifest = files.get("manifest.json")
             found.append(RunFolder(run_id, object_store.join(root, run_id), fp[0], fp[1],
                                    manifest.version if manifest is not None else "-", files))
+        elif not_runs is not None:
+            not_runs.append(run_id)
+    if not_runs is not None:
+        not_runs.sort()
     return sorted(found, key=lambda r: r.run_id)
 
 
@@ -258,6 +277,51 @@ def is_ready(folder: RunFolder, quiet_seconds: float, now: float | None = None) 
         return True
     now = time.time() if now is None else now
     return now - folder.results_mtime >= quiet_seconds
+
+
+def waiting_reason(folder: RunFolder, quiet_seconds: float) -> str:
+    """Why ``folder`` is not ready (``is_ready`` said so), in words for the main command.
+
+    A manifest.json that cannot be read as a JSON object has no status to say whether the
+    run is finished: the run is then taken for a legacy run (one without a manifest status),
+    ready once its results file has been quiet, so that a manifest caught half-written never
+    passes for a finished run. Its report lists the broken manifest under data quality."""
+    try:
+        status = manifest_status(folder.path, folder.manifest_version)
+    except UnreadableManifest as exc:
+        return f"its manifest.json could not be read this time ({exc}); asked again next time"
+    if status is not None:
+        return f"manifest status {status!r}, not completed or aborted"
+    quiet = f"ready once its results file has been quiet for BENCH_QUIET_SECONDS={quiet_seconds:g} s"
+    problem = manifest_problem(folder.path)
+    if problem is not None:
+        return (f"its manifest.json is unreadable ({problem}): with no status to say whether the run is "
+                f"finished, it is taken for a legacy run (no manifest status), {quiet}; its report will list "
+                f"the broken manifest under data quality")
+    return f"no manifest status and no runner's metrics.json or summary.md yet, {quiet}"
+
+
+def manifest_problem(path: str) -> str | None:
+    """Why a run's manifest.json is not a readable JSON object (a read error, not valid JSON,
+    not an object), or None: readable, or absent (a legacy run may have none). Asked only to
+    explain a run that is not ready (``waiting_reason``, the main command): the sensor never asks."""
+    try:
+        if object_store.is_remote(path):
+            data = object_store.read_bytes(object_store.join(path, "manifest.json"))
+        else:
+            with open(os.path.join(path, "manifest.json"), "rb") as fh:
+                data = fh.read()
+    except FileNotFoundError:
+        return None
+    except object_store.StoreError as exc:
+        return f"it cannot be read: {exc}"
+    except OSError as exc:
+        return f"it cannot be read: {exc.strerror or exc}"
+    try:
+        manifest = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return f"not valid JSON: {exc}"
+    return None if isinstance(manifest, dict) else "not a JSON object"
 
 
 def runner_done(folder: RunFolder) -> bool:

@@ -61,13 +61,16 @@ def _env(tmp: Path) -> dict:
     return env
 
 
-def _backfill(tmp: Path, env: dict) -> str:
+def _backfill(tmp: Path, env: dict, daemon_up: bool = False) -> str:
     """`bench-pipeline backfill` (one asset backfill of every run partition), run by the
-    daemon; waits until it has finished and returns its id."""
+    daemon; waits until it has finished and returns its id. ``daemon_up``: the daemon has
+    been running a while (heartbeats written), so the command says nothing of it."""
     instance = dg.DagsterInstance.from_config(str(tmp / "home"))
     before = {b.backfill_id for b in instance.get_backfills()}
-    subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "backfill"], cwd=tmp / "src", env=env, check=True,
-                   capture_output=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "backfill"], cwd=tmp / "src", env=env,
+                          check=True, capture_output=True, text=True, timeout=120)
+    if daemon_up:
+        assert "no Dagster daemon" not in done.stdout, done.stdout
     (backfill,) = [b for b in instance.get_backfills() if b.backfill_id not in before]
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -208,7 +211,7 @@ def test_formula_change_makes_runs_stale_and_backfill_reprocesses_all(tmp_path, 
     assert [line for line in meta["runs_behind_formula_list"].splitlines() if line.startswith("| run-")] == [
         f"| {run_id} | suite-x | {FORMULA_VERSION} |" for run_id in RUNS]
     started = time.time()
-    second = _backfill(tmp_path, env)
+    second = _backfill(tmp_path, env, daemon_up=True)
     assert len(_backfill_runs(tmp_path, second)) == 1
     assert _versions(tmp_path) == {"test-bump"}
     assert all(s == "FRESH" for run in _stale(tmp_path, env).values() for s in run.values())
@@ -218,3 +221,23 @@ def test_formula_change_makes_runs_stale_and_backfill_reprocesses_all(tmp_path, 
     assert _catalog_after(tmp_path, env, started, "test-bump")
     meta = _catalog_metadata(tmp_path)
     assert (meta["formula_version"], meta["runs_behind_formula"]) == ("test-bump", 0)
+
+
+def test_backfill_without_a_daemon_says_nothing_runs_it_yet(tmp_path):
+    """With no daemon on the instance, the backfill is launched (a daemon started later runs
+    it) and the command says that nothing runs it yet, and what to start; its link names the
+    port scripts/ui.sh printed, not a port it cannot know."""
+    root = Path(bench_pipeline.__file__).resolve().parents[1]
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "BENCH_HOME": str(tmp_path / "data")}
+    (tmp_path / "home").mkdir()
+    dg.DagsterInstance.from_config(str(tmp_path / "home")).add_dynamic_partitions("benchmark_runs", ["r1"])
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "backfill"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    launched, note = done.stdout.splitlines()
+    (backfill,) = dg.DagsterInstance.from_config(str(tmp_path / "home")).get_backfills()
+    assert launched == (f"backfill {backfill.backfill_id} launched over every run partition; a Dagster daemon "
+                        f"runs it (UI: Overview -> Backfills, or http://127.0.0.1:<port>/runs/b/{backfill.backfill_id} "
+                        f"with the port scripts/ui.sh printed)")
+    assert note.startswith(f"warning: no Dagster daemon is running on the instance {tmp_path / 'home'} "
+                           f"(no daemon heartbeat in the last 120 s; never), so nothing runs the backfill yet.")

@@ -55,6 +55,10 @@ def test_cli_process_publish_keeps_the_evidence_the_trace_output_shows(one_run, 
     done = subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "process", str(run), "--output-dir", str(out),
                            "--publish"], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
+    # what it says: written to the outbox, never "published"
+    assert "attempts written to the outbox (Langfuse not configured)" in done.stderr
+    assert "attempts published" not in done.stderr
+    assert "langfuse: not configured" in done.stdout and str(out / "langfuse_outbox.jsonl") in done.stdout
     finals = [json.loads(line)["evidence"]["final_response"]
               for line in (out / "attempts.jsonl").read_text().splitlines()]
     expected = next(f for f in finals if f)
@@ -211,3 +215,24 @@ def test_cli_process_publish_delivers_everything_before_the_process_ends(one_run
         attempts = len((tmp_path / "out" / "attempts.jsonl").read_text().splitlines())
         assert len(item_spans(standin)) == attempts
         assert standin.internal_errors == [] and standin.unknown_requests() == []
+
+
+def test_backfill_says_when_no_daemon_runs_it():
+    """`bench-pipeline backfill` launches the backfill whether or not a daemon runs, and says
+    when none has written a heartbeat lately: nothing runs it until one starts."""
+    from types import SimpleNamespace
+
+    from bench_pipeline.backfill import HEARTBEAT_RECENT_SECONDS, no_daemon_note
+
+    now = 1_000_000.0
+    beat = lambda ago: SimpleNamespace(timestamp=now - ago)  # noqa: E731
+    assert no_daemon_note({"SENSOR": beat(200), "BACKFILL": beat(30)}, now, "/h") is None  # one recent is enough
+    never = no_daemon_note({}, now, "/h")
+    assert never == (
+        f"warning: no Dagster daemon is running on the instance /h (no daemon heartbeat in the last "
+        f"{HEARTBEAT_RECENT_SECONDS} s; never), so nothing runs the backfill yet. Start one with the same "
+        f"DAGSTER_HOME: scripts/ui.sh (the UI and its daemon) or .venv/bin/dagster-daemon run -w workspace.yaml; "
+        f"it picks the backfill up within 30 s (a daemon started seconds ago may not have written its first "
+        f"heartbeat yet)")
+    assert "(no daemon heartbeat in the last 120 s; last 3 h ago)" in no_daemon_note({"BACKFILL": beat(3 * 3600)}, now, "/h")
+    assert "; last 10 min ago)" in no_daemon_note({"BACKFILL": beat(600)}, now, "/h")

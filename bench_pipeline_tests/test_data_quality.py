@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench_pipeline.data_quality import data_quality, data_quality_findings, missing_attempts_count
+from bench_pipeline.data_quality import data_quality, data_quality_findings, findings_note, missing_attempts_count
 from bench_pipeline.run_reader import RawRun
 
 
@@ -53,3 +53,11 @@ def test_missing_attempts_count_prefers_coverage_and_never_counts_fewer_than_lis
     assert missing_attempts_count(listed) == 3
     assert missing_attempts_count({}) == 0
     assert missing_attempts_count({"data_quality": "broken", "coverage": []}) == 0
+
+
+def test_the_per_run_line_says_how_many_findings_and_where_they_are_listed():
+    """What the per-run step's `[i/n] <run>: ok (...)` line adds (test_main checks the line)."""
+    assert findings_note(None) == ""  # failed before its metrics: nothing known
+    assert findings_note(0) == ", no data-quality findings"
+    assert findings_note(1) == ', 1 data-quality finding: see "Data quality" in its summary.md or report.html'
+    assert findings_note(7) == ', 7 data-quality findings: see "Data quality" in its summary.md or report.html'

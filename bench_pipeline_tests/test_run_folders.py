@@ -87,6 +87,32 @@ def test_scan_finds_sub_folders_with_results_sorted_and_notices_a_rewrite(tmp_pa
     assert after[0] != before[0] and after[1] == 10 ** 9
     assert fingerprint(str(root / "no-results")) is None
     assert scan(str(tmp_path / "not-made-yet")) == []
+    not_runs: list[str] = []  # the folders that are not runs, found on the way (hidden ones aside)
+    assert [f.run_id for f in scan(str(root), not_runs)] == ["r1", "r2"] and not_runs == ["no-results"]
+
+
+def test_why_a_run_is_not_ready_an_unreadable_manifest_named(tmp_path):
+    """The main command says why each run is left for later; a manifest.json that is not
+    valid JSON has no status, so its run is taken for a legacy run, and the reason says so."""
+    root = tmp_path / "runs"
+    make_run(root, [row("t")], run_id="running", manifest={"status": "running"})
+    make_run(root, [row("t")], run_id="legacy", manifest={"schema_version": 1})
+    broken = make_run(root, [row("t")], run_id="broken")
+    (broken / "manifest.json").write_text('{"status": "completed",')  # cut short
+    listed = make_run(root, [row("t")], run_id="a-list")
+    (listed / "manifest.json").write_text("[]")
+    folders = {f.run_id: f for f in scan(str(root))}
+    assert ready_folders(list(folders.values()), 300) == set()
+    reasons = {run_id: run_folders.waiting_reason(folder, 300) for run_id, folder in folders.items()}
+    assert reasons["running"] == "manifest status 'running', not completed or aborted"
+    quiet = "ready once its results file has been quiet for BENCH_QUIET_SECONDS=300 s"
+    assert reasons["legacy"] == f"no manifest status and no runner's metrics.json or summary.md yet, {quiet}"
+    assert reasons["broken"].startswith("its manifest.json is unreadable (not valid JSON: ")
+    assert reasons["broken"].endswith(
+        f"): with no status to say whether the run is finished, it is taken for a legacy run (no manifest "
+        f"status), {quiet}; its report will list the broken manifest under data quality")
+    assert reasons["a-list"].startswith("its manifest.json is unreadable (not a JSON object): ")
+    assert run_folders.manifest_problem(str(tmp_path / "no-manifest")) is None  # a legacy run may have none
 
 
 def test_a_local_runs_root_that_cannot_be_listed_is_an_error_with_the_reason(tmp_path):

@@ -110,6 +110,8 @@ class PartitionOutcome:
     attempts: int = 0
     #: run_comparison's data version: the inputs it was computed from (ComparisonInputs.version)
     comparison_version: str | None = None
+    #: the run's data-quality findings (``data_quality_findings`` of its metrics.json), once derived
+    findings: int | None = None
 
 
 @dataclass
@@ -168,6 +170,7 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
     if inputs is not None:
         outcome.comparison_version = inputs.version()
     outcome.checks = run_checks(processed.raw, processed.attempts, processed.metrics["data_quality"])
+    outcome.findings = data_quality_findings(processed.metrics)
 
     def stored() -> tuple[dict[str, dict], str | None, str | None]:
         materialized, failed_stage, error = _store_stages(job, processed, result.written, result.comparison,

@@ -29,6 +29,7 @@ from .. import object_store
 from ..baselines import RunInfo, choose_baseline, load_pins, pins_file, processed_outputs, run_index
 from ..comparison_inputs import ComparisonInputs
 from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition, provenance_tags
+from ..data_quality import findings_note
 from ..formula import FORMULA_VERSION
 from ..partitions import runs_partitions
 from ..resources import LangfuseResource, PipelineSettings
@@ -153,7 +154,7 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
                 failed.append(outcome)
                 context.log.error(f"{outcome.key}: FAILED at {outcome.failed_stage}: {outcome.error}")
             context.log.info(f"[{i}/{len(jobs)}] {outcome.key}: {'FAILED' if outcome.error else 'ok'} "
-                             f"({outcome.attempts} attempts, {outcome.seconds:.1f}s)")
+                             f"({outcome.attempts} attempts, {outcome.seconds:.1f}s){findings_note(outcome.findings)}")
     finally:
         delivery.close()
     # The checks' evaluations went out per partition above; their outputs (nothing but the

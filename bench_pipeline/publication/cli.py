@@ -9,18 +9,25 @@ from .result import PublicationError
 from .settings import LangfuseSettings
 
 
-class ProgressPrinter:
-    """Prints each tenth of the way once, and which server the publication talks to (stderr)."""
+#: What the progress says of the attempts done: sent to Langfuse, or, without Langfuse settings,
+#: written to the outbox (the per-run Dagster step says the same: assets/partition_work.py).
+PUBLISHED, WRITTEN_TO_OUTBOX = "published", "written to the outbox (Langfuse not configured)"
 
-    def __init__(self, stream=None):
+
+class ProgressPrinter:
+    """Prints each tenth of the way once, and which server the publication talks to (stderr).
+    ``configured=False``: the attempts are written to the outbox, and it says so."""
+
+    def __init__(self, stream=None, configured: bool = True):
         self.stream = stream or sys.stderr
         self.shown: set[int] = set()
+        self.done_word = PUBLISHED if configured else WRITTEN_TO_OUTBOX
 
     def __call__(self, done: int, total: int) -> None:
         tenth = done * 10 // total if total else 10
         if tenth not in self.shown:
             self.shown.add(tenth)
-            print(f"  langfuse: {done}/{total} attempts published", file=self.stream, flush=True)
+            print(f"  langfuse: {done}/{total} attempts {self.done_word}", file=self.stream, flush=True)
 
     def announce(self, text: str) -> None:
         print(f"  {text}", file=self.stream, flush=True)
@@ -37,7 +44,7 @@ def publish_processed(processed, out_dir: Path) -> int:
     raw = processed.raw
     settings = LangfuseSettings.from_env()
     try:
-        result = publish(processed, Path(out_dir), settings, ProgressPrinter())
+        result = publish(processed, Path(out_dir), settings, ProgressPrinter(configured=settings.configured))
     except PublicationError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -81,7 +81,9 @@ def publish_run(
     out_dir = Path(out_dir)
     plan = plan_run(run_id=run_id, metrics=metrics, attempts=attempts, manifest=manifest, suite_def=suite_def)
     if plan.duplicates:
-        log.warning("%d duplicate task/attempt record(s) ignored (the later line wins)", len(plan.duplicates))
+        log.warning("langfuse: %d earlier duplicate task/attempt record(s) not sent: Langfuse keeps one item per "
+                    "task/attempt, the later line's (the metrics still count every row in attempt-level "
+                    "populations)", len(plan.duplicates))
     if not settings.configured:
         return write_outbox(plan, out_dir, settings, options, progress)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,10 @@ digest of the previous entry and the fingerprint); the run key is ``<run_id>:<en
 a folder back in a state it was requested in before (its re-judged copy removed gives back
 the fingerprint of before the re-judge) gets a run key of its own, which Dagster does not
 skip as already used. A cursor of bare fingerprints (as written before) reads the same.
+The cursor also keeps, under ``NOT_RUNS`` (a key no run id can be: it holds a ``/``), the
+folders of the runs root that are not run folders (no results.jsonl), found by the same scan
+at no extra cost: each is said once, in the log and the skip reason of the tick that first
+sees it (again only if it goes and comes back), not on every tick.
 
 A runs root in a bucket is scanned from listing pages (run_folders.scan_bucket): no request
 per unchanged run, a manifest read only for a run whose manifest.json is new or changed.
@@ -34,7 +38,7 @@ from ..assets.run_stages import PARTITIONS_PER_RUN, up_to_date
 from .. import object_store
 from ..partitions import partition_batches, range_tags, runs_partitions
 from ..resources import PipelineSettings, safe_partition_key
-from ..run_folders import ready_folders, scan
+from ..run_folders import not_runs_note, ready_folders, scan
 
 
 #: Seconds between the sensor's ticks (BENCH_SENSOR_INTERVAL_SECONDS). Dagster's sensor daemon
@@ -45,6 +49,10 @@ from ..run_folders import ready_folders, scan
 #: folders takes a few hundredths of a second (benchmarks/sensor_benchmark.py).
 MINIMUM_INTERVAL_SECONDS = int(os.environ.get("BENCH_SENSOR_INTERVAL_SECONDS", "4"))
 
+#: The cursor's entry listing the runs root's folders that are not run folders (a run id is
+#: one path segment, never ``/...``).
+NOT_RUNS = "/not_run_folders"
+
 
 def evaluate_run_folders(
     settings: PipelineSettings,
@@ -52,8 +60,10 @@ def evaluate_run_folders(
     existing: list[str],
     already_done: Callable[[dict[str, str]], set[str]] = lambda fingerprints: set(),
     batch_size: int = PARTITIONS_PER_RUN,
+    log: Callable[[str], None] = lambda line: None,
 ) -> dg.SensorResult:
-    """One tick's decisions; pure apart from reading the runs root and ``already_done``.
+    """One tick's decisions; pure apart from reading the runs root and ``already_done``, and
+    ``log``, told of the folders that are not run folders seen for the first time.
 
     ``existing`` is the instance's partition keys in their order. ``already_done({run_id:
     fingerprint})`` names the runs already materialized from a folder with that fingerprint
@@ -64,7 +74,7 @@ def evaluate_run_folders(
     backfill does.
     """
     with object_store.shared(settings.runs_root):  # one client for the tick's listing and reads
-        return _evaluate(settings, cursor, existing, already_done, batch_size)
+        return _evaluate(settings, cursor, existing, already_done, batch_size, log)
 
 
 def _fingerprint(entry: str | None) -> str | None:
@@ -83,15 +93,17 @@ def _next_entry(previous: str | None, fingerprint: str) -> str:
 
 
 def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str],
-              already_done: Callable[[dict[str, str]], set[str]], batch_size: int) -> dg.SensorResult:
+              already_done: Callable[[dict[str, str]], set[str]], batch_size: int,
+              log: Callable[[str], None]) -> dg.SensorResult:
     existing_keys = set(existing)
-    seen: dict[str, str] = json.loads(cursor) if cursor else {}
+    seen: dict = json.loads(cursor) if cursor else {}
     requests: list[dg.RunRequest] = []
     new_keys: list[str] = []
     skipped: list[str] = []
-    current: dict[str, str] = {}
+    current: dict = {}
     folders = []
-    for folder in scan(settings.runs_root):
+    not_runs: list[str] = []
+    for folder in scan(settings.runs_root, not_runs):
         try:
             safe_partition_key(folder.run_id)
         except ValueError:
@@ -126,6 +138,13 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
     if len(requests) > batch_size:
         requests = batched_requests(requests, [*existing, *new_keys], current, batch_size)
     gone = sorted(k for k in existing if k not in current and k not in skipped and k in seen)
+    if not_runs:
+        current[NOT_RUNS] = not_runs
+    known = set(seen.get(NOT_RUNS, ()))
+    first_seen = [name for name in not_runs if name not in known]  # said once (module doc)
+    note = f"; {not_runs_note(first_seen)}" if first_seen else ""
+    if first_seen:
+        log(not_runs_note(first_seen))
     partition_requests = []
     if new_keys:
         partition_requests.append(runs_partitions.build_add_request(new_keys))
@@ -135,7 +154,7 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
         run_requests=requests,
         dynamic_partitions_requests=partition_requests,
         cursor=json.dumps(current, sort_keys=True),
-        skip_reason=None if requests or gone else f"no new or changed ready runs ({len(skipped)} not ready)",
+        skip_reason=None if requests or gone else f"no new or changed ready runs ({len(skipped)} not ready){note}",
     )
 
 
@@ -163,7 +182,8 @@ def batched_requests(requests: list[dg.RunRequest], ordered: list[str], fingerpr
 )
 def run_folder_sensor(context: dg.SensorEvaluationContext, settings: PipelineSettings) -> dg.SensorResult:
     existing = context.instance.get_dynamic_partitions(runs_partitions.name)
-    result = evaluate_run_folders(settings, context.cursor, existing, lambda fps: up_to_date(context.instance, fps))
+    result = evaluate_run_folders(settings, context.cursor, existing, lambda fps: up_to_date(context.instance, fps),
+                                  log=context.log.info)
     if result.run_requests:
         context.log.info(f"requesting {len(result.run_requests)} run(s)")
     return result

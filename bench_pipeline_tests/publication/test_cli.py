@@ -14,7 +14,11 @@ def test_cli_publish_processed(processed_run, standin, tmp_path, monkeypatch, ca
     for name in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
         monkeypatch.delenv(name, raising=False)
     assert publish_processed(processed_run, tmp_path / "a") == 0
-    assert "not configured" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "not configured" in captured.out
+    n = len(processed_run.attempts)  # the progress says where the attempts went: the outbox
+    assert f"  langfuse: {n}/{n} attempts written to the outbox (Langfuse not configured)" in captured.err
+    assert "published" not in captured.err
     assert (tmp_path / "a" / "langfuse_outbox.jsonl").exists()
 
     monkeypatch.setenv("LANGFUSE_BASE_URL", standin.base_url)
@@ -47,3 +51,6 @@ def test_progress_is_printed_once_per_tenth_and_announcements_as_they_come():
     empty = io.StringIO()
     ProgressPrinter(empty)(0, 0)
     assert empty.getvalue() == "  langfuse: 0/0 attempts published\n"
+    outbox = io.StringIO()  # without Langfuse settings
+    ProgressPrinter(outbox, configured=False)(35, 35)
+    assert outbox.getvalue() == "  langfuse: 35/35 attempts written to the outbox (Langfuse not configured)\n"

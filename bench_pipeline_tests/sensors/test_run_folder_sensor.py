@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 
 from bench_pipeline.partitions import runs_partitions
+from bench_pipeline.sensors.run_folder_sensor import NOT_RUNS
 
 from ..dagster_helpers import make_resources, tick_run_folder_sensor
 from ..run_builder import make_run, row
@@ -33,7 +34,7 @@ def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
     assert [r.partition_key for r in first.run_requests] == ["run-a"]
     assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
     cursor = json.loads(first.cursor)
-    assert set(cursor) == {"run-a"}
+    assert set(cursor) == {"run-a", NOT_RUNS}  # and the folder that is not a run
 
     # Nothing changed: no request, same cursor.
     second = tick_run_folder_sensor(instance, resources, first.cursor)
@@ -60,7 +61,41 @@ def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
     fourth = tick_run_folder_sensor(instance, resources, third.cursor)
     assert fourth.run_requests == []
     assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
-    assert set(json.loads(fourth.cursor)) == {"run-a"}
+    assert set(json.loads(fourth.cursor)) == {"run-a", NOT_RUNS}
+
+
+def test_a_folder_that_is_not_a_run_is_said_once(tmp_path, instance):
+    """A folder without results.jsonl is named in the log and the skip reason of the tick
+    that first sees it, then no more (the cursor keeps it); gone and back, it is said again.
+    Hidden folders are not named; a folder that becomes a run is a run."""
+    from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
+
+    resources = make_resources(tmp_path)
+    settings, runs = resources["settings"], tmp_path / "runs"
+    make_run(runs, [row("t")], run_id="r", manifest={"status": "running"})
+    (runs / "notes").mkdir()
+    (runs / ".cache").mkdir()
+    said: list[str] = []
+    first = evaluate_run_folders(settings, None, [], log=said.append)
+    note = "no results.jsonl, so not a run folder (or not one yet), skipped (1): notes"
+    assert said == [note]
+    assert first.skip_reason.skip_message == f"no new or changed ready runs (1 not ready); {note}"
+    assert json.loads(first.cursor)[NOT_RUNS] == ["notes"]
+
+    (runs / "other").mkdir()
+    second = evaluate_run_folders(settings, first.cursor, [], log=said.append)
+    assert said[1:] == ["no results.jsonl, so not a run folder (or not one yet), skipped (1): other"]
+    third = evaluate_run_folders(settings, second.cursor, [], log=said.append)
+    assert len(said) == 2 and third.skip_reason.skip_message == "no new or changed ready runs (1 not ready)"
+
+    (runs / "notes").rmdir()
+    (runs / "other").rmdir()
+    make_run(runs, [row("t")], run_id="other")  # becomes a run: requested, no more a folder to name
+    fourth = evaluate_run_folders(settings, third.cursor, [], log=said.append)
+    assert [r.partition_key for r in fourth.run_requests] == ["other"] and NOT_RUNS not in json.loads(fourth.cursor)
+    (runs / "notes").mkdir()
+    evaluate_run_folders(settings, fourth.cursor, ["other"], log=said.append)
+    assert said[2:] == ["no results.jsonl, so not a run folder (or not one yet), skipped (1): notes"]
 
 
 def test_legacy_run_is_ready_after_the_quiet_period(tmp_path, instance):

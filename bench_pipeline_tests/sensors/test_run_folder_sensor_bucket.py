@@ -12,7 +12,7 @@ from bench_pipeline import object_store
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.resources import PipelineSettings
 from bench_pipeline.run_folders import RunsRootError
-from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
+from bench_pipeline.sensors.run_folder_sensor import NOT_RUNS, evaluate_run_folders
 
 from ..dagster_helpers import tick_run_folder_sensor
 from ..run_builder import put_run, row
@@ -54,6 +54,7 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
     put_run(bucket, "run-b", [row("t")], manifest={"status": "running"})
     put_run(bucket, "run-legacy", [row("t")], manifest={})  # no status, just written
     bucket.put("runs/not-a-run/notes.txt", "x")
+    bucket.put("runs/half-uploaded/manifest.json", "{}")  # no results.jsonl: not a run (yet)
     requests = Requests(monkeypatch)
     with dg.instance_for_test() as instance:
         resources = {"settings": settings}
@@ -61,6 +62,8 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
         assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
         assert requests.listings == 1 and len(requests.reads) == 3  # each new run's manifest, once (one batch)
+        # the folders the listing shows without results.jsonl, named once (notes.txt is not listed)
+        assert json.loads(first.cursor)[NOT_RUNS] == ["half-uploaded"]
 
         # Nothing changed: one listing, no object read at all.
         requests.listings, requests.reads = 0, []
@@ -88,7 +91,7 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
         fourth = tick_run_folder_sensor(instance, resources, third.cursor)
         assert fourth.run_requests == []
         assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
-        assert set(json.loads(fourth.cursor)) == {"run-a"}
+        assert set(json.loads(fourth.cursor)) == {"run-a", NOT_RUNS}
 
 
 def test_a_bucket_that_cannot_be_listed_fails_the_tick_with_the_reason(bucket, tmp_path, monkeypatch):
