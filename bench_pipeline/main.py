@@ -4,10 +4,13 @@
 
 1. uses the Dagster instance under $DAGSTER_HOME (SQLite, created when missing);
 2. writes sample runs into the runs root when it holds no run folder;
-3. adds a partition for every ready run folder, skips the runs already processed from the
-   same folder contents with the same formula version (saying so per run), and executes
-   the `process_run` job (the one the sensor and backfills run) over the others, up to
-   PARTITIONS_PER_RUN runs per Dagster run; then refreshes the catalog if it is behind;
+3. says which folders are not run folders (no results.jsonl) and which runs are not ready
+   yet, and why; adds a partition for every ready run folder, skips the runs already
+   processed from the same folder contents with the same formula version (saying so per
+   run), says why a run processed before is processed again (its folder changed, the
+   formula changed from X to Y), and executes the `process_run` job (the one the sensor
+   and backfills run) over the others, up to PARTITIONS_PER_RUN runs per Dagster run; then
+   refreshes the catalog if it is behind;
 4. prints where each run's reports are.
 
 The catalog refresh does not wait for the last runs' Langfuse publication, which it does not
@@ -148,23 +151,25 @@ def _run_all(defs, instance, samples: bool) -> int:
     from .formula import FORMULA_VERSION
     from .partitions import partition_batches, range_tags, runs_partitions
     from .resources import default_settings
-    from .run_folders import ready_folders, scan
+    from .run_folders import not_runs_note, ready_folders, scan, waiting_reason
 
     settings = default_settings()
     runs_root = settings.runs_root  # a folder or a bucket URL (s3://, gs://): kept as text
     if samples:
         ensure_sample_runs(runs_root)
     home = Path(os.environ["DAGSTER_HOME"])
-    found = scan(str(runs_root))
+    not_runs: list[str] = []
+    found = scan(str(runs_root), not_runs)
+    if not_runs:
+        _say(not_runs_note(not_runs))
     ready = ready_folders(found, settings.quiet_seconds)  # a bucket's manifests in one batch
     folders = [f for f in found if f.run_id in ready]
-    waiting = [f.run_id for f in found if f.run_id not in ready]  # left for later
-    if waiting:
-        _say(f"not ready yet, left for later ({len(waiting)}): {', '.join(waiting[:10])}"
-             f"{' ...' if len(waiting) > 10 else ''} (a manifest status other than completed/aborted; or no "
-             f"status, no runner's metrics.json or summary.md in the folder yet, and its results file "
-             f"changed within BENCH_QUIET_SECONDS={settings.quiet_seconds}; or a manifest.json in a bucket that "
-             f"could not be read this time)")
+    waiting: dict[str, list[str]] = {}  # left for later, by why
+    for folder in found:
+        if folder.run_id not in ready:
+            waiting.setdefault(waiting_reason(folder, settings.quiet_seconds), []).append(folder.run_id)
+    for why, run_ids in waiting.items():
+        _say(f"not ready yet, left for later ({len(run_ids)}): {_listed(run_ids)}: {why}")
     if not folders:
         _say(f"no ready run folders under {runs_root}")
         return 0
@@ -178,11 +183,20 @@ def _run_all(defs, instance, samples: bool) -> int:
         if key in unchanged:
             _say(f"{key}: unchanged since it was processed with formula {FORMULA_VERSION}: skipped")
     todo = [k for k in keys if k not in unchanged]
+    processed_before = set(existing)
+    again = processed_again(instance, {f.run_id: f.fingerprint for f in folders
+                                       if f.run_id in processed_before and f.run_id not in unchanged})
+    for key in todo:
+        if key in again:
+            _say(f"{key}: {again[key]}: processing it again")
+    ahead = [b.run_id for b in follow_ahead(instance, settings, found, todo)]
     console = {"console": _plain_console()}
     job = defs.resolve_job_def("process_run").with_logger_defs(console)
     failed = 0
-    batches = list(partition_batches(instance.get_dynamic_partitions(runs_partitions.name), set(todo),
-                                     PARTITIONS_PER_RUN))
+    partitions = instance.get_dynamic_partitions(runs_partitions.name)
+    # the runs whose comparison these put behind come after them (their baselines are done)
+    batches = [*partition_batches(partitions, set(todo), PARTITIONS_PER_RUN),
+               *partition_batches(partitions, set(ahead), PARTITIONS_PER_RUN)]
     early: EarlyRefresh | None = None
     for i, batch in enumerate(batches):
         started = time.monotonic()
@@ -235,6 +249,55 @@ def _run_all(defs, instance, samples: bool) -> int:
     _say(f"Dagster instance: {home}")
     _say("See it in the UI: scripts/ui.sh  (dg dev on the same instance)")
     return failed
+
+
+def _listed(names: list[str], limit: int = 10) -> str:
+    """The first ``limit`` names, then `` ...`` when there are more."""
+    return ", ".join(names[:limit]) + (" ..." if len(names) > limit else "")
+
+
+def processed_again(instance, fingerprints: dict[str, str]) -> dict[str, str]:
+    """{run id: why it is processed again} for the runs of ``{run id: fingerprint}`` whose
+    last stage was materialized before from another data version (``<folder fingerprint>@
+    <formula version>``, ``run_stages.data_version``): the formula changed since (from the
+    version recorded to this one), its folder changed, or both. A run never processed, or
+    processed before data versions were recorded, is not named."""
+    import dagster as dg
+
+    from .assets.partition_work import STAGES
+    from .dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
+    from .formula import FORMULA_VERSION
+
+    if not fingerprints:
+        return {}
+    latest = latest_tags_by_partition(instance, dg.AssetKey(STAGES[-1]), [DATA_VERSION_TAG], list(fingerprints))
+    why: dict[str, str] = {}
+    for key, tags in latest.items():
+        stored, _, formula = (tags.get(DATA_VERSION_TAG) or "").partition("@")
+        if not formula:
+            continue
+        reasons = []
+        if stored != fingerprints[key]:
+            reasons.append("its folder changed since it was processed (manifest.json, suite.json or its results file)")
+        if formula != FORMULA_VERSION:
+            reasons.append(f"formula changed from {formula} to {FORMULA_VERSION}")
+        if reasons:
+            why[key] = "; ".join(reasons)
+    return why
+
+
+def follow_ahead(instance, settings, found, todo: list[str]) -> list:
+    """The runs whose comparison the runs of ``todo`` will put behind (a re-judged baseline, a
+    late run), each said with why: processed after them by this command, so that one catalog
+    refresh follows them all. ``found``: every run folder of the runs root (its scan)."""
+    from .assets.comparisons import behind_now
+
+    if not todo:
+        return []
+    ahead = behind_now(instance, settings, found, processing=frozenset(todo))
+    for b in ahead:
+        _say(f"{b.run_id}: its comparison will be behind its inputs ({b.why}): comparing it again")
+    return ahead
 
 
 def follow_comparisons(job, instance, settings) -> tuple[int, int]:
@@ -425,9 +488,24 @@ def _run_seconds(result) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     from .bulk import start_fork_server
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-samples", action="store_true", help="do not write sample runs into an empty runs root")
-    parser.add_argument("--samples-only", action="store_true", help="only write sample runs into an empty runs root")
+    parser = argparse.ArgumentParser(
+        prog="scripts/run.sh",
+        description="Process every ready run folder under the runs root (BENCH_RUNS_ROOT, default "
+                    ".bench_data/runs) through the local Dagster instance (DAGSTER_HOME, default .dagster_home): "
+                    "metrics.json, summary.md and report.html of each new or changed run, its comparison with "
+                    "its baseline and its Langfuse publication (a local outbox without LANGFUSE_* keys), then "
+                    "the catalog and the suite pages. Runs already processed from the same folder contents "
+                    "with the same formula version are skipped. With no run folder in the runs root, sample "
+                    "runs are written first.",
+        epilog="Environment variables: README.md (\"Your own runs\"); what it prints: docs/operations.md "
+               "(\"Main command\").",
+    )
+    parser.add_argument("--no-samples", action="store_true",
+                        help="do not write sample runs when the runs root holds no run folder (process your own "
+                             "runs only)")
+    parser.add_argument("--samples-only", action="store_true",
+                        help="only write the sample runs when the runs root holds no run folder, process nothing "
+                             "(what scripts/ui.sh does before it starts the UI)")
     args = parser.parse_args(argv)
     if args.samples_only:
         from .resources.settings import default_runs_root

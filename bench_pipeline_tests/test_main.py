@@ -16,6 +16,7 @@ import pytest
 
 from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.assets.run_stages import up_to_date
+from bench_pipeline.data_quality import data_quality_findings
 from bench_pipeline.formula import FORMULA_VERSION
 from bench_pipeline.main import SAMPLES
 from bench_pipeline.partitions import runs_partitions
@@ -78,6 +79,75 @@ def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == names
 
 
+def test_run_sh_help_names_the_script_and_its_options(capsys):
+    from bench_pipeline.main import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    said = capsys.readouterr().out
+    assert said.startswith("usage: scripts/run.sh [-h] [--no-samples] [--samples-only]")
+    words = " ".join(said.split())  # as wrapped to the terminal
+    assert "main.py" not in said and "Process every ready run folder under the runs root" in words
+    assert "--no-samples do not write sample runs when the runs root holds no run folder" in words
+    assert "--samples-only only write the sample runs" in words
+
+
+#: The main command with another formula version, as after a change of FORMULA_VERSION: set
+#: before any module reads it (the worker processes keep the real one: only the data versions
+#: the step records, and the command's words, matter here).
+BUMPED_MAIN = """
+import sys
+import bench_pipeline.formula
+bench_pipeline.formula.FORMULA_VERSION = "test-bump"
+from bench_pipeline.main import main
+sys.exit(main(["--no-samples"]))
+"""
+
+
+@pytest.mark.slow
+def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp_path):
+    """A folder that is not a run is named, once; a run whose manifest.json is not valid JSON
+    waits as a legacy run, and the command says so; after a formula change every run is
+    processed again "formula changed from X to Y", and a run whose folder changed says that."""
+    runs = tmp_path / "runs"
+    for run_id in ("run-1", "run-2"):
+        make_run(runs, [row("a"), row("b", status="failed")], run_id=run_id)
+    broken = make_run(runs, [row("a")], run_id="run-broken-manifest")
+    (broken / "manifest.json").write_text('{"status": "completed",')
+    (runs / "notes").mkdir()
+    env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "BENCH_RUNS_ROOT": str(runs),
+           "DAGSTER_HOME": str(tmp_path / "home")}
+    for var in ("BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        env.pop(var, None)
+    (tmp_path / "home").mkdir()
+    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", tmp_path / "home" / "dagster.yaml")
+
+    def run_main(*args: str) -> list[str]:
+        done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        return done.stdout.splitlines()
+
+    first = run_main("-m", "bench_pipeline.main", "--no-samples")
+    assert first.count("no results.jsonl, so not a run folder (or not one yet), skipped (1): notes") == 1
+    (waiting,) = [line for line in first if line.startswith("not ready yet")]
+    assert waiting.startswith("not ready yet, left for later (1): run-broken-manifest: its manifest.json is "
+                              "unreadable (not valid JSON: ")
+    assert waiting.endswith("): with no status to say whether the run is finished, it is taken for a legacy run "
+                            "(no manifest status), ready once its results file has been quiet for "
+                            "BENCH_QUIET_SECONDS=300 s; its report will list the broken manifest under data quality")
+    assert not [line for line in first if "processing it again" in line]  # new runs: nothing to explain
+
+    results = runs / "run-1" / "results.jsonl"
+    results.write_text(results.read_text() + json.dumps(row("c")) + "\n")
+    again = run_main("-c", BUMPED_MAIN)
+    assert (f"run-1: its folder changed since it was processed (manifest.json, suite.json or its results file); "
+            f"formula changed from {FORMULA_VERSION} to test-bump: processing it again") in again
+    assert f"run-2: formula changed from {FORMULA_VERSION} to test-bump: processing it again" in again
+    assert len([line for line in again if ": ok (" in line]) == 2
+
+
 @pytest.mark.slow
 def test_main_says_each_thing_once_naming_its_run(tmp_path):
     """The main command on the sample runs: one line per processed run, nothing in Dagster's
@@ -102,12 +172,24 @@ def test_main_says_each_thing_once_naming_its_run(tmp_path):
     duplicates = {run_id: json.loads((reports / run_id / "metrics.json").read_text())["data_quality"]["duplicate_rows"]
                   for run_id in runs}
     assert sum(1 for n in duplicates.values() if n) == 1  # the second imperfect sample
-    warned = [line for line in lines if "duplicate task/attempt record(s) ignored" in line]
-    assert sorted(warned) == sorted(f"{run_id}: {len(rows)} duplicate task/attempt record(s) ignored "
-                                    "(the later line wins)" for run_id, rows in duplicates.items() if rows)
+    # the publication's own word on duplicates: what Langfuse gets, not contradicting summary.md
+    warned = [line for line in lines if "duplicate task/attempt record(s)" in line]
+    assert sorted(warned) == sorted(
+        f"{run_id}: langfuse: {len(rows)} earlier duplicate task/attempt record(s) not sent: Langfuse keeps one "
+        f"item per task/attempt, the later line's (the metrics still count every row in attempt-level populations)"
+        for run_id, rows in duplicates.items() if rows)
     for run_id in runs:
         assert len([line for line in lines if line.endswith(f"] {run_id}") or f"] {run_id}: " in line]) == 1
     assert len([line for line in lines if ": ok (" in line]) == len(runs)
+    # each run's line says how many data-quality findings it has and where they are listed
+    for run_id in runs:
+        (line,) = [line for line in lines if f"] {run_id}: ok (" in line]
+        findings = data_quality_findings(json.loads((reports / run_id / "metrics.json").read_text()))
+        if run_id.startswith("sample-clean-"):
+            assert findings == 0 and line.endswith("s), no data-quality findings"), line
+        else:
+            assert findings > 1 and line.endswith(
+                f"s), {findings} data-quality findings: see \"Data quality\" in its summary.md or report.html"), line
 
     listed = lines[lines.index("Reports:") + 1:]
     compared = [run_id for run_id in runs if (reports / run_id / "comparison.md").exists()]
@@ -126,7 +208,7 @@ def test_main_says_each_thing_once_naming_its_run(tmp_path):
     logs = instance.all_logs(run.run_id)
     messages = [e.user_message for e in logs if e.dagster_event is None]
     for run_id in runs:
-        assert any(m.startswith("[") and f"] {run_id}: ok (" in m for m in messages)
+        assert any(m.startswith("[") and f"] {run_id}: ok (" in m and "data-quality finding" in m for m in messages)
     assert sorted(m for m in messages if "duplicate task/attempt" in m) == sorted(warned)
     events = {e.dagster_event.event_type_value for e in logs if e.dagster_event is not None}
     assert {"STEP_START", "ASSET_MATERIALIZATION", "ASSET_CHECK_EVALUATION", "STEP_SUCCESS"} <= events
