@@ -74,10 +74,15 @@ def catalog_row(run_id: str, metrics: dict, manifest: dict) -> dict:
 def catalog_frame(rows: list[dict]) -> pd.DataFrame:
     """The catalog, ordered by suite and start time."""
     frame = pd.DataFrame.from_records(rows, columns=CATALOG_COLUMNS)
-    for column in COUNT_COLUMNS:  # nullable 64-bit counts; a larger one (a huge plan) is n/a here
-        frame[column] = pd.array(
-            [v if isinstance(v, int) and abs(v) <= COUNT_LIMIT else None for v in frame[column]], dtype="Int64")
+    # nullable 64-bit counts, from the rows themselves (a column holding a null would have made
+    # them floats); a count beyond 64 bits (a huge plan) is n/a here
+    for column in COUNT_COLUMNS:
+        frame[column] = pd.array([_count(row.get(column)) for row in rows], dtype="Int64")
     return frame.sort_values(["suite", "started_at", "run_id"], na_position="last").reset_index(drop=True)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and abs(value) <= COUNT_LIMIT else None
 
 
 def plain_value(value: Any) -> Any:

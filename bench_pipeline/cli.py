@@ -230,7 +230,7 @@ def _repeats(args: argparse.Namespace) -> int:
         return 2
     fa, br, st = doc["pooled"]["first_attempt"], doc["between_runs"], doc["stability"]
     noise = f"{br['noise_floor95'] * 100:.1f} points" if br["noise_floor95"] is not None else "n/a (one run)"
-    flips = f"{st['flip_rate']:.3f}" if st["flip_rate"] is not None else "n/a"
+    flips = fmt_pct(st["flip_rate"]) if st["flip_rate"] is not None else "n/a"
     _say(f"repeats: {len(runs)} run(s) of {system_text(doc['system'])}: pooled first attempt {fmt_pct(fa['mean'])} "
          f"{level_interval('rate', fa['ci95']['lower'], fa['ci95']['upper'])}, noise floor {noise}, flip rate {flips} "
          f"({st['flaky']} flaky of {st['tasks_classified']} tasks)"

@@ -204,3 +204,16 @@ def test_a_suites_only_run_is_not_read_for_its_trend(tmp_path, monkeypatch):
                          for i, r in ((1, "r1"), (2, "r2"))])
     suite_trends(two, tmp_path)
     assert read == ["r1", "r2"]
+
+
+def test_a_count_unknown_in_one_run_stays_known_in_the_others(tmp_path):
+    """One run without metrics_k (no plan, no manifest k) leaves the others' k as it is: unknown
+    is not the whole column."""
+    known = run_stages(make_run(tmp_path, [row("a"), row("a", 2)], run_id="known",
+                                manifest={"status": "completed", "metrics_k": 2})).processed.metrics
+    unknown = run_stages(make_run(tmp_path, [], run_id="unknown")).processed.metrics
+    assert (known["coverage"]["metrics_k"], unknown["coverage"]["metrics_k"]) == (2, None)
+    catalog = catalog_frame([catalog_row("known", known, {}), catalog_row("unknown", unknown, {})])
+    by_run = catalog.set_index("run_id")["metrics_k"]
+    assert by_run["known"] == 2 and by_run.isna().to_dict() == {"known": False, "unknown": True}
+    assert str(catalog["metrics_k"].dtype) == "Int64"

@@ -53,7 +53,7 @@ def test_repeats_pools_three_runs_and_names_the_flaky_task(tmp_path):
         assert (out / "runs" / run_id / "report.html").is_file()
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("repeats: 3 run(s) of suite-x / m / abc1234: pooled first attempt 55.6% [")
-    assert "flip rate 0.222 (1 flaky of 3 tasks)" in last
+    assert "flip rate 22.2% (1 flaky of 3 tasks)" in last
 
 
 def test_repeats_refuses_a_folder_that_is_not_a_run_and_the_same_run_twice(tmp_path):

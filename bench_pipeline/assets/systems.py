@@ -129,7 +129,7 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
         lines.append(" | ".join([
             f"| {_cell(e['suite'])}", _cell(e["model"]), _cell(e["git_sha"]), str(len(e["runs"])), fmt_pct(fa["mean"]),
             interval, f"{noise * 100:.1f} points" if noise is not None else "n/a (one run)",
-            f"{flips:.3f}" if flips is not None else "n/a", f"`{e['slug']}` |"]))
+            fmt_pct(flips) if flips is not None else "n/a", f"`{e['slug']}` |"]))
     if len(entries) > limit:
         lines += ["", f"... and {len(entries) - limit} more (every system has its folder under `{SYSTEMS_FOLDER}/`)."]
     return "\n".join(lines)
