@@ -64,6 +64,37 @@ def catalog_preview(frame: pd.DataFrame, formula_version: str, limit: int = PREV
     return "\n".join(lines)
 
 
+def trends_preview(frame: pd.DataFrame, limit: int = PREVIEW_RUNS) -> str:
+    """The trends' first ``limit`` runs for people (suite_trends' ``preview``), as
+    ``catalog_preview`` shows the catalog: one item per run, the verdicts in words, rates as
+    percents and the change of pass_at_1 in percentage points (the stored frame keeps every
+    digit and the codes)."""
+    if not len(frame):
+        return "No processed run yet."
+    lines = [f"{plural(len(frame), 'run')} by suite, in start order, each against the run before it"
+             + (f"; the first {limit}:" if len(frame) > limit else ":"), ""]
+    for row in frame.head(limit).itertuples(index=False):
+        if not isinstance(row.compared_with, str):
+            lines.append(f"- **{_cell(row.run_id)}** ({_cell(row.suite)}): the first run of its suite, "
+                         f"pass@1 **{fmt_pct(_number(row.pass_at_1))}**")
+            continue
+        change = _number(row.pass_at_1_change)
+        bits = [f"against {_cell(row.compared_with)}", f"{fmt_int(_number(row.paired_tasks))} paired tasks",
+                f"first attempt: {_words(row.first_attempt_verdict)}", f"task success: {_words(row.task_success_verdict)}",
+                f"gate **{_words(row.gate)}**",
+                f"pass@1 {fmt_pct(_number(row.pass_at_1))}"
+                + (f" ({change * 100:+.1f} pp, a plain difference)" if change is not None else "")]
+        lines.append(f"- **{_cell(row.run_id)}** ({_cell(row.suite)}): " + " · ".join(bits))
+    if len(frame) > limit:
+        lines += ["", f"... and {len(frame) - limit} more (the table has every run, every digit)."]
+    return "\n".join(lines)
+
+
+def _words(code: object) -> str:
+    """A verdict or gate code in words (``no_significant_change`` -> no significant change)."""
+    return md_text(code.replace("_", " ")) if isinstance(code, str) and code else "n/a"
+
+
 def _number(value: object) -> float | int | None:
     """A frame cell as a number, None when missing (NA, NaN, None)."""
     if value is None or value is pd.NA:
@@ -163,11 +194,9 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
     output_root = OutputRoot(settings.output_root)  # a bucket's: read through local copies
     local = output_root.fetch([r for r in run_catalog["run_id"] if isinstance(r, str)], ("metrics.json", "attempts.jsonl"))
     frame = build_trends(run_catalog, local)
-    shown = ["suite", "run_id", "compared_with", "paired_tasks", "first_attempt_verdict",
-             "task_success_verdict", "gate", "pass_at_1", "pass_at_1_change"]
     context.add_output_metadata({
         "dagster/row_count": len(frame),
         "gate_failures": int((frame["gate"] == "fail").sum()) if len(frame) else 0,
-        "preview": dg.MetadataValue.md(frame[shown].head(20).to_markdown(index=False)) if len(frame) else "no runs yet",
+        "preview": dg.MetadataValue.md(trends_preview(frame)),
     })
     return frame

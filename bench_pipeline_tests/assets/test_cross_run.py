@@ -101,6 +101,30 @@ def test_the_catalog_preview_is_rounded_for_people_and_the_frame_keeps_every_dig
     assert catalog_preview(pd.DataFrame(columns=CATALOG_COLUMNS), FORMULA_VERSION) == "No processed run yet."
 
 
+def test_the_trends_preview_reads_in_words_and_percent_and_the_frame_keeps_codes() -> None:
+    """suite_trends' preview: one line per run, verdicts and gate in words, pass@1 as a percent
+    and its change in percentage points; the frame keeps the codes and every digit."""
+    import pandas as pd
+
+    from bench_pipeline.assets.cross_run import trends_preview
+
+    frame = pd.DataFrame([
+        {"suite": "android-core", "run_id": "r1", "compared_with": None, "paired_tasks": None,
+         "first_attempt_verdict": None, "task_success_verdict": None, "gate": None, "pass_at_1": 0.5,
+         "pass_at_1_change": None},
+        {"suite": "android-core", "run_id": "r2", "compared_with": "r1", "paired_tasks": 12,
+         "first_attempt_verdict": "no_significant_change", "task_success_verdict": "regression", "gate": "fail",
+         "pass_at_1": 2 / 3, "pass_at_1_change": 2 / 3 - 0.5},
+    ])
+    assert trends_preview(frame).splitlines() == [
+        "2 runs by suite, in start order, each against the run before it:", "",
+        "- **r1** (android-core): the first run of its suite, pass@1 **50.0%**",
+        "- **r2** (android-core): against r1 · 12 paired tasks · first attempt: no significant change · "
+        "task success: regression · gate **fail** · pass@1 66.7% (+16.7 pp, a plain difference)"]
+    assert frame["first_attempt_verdict"].iloc[1] == "no_significant_change"
+    assert trends_preview(frame.iloc[0:0]) == "No processed run yet."
+
+
 def test_after_a_formula_change_the_catalog_is_behind_until_refreshed(tmp_path, monkeypatch):
     """A processed run and its catalog are up to date. Once the formula version changes, the
     catalog is behind although no run was materialized; refreshed (with the rest of the catalog
