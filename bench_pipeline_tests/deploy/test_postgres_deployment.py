@@ -376,10 +376,11 @@ def test_pipeline_on_postgres_with_daemon_queue_and_backfill(tmp_path, postgres_
             if asset in VERSIONED:
                 assert {_code_version(e) for e in events.values()} == {BUMP}, asset
         assert _versions(tmp_path) == dict.fromkeys(RUNS, BUMP)
-        # No further retry, and the sensor requested nothing more (the folders did not change);
-        # the catalog sensor's refreshes are runs of the other job.
+        # No further retry, and the sensors requested nothing more (the folders did not change,
+        # the backfill compared every run with its baseline's new values); the catalog sensor's
+        # refreshes are runs of the other job.
         total = _query(pg_env, "SELECT count(*) FROM runs WHERE pipeline_name <> 'refresh_catalog'")
-        assert total[0][0] == len(RUNS) + retries + 1
+        assert total[0][0] == len(RUNS) + retries + len(follow_ups) + 1
     except BaseException:
         _stop_all([daemon, code], strict=False)  # best effort: the test has failed already
         raise
