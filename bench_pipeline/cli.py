@@ -78,6 +78,14 @@ def _process(args: argparse.Namespace) -> int:
     return 0
 
 
+def gate_exit_code(gate: dict) -> int:
+    """The exit code of ``compare`` (both forms) for its gate (comparison.md): 0 pass, 1 fail,
+    3 inconclusive (2 is bad input, returned before there is a gate)."""
+    from .comparison import GATE_EXIT_CODES
+
+    return GATE_EXIT_CODES[gate["result"]]
+
+
 def _extras(gate: dict, result: dict, started: float) -> str:
     """`` (reasons: ...; warnings: ...; 0.12s)`` for the gate's one line."""
     parts = [f"reasons: {', '.join(gate['reasons'])}"] if gate["reasons"] else []
@@ -87,7 +95,8 @@ def _extras(gate: dict, result: dict, started: float) -> str:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Process BASELINE_RUN_DIR and CANDIDATE_RUN_DIR and compare them (comparison.md of the
-    specification): exit 0 when the release gate passes, 1 when it fails, 2 for bad input."""
+    specification): exit 0 when the release gate passes, 1 when it fails, 3 when it is
+    inconclusive (the data cannot decide), 2 for bad input."""
     from .bulk import gc_paused
 
     repeated = bool(args.baseline or args.candidate)
@@ -148,7 +157,7 @@ def _compare(args: argparse.Namespace) -> int:
         for name, path in files.items():
             print(f"{prefix}{name}: {path}")
     _LEFT_FOR_EXIT.extend([baseline, candidate])  # freed by the process's end, not object by object
-    return 0 if gate["result"] == "pass" else 1
+    return gate_exit_code(gate)
 
 
 class BadInputError(ValueError):
@@ -287,7 +296,7 @@ def _compare_sets(args: argparse.Namespace) -> int:
     for name, path in written.items():
         print(f"{name}: {path}")
     _LEFT_FOR_EXIT.extend([*b_results, *c_results])
-    return 0 if gate["result"] == "pass" else 1
+    return gate_exit_code(gate)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -353,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_process)
 
     c = sub.add_parser("compare", help="process two run folders (or two sets of runs) and compare them by task: "
-                                       "a release gate (exit 0 pass, 1 fail, 2 bad input)")
+                                       "a release gate (exit 0 pass, 1 fail, 3 inconclusive, 2 bad input)")
     c.add_argument("baseline_run_dir", nargs="?", help="the baseline run folder")
     c.add_argument("candidate_run_dir", nargs="?", help="the candidate run folder")
     c.add_argument("--baseline", action="append", default=[], metavar="DIR",
@@ -363,8 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--output-dir", required=True,
                    help="OUT: baseline/ and candidate/ (each run's files), comparison.json and comparison.md")
     c.add_argument("--max-drop", type=float, default=None,
-                   help="non-inferiority margin: the gate also fails when the 95%% interval of the change in first "
-                        "attempt or task success reaches below -X (a rate: 0.05 is 5 percentage points)")
+                   help="non-inferiority margin: the gate passes only when the 95%% interval of the change in first "
+                        "attempt and in task success stays at or above -X; it is inconclusive when an interval "
+                        "reaches below -X or is missing (a rate: 0.05 is 5 percentage points)")
     c.add_argument("--workers", type=int, default=0, help="processes for large runs (default: one per core)")
     c.set_defaults(func=cmd_compare)
 

@@ -52,8 +52,10 @@ SIDE_FIELDS = ("success", "agent_eligible", "quality_score", *COMPARISON_RESOURC
 #: comparison.md's warning codes, in the order they are listed when present.
 WARNINGS = ("suite_differs", "metrics_k_differs", "no_paired_tasks")
 #: comparison.md's gate reasons, in their order.
-GATE_REASONS = ("first_attempt_regression", "first_attempt_below_margin",
-                "task_success_regression", "task_success_below_margin")
+GATE_REASONS = tuple(f"{section}_{reason}" for section in ("first_attempt", "task_success")
+                     for reason in ("no_evidence", "regression", "no_interval", "below_margin"))
+#: The gate's three results.
+GATE_RESULTS = ("pass", "fail", "inconclusive")
 VERDICTS = ("regression", "improvement", "no_significant_change")
 
 
@@ -402,18 +404,49 @@ def comparison_warnings(baseline: Side, candidate: Side, paired: int) -> list[st
 
 def release_gate(first_attempt: Mapping[str, Any], task_success: Mapping[str, Any],
                  max_drop: float | None = None) -> dict:
-    """comparison.md "the release gate": fail when first_attempt or task_success is a
-    regression or, with a non-inferiority margin X, when either one's ci95.lower < -X;
-    reasons in GATE_REASONS order. A section without an interval cannot fall below the
-    margin (docs/metric-choices.md)."""
+    """comparison.md "Verdicts and the release gate": three results. For each gate section
+    (first_attempt, then task_success) the first of these that holds gives its reason:
+    ``<section>_no_evidence`` (n = 0), ``<section>_regression`` (its verdict), and with a
+    non-inferiority margin X ``<section>_no_interval`` (ci95.lower null) else
+    ``<section>_below_margin`` (ci95.lower < -X). ``fail`` when any reason is a regression,
+    else ``inconclusive`` when there is any reason, else ``pass``. Both forms of the
+    comparison (``compare``, ``repeats.compare_sets``) call this one function."""
     reasons = []
     for name, section in (("first_attempt", first_attempt), ("task_success", task_success)):
-        if section["verdict"] == "regression":
-            reasons.append(f"{name}_regression")
+        reason = gate_reason(section, max_drop)
+        if reason is not None:
+            reasons.append(f"{name}_{reason}")
+    return {"result": gate_result(reasons), "max_drop": max_drop, "reasons": reasons}
+
+
+def gate_reason(section: Mapping[str, Any], max_drop: float | None = None) -> str | None:
+    """The reason (without its section prefix: ``no_evidence``, ``regression``,
+    ``no_interval``, ``below_margin``) a gate section gives, None when it gives none."""
+    if not section.get("n"):
+        return "no_evidence"
+    if section["verdict"] == "regression":
+        return "regression"
+    if max_drop is not None:
         lower = section["ci95"]["lower"]
-        if max_drop is not None and lower is not None and lower < -max_drop:
-            reasons.append(f"{name}_below_margin")
-    return {"result": "fail" if reasons else "pass", "max_drop": max_drop, "reasons": reasons}
+        if lower is None:
+            return "no_interval"
+        if lower < -max_drop:
+            return "below_margin"
+    return None
+
+
+def gate_result(reasons: Iterable[str]) -> str:
+    """``fail`` when any reason is a ``_regression``, else ``inconclusive`` when there is
+    any reason, else ``pass``."""
+    reasons = list(reasons)
+    if any(r.endswith("_regression") for r in reasons):
+        return "fail"
+    return "inconclusive" if reasons else "pass"
+
+
+#: The gate's results and the exit code of ``bench-pipeline compare`` for each (comparison.md;
+#: 2 is bad input).
+GATE_EXIT_CODES = {"pass": 0, "fail": 1, "inconclusive": 3}
 
 
 def check_max_drop(max_drop: Any) -> float | None:

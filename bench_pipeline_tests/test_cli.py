@@ -1,6 +1,7 @@
 """`bench-pipeline process`: every output written, the publication's evidence kept; and
 `bench-pipeline compare`: both runs processed, the comparison written, and the exit code a
-CI job reads (0 gate passes, 1 gate fails, 2 bad input with a one-line reason)."""
+CI job reads (0 gate passes, 1 gate fails, 3 gate inconclusive, 2 bad input with a one-line
+reason)."""
 
 from __future__ import annotations
 
@@ -125,18 +126,48 @@ def test_exit_1_when_the_gate_fails(tmp_path):
     assert "could have gone unseen" not in done.stderr
 
 
-def test_exit_1_when_a_margin_is_not_met(tmp_path):
+def test_exit_3_when_a_margin_is_not_shown(tmp_path):
     """One task lost in twenty: not significant, but the interval's lower bound (about
-    -0.15) is below -0.1."""
+    -0.15) is below -0.1: the margin is not shown to hold, which is not a regression either."""
     manifest = {"status": "completed", "metrics_k": 1}
     tasks = [f"t{i:02d}" for i in range(20)]
     base = make_run(tmp_path / "runs", [row(t) for t in tasks], run_id="base", manifest=manifest)
     cand = make_run(tmp_path / "runs", [row(t, 1, "failed" if t == "t00" else "passed") for t in tasks],
                     run_id="cand", manifest=manifest)
     assert cli.main(["compare", str(base), str(cand), "--output-dir", str(tmp_path / "a"), "--max-drop", "0.2"]) == 0
-    assert cli.main(["compare", str(base), str(cand), "--output-dir", str(tmp_path / "b"), "--max-drop", "0.1"]) == 1
+    assert cli.main(["compare", str(base), str(cand), "--output-dir", str(tmp_path / "b"), "--max-drop", "0.1"]) == 3
     gate = json.loads((tmp_path / "b" / "comparison.json").read_text())["gate"]
-    assert gate == {"result": "fail", "max_drop": 0.1, "reasons": ["first_attempt_below_margin", "task_success_below_margin"]}
+    assert gate == {"result": "inconclusive", "max_drop": 0.1,
+                    "reasons": ["first_attempt_below_margin", "task_success_below_margin"]}
+    done = _command(base, cand, "--output-dir", tmp_path / "c", "--max-drop", "0.1")
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("gate inconclusive: cand against base, 20 paired task(s): the data cannot decide, so "
+                                  "this is neither a pass nor a fail: the first attempt's 95% interval")
+    assert "reaches below -10.0 pp, the allowed drop: a drop of up to 14.8 pp is not ruled out" in done.stderr
+    assert "(reasons: first_attempt_below_margin, task_success_below_margin; " in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_exit_3_for_an_empty_candidate_and_for_disjoint_task_sets(tmp_path):
+    """An empty candidate (results.jsonl empty) and a candidate with none of the baseline's
+    tasks: nothing is paired, so the gate cannot decide, with or without a margin."""
+    manifest = {"status": "completed", "metrics_k": 1}
+    base = make_run(tmp_path / "runs", [row(t) for t in TASKS], run_id="base", manifest=manifest)
+    empty = make_run(tmp_path / "runs", [], run_id="empty", manifest=manifest)
+    (empty / "results.jsonl").write_text("", encoding="utf-8")
+    other = make_run(tmp_path / "runs", [row(f"other-{t}") for t in TASKS], run_id="other", manifest=manifest)
+    for cand, extra in ((empty, []), (empty, ["--max-drop", "0.05"]), (other, [])):
+        out = tmp_path / f"out-{cand.name}-{len(extra)}"
+        done = _command(base, cand, "--output-dir", out, *extra)
+        assert done.returncode == 3, done.stderr
+        assert done.stderr.startswith(f"gate inconclusive: {cand.name} against base, 0 paired task(s): the data cannot "
+                                      "decide, so this is neither a pass nor a fail: the first attempt has no paired task")
+        assert "(reasons: first_attempt_no_evidence, task_success_no_evidence; warnings: no_paired_tasks; " in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        gate = json.loads((out / "comparison.json").read_text())["gate"]
+        assert gate["result"] == "inconclusive"
+        assert gate["reasons"] == ["first_attempt_no_evidence", "task_success_no_evidence"]
+        assert "**Release gate: inconclusive**" in (out / "comparison.md").read_text()
 
 
 def test_exit_2_for_a_folder_that_is_not_a_run(tmp_path):

@@ -1,5 +1,6 @@
 """`bench-pipeline repeats` and `compare --baseline ... --candidate ...` (repeated-runs.md):
-each run processed, the files written, and the exit codes (0, 1 gate fail, 2 bad input)."""
+each run processed, the files written, and the exit codes (0, 1 gate fail, 3 gate inconclusive,
+2 bad input)."""
 
 from __future__ import annotations
 
@@ -103,6 +104,20 @@ def test_repeated_compare_exit_codes_and_bad_input(tmp_path):
     margin = _run("compare", "--baseline", base[0], "--candidate", base[1], "--output-dir", tmp_path / "m",
                   "--max-drop", "0.05")
     assert margin.returncode == 0 and "both 95% intervals stay above" not in margin.stderr  # no variation: no interval
+    # an empty candidate run on the set form: nothing paired, inconclusive, exit 3
+    empty = make_run(tmp_path / "runs", [], run_id="e1", manifest=SYSTEM)
+    (empty / "results.jsonl").write_text("", encoding="utf-8")
+    nothing = _run("compare", "--baseline", base[0], "--baseline", base[1], "--candidate", empty,
+                   "--output-dir", tmp_path / "e", "--max-drop", "0.05")
+    assert nothing.returncode == 3, nothing.stderr
+    assert nothing.stderr.strip().splitlines()[-1].startswith(
+        "gate inconclusive: 1 candidate run(s) against 2 baseline run(s), 0 paired task(s): the data cannot decide")
+    result = json.loads((tmp_path / "e" / "comparison.json").read_text())
+    assert result["gate"] == {"result": "inconclusive", "max_drop": 0.05,
+                              "reasons": ["first_attempt_no_evidence", "task_success_no_evidence"]}
+    md = (tmp_path / "e" / "comparison.md").read_text()
+    assert "**Release gate: inconclusive**: the data cannot decide" in md
+    assert "Reasons: `first_attempt_no_evidence`, `task_success_no_evidence`." in md
     (tmp_path / "empty").mkdir()
     assert cli.main(["compare", "--baseline", str(base[0]), "--candidate", str(tmp_path / "empty"),
                      "--output-dir", str(tmp_path / "x")]) == 2

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from scipy.stats import binomtest
 
 from bench_pipeline.comparison import (
+    GATE_EXIT_CODES,
     GATE_REASONS,
     WARNINGS,
     Z_POWER80,
@@ -22,6 +24,7 @@ from bench_pipeline.comparison import (
     make_side,
     mcnemar_p,
     paired_statistics,
+    release_gate,
     side_from_output,
     side_from_processed,
 )
@@ -256,7 +259,9 @@ def test_no_paired_task_gives_nulls_zero_counts_and_a_warning():
         assert section == {"n": 0, "baseline_mean": None, "candidate_mean": None, "delta": None, "se": None,
                            "ci95": {"lower": None, "upper": None}, "mde80": None, "verdict": None}
     assert c["regressions"] == c["improvements"] == []
-    assert c["gate"] == {"result": "pass", "max_drop": None, "reasons": []}
+    # disjoint task sets: nothing paired, so the gate cannot decide (comparison.md)
+    assert c["gate"] == {"result": "inconclusive", "max_drop": None,
+                         "reasons": ["first_attempt_no_evidence", "task_success_no_evidence"]}
 
 
 def test_one_paired_task_has_a_delta_and_a_test_but_no_interval():
@@ -267,8 +272,11 @@ def test_one_paired_task_has_a_delta_and_a_test_but_no_interval():
     assert fa["mcnemar_p"] == 1.0 and fa["verdict"] == "no_significant_change"  # 2 * C(1,0) / 2 = 1
     ts = c["task_success"]
     assert (ts["n"], ts["delta"], ts["verdict"]) == (1, -0.5, None)
-    # a section without an interval cannot fall below the margin
-    assert c["gate"] == {"result": "pass", "max_drop": 0.05, "reasons": []}
+    # with a margin, a section without an interval cannot show it: inconclusive, not a pass
+    assert c["gate"] == {"result": "inconclusive", "max_drop": 0.05,
+                         "reasons": ["first_attempt_no_interval", "task_success_no_interval"]}
+    # without a margin there is nothing to show: no significant regression, a pass
+    assert compare(side({"a": [True, True]}), side({"a": [False, True]}))["gate"]["result"] == "pass"
     assert c["regressions"] == ["a"]
 
 
@@ -353,10 +361,103 @@ def test_the_gate_with_and_without_a_margin():
     assert wide["gate"] == {"result": "pass", "max_drop": 0.2, "reasons": []}
     narrow = compare(baseline, candidate, max_drop=0.1)
     assert -0.2 < lower < -0.1
-    assert narrow["gate"] == {"result": "fail", "max_drop": 0.1,
+    # a margin not shown to hold is not a regression: the data cannot decide
+    assert narrow["gate"] == {"result": "inconclusive", "max_drop": 0.1,
                               "reasons": ["first_attempt_below_margin", "task_success_below_margin"]}
-    assert list(GATE_REASONS) == ["first_attempt_regression", "first_attempt_below_margin",
-                                  "task_success_regression", "task_success_below_margin"]
+    assert list(GATE_REASONS) == ["first_attempt_no_evidence", "first_attempt_regression",
+                                  "first_attempt_no_interval", "first_attempt_below_margin",
+                                  "task_success_no_evidence", "task_success_regression",
+                                  "task_success_no_interval", "task_success_below_margin"]
+
+
+# --- the three-result gate on values in memory (comparison.md "Verdicts and the release gate") ---
+
+def _section(n=10, verdict="no_significant_change", lower=-0.02):
+    return {"n": n, "verdict": verdict, "ci95": {"lower": lower, "upper": None if lower is None else lower + 0.1}}
+
+
+EMPTY = {"n": 0, "verdict": None, "ci95": {"lower": None, "upper": None}}
+
+
+@pytest.mark.parametrize("first_attempt, task_success, max_drop, result, reasons", [
+    # nothing paired (an empty candidate, disjoint task sets): never a pass, margin or not
+    (EMPTY, EMPTY, None, "inconclusive", ["first_attempt_no_evidence", "task_success_no_evidence"]),
+    (EMPTY, EMPTY, 0.05, "inconclusive", ["first_attempt_no_evidence", "task_success_no_evidence"]),
+    # no eligible first attempt, task success measured
+    (EMPTY, _section(), None, "inconclusive", ["first_attempt_no_evidence"]),
+    # a regression fails, even beside a section without evidence; first_attempt's reason first
+    (_section(verdict="regression", lower=-0.5), _section(), None, "fail", ["first_attempt_regression"]),
+    (EMPTY, _section(verdict="regression", lower=-0.5), 0.05, "fail",
+     ["first_attempt_no_evidence", "task_success_regression"]),
+    # the first reason that holds: a regression below the margin is a regression only
+    (_section(verdict="regression", lower=-0.5), _section(verdict="regression", lower=-0.5), 0.05, "fail",
+     ["first_attempt_regression", "task_success_regression"]),
+    # one paired task: no interval; without a margin nothing to show, with one inconclusive
+    (_section(n=1, lower=None), _section(n=1, lower=None), None, "pass", []),
+    (_section(n=1, lower=None), _section(n=1, lower=None), 0.05, "inconclusive",
+     ["first_attempt_no_interval", "task_success_no_interval"]),
+    # a margin that holds (lower bound exactly at -X holds), and one not shown
+    (_section(lower=-0.05), _section(lower=-0.01), 0.05, "pass", []),
+    (_section(lower=-0.08), _section(lower=-0.01), 0.05, "inconclusive", ["first_attempt_below_margin"]),
+    (_section(lower=-0.01), _section(lower=-0.08), 0.05, "inconclusive", ["task_success_below_margin"]),
+    # no significant change without a margin: a pass (no regression found), never "safe"
+    (_section(lower=-0.3), _section(lower=-0.3), None, "pass", []),
+])
+def test_the_three_result_gate(first_attempt, task_success, max_drop, result, reasons):
+    gate = release_gate(first_attempt, task_success, max_drop)
+    assert gate == {"result": result, "max_drop": max_drop, "reasons": reasons}
+    assert set(reasons) <= set(GATE_REASONS)
+    assert GATE_EXIT_CODES[gate["result"]] == {"pass": 0, "fail": 1, "inconclusive": 3}[result]
+
+
+def test_the_gate_on_compared_sides():
+    """compare's gate on sides in memory: disjoint task sets, a regression, a margin."""
+    tasks = [f"t{i:02d}" for i in range(20)]
+    disjoint = compare(side({"a": [True]}, k=1), side({"b": [True]}, k=1), max_drop=0.05)
+    assert disjoint["gate"] == {"result": "inconclusive", "max_drop": 0.05,
+                                "reasons": ["first_attempt_no_evidence", "task_success_no_evidence"]}
+    regression = compare(side({t: [True] for t in tasks}, k=1), side({t: [False] for t in tasks}, k=1), max_drop=0.05)
+    assert regression["gate"] == {"result": "fail", "max_drop": 0.05,
+                                  "reasons": ["first_attempt_regression", "task_success_regression"]}
+    # every first attempt ineligible in the candidate: first attempt has no evidence, task success has
+    ineligible = compare(side({t: [True, True] for t in tasks}), side({t: [None, True] for t in tasks}))
+    assert ineligible["first_attempt"]["n"] == 0 and ineligible["task_success"]["n"] == 20
+    assert ineligible["gate"] == {"result": "inconclusive", "max_drop": None, "reasons": ["first_attempt_no_evidence"]}
+
+
+def test_an_empty_candidate_on_disk_is_inconclusive_and_not_drawn_as_a_pass(tmp_path):
+    """A candidate whose results.jsonl is empty, processed against a baseline of ten tasks:
+    nothing paired, so the gate is inconclusive with both no_evidence reasons, and
+    report.html, summary.md and comparison.md say so without a pass's colour or words."""
+    runs = tmp_path / "runs"
+    manifest = {"status": "completed", "metrics_k": 1}
+    base = make_run(runs, [row(f"t{i}") for i in range(10)], run_id="base", manifest=manifest)
+    cand = make_run(runs, [], run_id="cand", manifest=manifest)
+    (cand / "results.jsonl").write_text("", encoding="utf-8")
+    run_stages(base, tmp_path / "out" / "base")
+    for max_drop in (None, 0.05):
+        out = tmp_path / "out" / f"cand-{max_drop}"
+        result = run_stages(cand, out, baseline_dir=tmp_path / "out" / "base", max_drop=max_drop)
+        assert result.comparison["gate"] == {"result": "inconclusive", "max_drop": max_drop,
+                                             "reasons": ["first_attempt_no_evidence", "task_success_no_evidence"]}
+        page = (out / "report.html").read_text()
+        assert '<p class="gate inconclusive" id="gate-statement" data-gate="inconclusive">' in page
+        assert '<span class="gate-badge inconclusive">gate inconclusive</span>' in page
+        assert 'class="gate pass"' not in page and "gate-badge pass" not in page
+        assert "Release gate: inconclusive" in page and "has no paired task" in page
+        # the inline style draws it neither green (a pass) nor red (a fail)
+        style = page[page.index("<style"):page.index("</style>")]
+        rules = {sel: re.search(re.escape(sel) + r" \{([^}]*)\}", style).group(1)
+                 for sel in (".gate.pass", ".gate.fail", ".gate.inconclusive", ".gate-badge.pass",
+                             ".gate-badge.inconclusive")}
+        assert "background: #fff8c5" in rules[".gate.inconclusive"]
+        assert rules[".gate.inconclusive"] not in (rules[".gate.pass"], rules[".gate.fail"])
+        assert rules[".gate-badge.inconclusive"] != rules[".gate-badge.pass"]
+        for name in ("summary.md", "comparison.md"):
+            md = (out / name).read_text()
+            assert "**Release gate: inconclusive**: the data cannot decide" in md, name
+            assert "Reasons: `first_attempt_no_evidence`, `task_success_no_evidence`." in md, name
+            assert "a drop of any size could have gone unseen" in md and "Release gate: pass" not in md, name
 
 
 @pytest.mark.parametrize("bad", [-0.01, 1.5, float("nan"), float("inf"), True, "0.1"])
@@ -426,7 +527,7 @@ def test_run_stages_compares_without_an_output_folder_too(processed):
     with_files = run_stages(root / "runs" / "cand", root / "again", baseline_dir=root / "out" / "base", max_drop=0.1)
     without = run_stages(root / "runs" / "cand", baseline_dir=root / "out" / "base", max_drop=0.1)
     assert without.written == {} and without.comparison == with_files.comparison
-    assert without.comparison["gate"] == {"result": "fail", "max_drop": 0.1,
+    assert without.comparison["gate"] == {"result": "inconclusive", "max_drop": 0.1,
                                           "reasons": ["first_attempt_below_margin", "task_success_below_margin"]}
     assert run_stages(root / "runs" / "cand").comparison is None
 

@@ -198,7 +198,8 @@ def test_two_sets_pooled_by_hand_with_the_gate():
     assert result["regressions"] == ["a"] and result["improvements"] == []  # b's baseline pooled value is 1/2
     assert result["warnings"] == [] and result["gate"] == {"result": "pass", "max_drop": None, "reasons": []}
     with_margin = compare_sets(base, cand, max_drop=0.1)
-    assert with_margin["gate"]["reasons"] == ["first_attempt_below_margin", "task_success_below_margin"]
+    assert with_margin["gate"] == {"result": "inconclusive", "max_drop": 0.1,
+                                   "reasons": ["first_attempt_below_margin", "task_success_below_margin"]}
 
 
 def test_set_warnings_in_their_order_and_a_regression_fails_the_gate():
@@ -209,9 +210,13 @@ def test_set_warnings_in_their_order_and_a_regression_fails_the_gate():
     assert result["warnings"] == ["suite_differs", "metrics_k_differs", "baseline_systems_differ",
                                   "candidate_systems_differ"]
     assert result["first_attempt"]["verdict"] == "regression"  # every task 1 -> 0: se 0, interval [-1, -1]
-    assert result["gate"]["reasons"] == ["first_attempt_regression", "task_success_regression"]
+    assert result["gate"] == {"result": "fail", "max_drop": None,
+                              "reasons": ["first_attempt_regression", "task_success_regression"]}
     none = compare_sets([run("b", {"a": [True]})], [run("c", {"z": [True]})])
     assert none["warnings"] == ["no_paired_tasks"] and none["first_attempt"]["n"] == 0
+    # disjoint task sets: the same gate function as the single form, inconclusive
+    assert none["gate"] == {"result": "inconclusive", "max_drop": None,
+                            "reasons": ["first_attempt_no_evidence", "task_success_no_evidence"]}
     assert list(SET_WARNINGS)[-1] == "no_paired_tasks"
     with pytest.raises(ValueError):
         compare_sets([], cand)

@@ -454,3 +454,34 @@ def test_sections_collapse_and_open_from_the_nav_bar(browser: Any, tmp_path: Pat
     plain.locator("#attempts > details.sec > summary").click()
     assert plain.locator("#attempts .agrid").is_visible()
     context.close()
+
+
+def test_an_inconclusive_gate_is_drawn_neither_green_nor_red(browser: Any, tmp_path: Path) -> None:
+    """An empty candidate against a baseline of nine tasks, with a margin: the gate is
+    inconclusive; in Chromium its box and badge are neither the pass's green nor the fail's
+    red, and its words say no task was paired and that a drop of any size could have gone unseen."""
+    from bench_pipeline.comparison import comparison_of, make_side
+
+    rows = [{"task_id": f"task_{i}", "attempt": 1, "line": i + 1, "success": True, "agent_eligible": True,
+             "quality_score": None, "task_wall_ms": None, "total_tokens": None, "cost_usd": None} for i in range(9)]
+    comparison = comparison_of(make_side(rows, run_id="base", suite="s", metrics_k=1),
+                               make_side([], run_id="cand", suite="s", metrics_k=1), max_drop=0.05)
+    assert comparison.result["gate"]["result"] == "inconclusive"
+    paths = write_reports(tmp_path / "out", *main_run(), comparison=comparison)
+    w = open_report(browser, paths["report.html"])
+    section = w.page.locator("#comparison")
+    gate = section.locator("#gate-statement")
+    assert gate.get_attribute("class") == "gate inconclusive"
+    text = gate.inner_text()
+    assert text.startswith("Release gate: inconclusive: the data cannot decide")
+    assert "the first attempt has no paired task" in text and "a drop of any size could have gone unseen" in text
+    assert "first_attempt_no_evidence" in text and "task_success_no_evidence" in text
+    style = "(sel) => getComputedStyle(document.querySelector(sel)).backgroundColor"
+    green, red = "rgb(218, 251, 225)", "rgb(255, 235, 233)"  # .gate.pass, .gate.fail
+    shown = w.page.evaluate(style, "#gate-statement")
+    badge = w.page.evaluate(style, "#comparison .gate-badge")
+    assert shown not in (green, red) and badge not in (green, red)
+    assert shown == badge == "rgb(255, 248, 197)"  # amber
+    assert w.page.locator("nav.toc .badge.neutral").inner_text() == "gate inconclusive"
+    assert_clean(w)
+    w.page.close()

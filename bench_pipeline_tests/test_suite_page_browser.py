@@ -69,3 +69,20 @@ def test_suite_page_renders_clean_with_repeats_numbers(browser: Any, tmp_path: P
     assert [u for u in w.requests if u != path.as_uri()] == []  # nothing but the page itself
     assert_clean(w)
     page.close()
+
+
+def test_an_inconclusive_gate_on_the_suite_page_is_neither_green_nor_red(browser: Any, tmp_path: Path) -> None:
+    runs, systems = suite(tmp_path)
+    by_id = {r["run_id"]: r for r in runs}
+    by_id["b2"].update(gate="inconclusive", baseline="a2",
+                       gate_reasons=["first_attempt_no_evidence", "task_success_no_evidence"], gate_mde80={})
+    path = write_suite_page(tmp_path / "_suites" / "gate", SUITE, runs, systems)
+    w = open_report(browser, path)
+    rows = {r["0"][0]: r for r in w.page.evaluate(CELLS, "runs-table")}
+    assert rows["b2"]["gate"][0] == "inconclusive vs a2"
+    assert "first attempt: no paired task, so nothing was measured" in rows["b2"]["gate"][1]
+    color = "(sel) => getComputedStyle(document.querySelector(sel)).color"
+    inconclusive = w.page.evaluate(color, "td.gate-inconclusive")
+    assert inconclusive not in (w.page.evaluate(color, "td.gate-pass"), w.page.evaluate(color, "td.gate-fail"))
+    assert_clean(w)
+    w.page.close()

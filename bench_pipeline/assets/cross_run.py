@@ -197,6 +197,7 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
     context.add_output_metadata({
         "dagster/row_count": len(frame),
         "gate_failures": int((frame["gate"] == "fail").sum()) if len(frame) else 0,
+        "gate_inconclusive": int((frame["gate"] == "inconclusive").sum()) if len(frame) else 0,
         "preview": dg.MetadataValue.md(trends_preview(frame)),
     })
     return frame

@@ -387,9 +387,10 @@ COMPARED_SECTIONS = ("first_attempt", "pass_at_k", "pass_pow_k", "task_success",
 
 def comparison_metadata(comparison: dict | None, baseline: str | None, reason: str,
                         written: dict[str, Path]) -> dict[str, Any]:
-    """run_comparison's materialization metadata: the baseline, the gate and what its result
-    means (``gate_statement``: a pass without a margin names the regression size that could
-    have gone unseen), each section's
+    """run_comparison's materialization metadata: the baseline, the gate (pass, fail or
+    inconclusive, comparison.md), its reason codes and what its result means
+    (``gate_statement``: an inconclusive gate says what is missing, a pass without a margin
+    names the regression size that could have gone unseen), each section's
     verdict and (as numbers, for the Plots tab) its delta and interval; without a baseline,
     why there is none (a run without a baseline is not a failure)."""
     if comparison is None:

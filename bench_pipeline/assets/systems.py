@@ -185,8 +185,9 @@ def write_systems(settings: PipelineSettings, runs: list[RepeatRun], missing: li
 
 
 def suite_runs(catalog_rows: list[dict], output_root: Path | OutputRoot) -> dict[Any, list[dict]]:
-    """{suite: its catalog rows, each with ``gate`` and ``baseline`` (its comparison.json's
-    gate.result and baseline.run_id, None without one) and ``report`` (its report.html's
+    """{suite: its catalog rows, each with ``gate``, ``gate_reasons``, ``gate_mde80`` and
+    ``baseline`` (its comparison.json's gate.result, gate.reasons, the mde80 of first_attempt
+    and task_success, and baseline.run_id; None / empty without one) and ``report`` (its report.html's
     absolute path, None without one)}, suites in catalog order. ``output_root``: a folder, or
     an OutputRoot (a bucket's: comparison.json read through local copies, report.html's
     existence from the listing)."""
@@ -200,8 +201,12 @@ def suite_runs(catalog_rows: list[dict], output_root: Path | OutputRoot) -> dict
         gate = comparison.get("gate") if isinstance(comparison.get("gate"), dict) else {}
         baseline = comparison.get("baseline") if isinstance(comparison.get("baseline"), dict) else {}
         report = folder / "report.html"
+        reasons = gate.get("reasons") if isinstance(gate.get("reasons"), list) else []
+        mde = {name: (comparison.get(name) or {}).get("mde80") if isinstance(comparison.get(name), dict) else None
+               for name in ("first_attempt", "task_success")}
         suites.setdefault(row["suite"], []).append({
-            **row, "gate": gate.get("result"), "baseline": baseline.get("run_id"),
+            **row, "gate": gate.get("result"), "gate_reasons": [r for r in reasons if isinstance(r, str)],
+            "gate_mde80": mde, "baseline": baseline.get("run_id"),
             "report": report if root.has(name, "report.html") else None})
     return suites
 

@@ -23,7 +23,7 @@ from .compared import (
     fmt_change,
     fmt_interval,
     fmt_level,
-    gate_statement,
+    gate_view,
     no_variation,
     run_folder_base,
 )
@@ -46,8 +46,8 @@ SET_WARNING_TEXT = {
                                "values mix them.",
     "candidate_systems_differ": "The candidate's runs are of more than one system (model or git sha): its pooled "
                                 "values mix them.",
-    "no_paired_tasks": "No task was observed on both sides: there is no paired statistic, and the gate has nothing "
-                       "to check.",
+    "no_paired_tasks": "No task was observed on both sides: there is no paired statistic, so the gate cannot "
+                       "decide (inconclusive).",
 }
 
 
@@ -179,7 +179,6 @@ def set_comparison_view(result: Mapping[str, Any], single: Mapping[str, Any] | N
             "verdict": VERDICT_WORDS[s["verdict"]],
             "reading": _set_reading(name, s, one),
         })
-    statement = gate_statement(result)
 
     def side(runs: Sequence[RepeatRun]) -> dict[str, Any]:
         systems = group_systems(runs)
@@ -190,9 +189,7 @@ def set_comparison_view(result: Mapping[str, Any], single: Mapping[str, Any] | N
     return {
         "baseline": side(baseline), "candidate": side(candidate), "k": fmt_text(k),
         "paired": fmt_int(result["tasks"]["paired"]),
-        "gate": {"passed": result["gate"]["result"] == "pass", "explanation": statement.split(": ", 1)[1],
-                 "margin": fmt_change("rate", result["gate"]["max_drop"], signed=False)
-                 if result["gate"]["max_drop"] is not None else None},
+        "gate": {**gate_view(result), "margin": gate_view(result)["margin_text"]},
         "rows": rows,
         "warnings": [{"code": w, "text": SET_WARNING_TEXT[w]} for w in result["warnings"]],
         "regressions": result["regressions"][:LIST_CAP], "regressions_more": max(0, len(result["regressions"]) - LIST_CAP),

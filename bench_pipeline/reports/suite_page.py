@@ -5,8 +5,9 @@ Inputs (what the ``suite_pages`` asset passes):
 
 - ``runs``: one dict per run of the suite, as the run catalog has it (``run_id``, ``model``,
   ``git_sha``, ``started_at``, ``pass_at_1``, ``pass_at_1_lower``, ``pass_at_1_upper``,
-  ``attempts``, ...) plus ``gate`` ("pass", "fail" or None: the run's release gate against
-  its baseline), ``baseline`` (its baseline's run id or None) and ``report`` (the absolute
+  ``attempts``, ...) plus ``gate`` ("pass", "fail", "inconclusive" or None: the run's
+  release gate against its baseline), ``gate_reasons`` (its reason codes), ``gate_mde80``
+  ({first_attempt, task_success: mde80 or None}), ``baseline`` (its baseline's run id or None) and ``report`` (the absolute
   path of its report.html, or None);
 - ``systems``: one ``SystemEntry`` per system of the suite (repeats.json's dict, its runs as
   ``repeats.RepeatRun`` with their run folders for evidence links, and its repeats.md).
@@ -294,6 +295,37 @@ def _flaky(systems: Sequence[SystemEntry], rows: Sequence[Mapping[str, Any]], ou
     return {"tasks": tasks, "more": max(0, len(order) - LIST_CAP)}
 
 
+#: A gate reason's section and what it says, short, for the runs table (comparison.md's codes).
+_GATE_SECTION_WORDS = {"first_attempt": "first attempt", "task_success": "task success"}
+_GATE_REASON_WORDS = {
+    "no_evidence": "no paired task, so nothing was measured",
+    "regression": "a significant regression",
+    "no_interval": "no 95% interval (fewer than two paired tasks), so the margin cannot be shown",
+    "below_margin": "its 95% interval reaches below the allowed drop",
+}
+
+
+def gate_reasons_text(reasons: Sequence[str], mde80: Mapping[str, Any]) -> str:
+    """A gate's reasons in words for the runs table, each with how large a drop could have
+    gone unseen where the comparison could estimate it (its mde80): ``first attempt: no
+    paired task, ...; task success: ...``; '' without reasons."""
+    parts = []
+    for reason in reasons:
+        name = next((n for n in _GATE_SECTION_WORDS if reason.startswith(n + "_")), None)
+        code = reason[len(name) + 1:] if name is not None else None
+        if name is None or code not in _GATE_REASON_WORDS:
+            parts.append(str(reason))
+            continue
+        text = f"{_GATE_SECTION_WORDS[name]}: {_GATE_REASON_WORDS[code]}"
+        mde = _num(mde80.get(name))
+        if code in ("no_evidence", "no_interval"):
+            text += "; a drop of any size could have gone unseen"
+        elif code == "below_margin" and mde is not None and mde > 0:
+            text += f"; a drop smaller than {mde * 100:.1f} pp could have gone unseen"
+        parts.append(text)
+    return "; ".join(parts)
+
+
 def _run_rows(out_dir: Path, runs: Sequence[Mapping[str, Any]], labels: Mapping[str, str]) -> list[dict[str, Any]]:
     rows = []
     for r in run_start_order(runs):
@@ -309,7 +341,9 @@ def _run_rows(out_dir: Path, runs: Sequence[Mapping[str, Any]], labels: Mapping[
             "attempts": fmt_int(r.get("attempts")),
             "href": _href(out_dir, Path(report)) if report is not None else None,
             "gate": "no baseline" if baseline is None else f"{gate or 'n/a'} vs {baseline}",
-            "gate_css": gate if gate in ("pass", "fail") else "na",
+            "gate_css": gate if gate in ("pass", "fail", "inconclusive") else "na",
+            "gate_why": gate_reasons_text(r.get("gate_reasons") or [], r.get("gate_mde80") or {})
+            if baseline is not None else "",
             "bar": svg_interval_bar(_num(r.get("pass_at_1")), lower, upper, label=run_id, width=360),
         })
     return rows

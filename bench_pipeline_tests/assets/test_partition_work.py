@@ -71,3 +71,22 @@ def test_in_worker_processes_each_partitions_stages_come_before_its_publication(
         assert early.outcome.error is None and final.error is None
         assert early.outcome.attempts == final.attempts == 12
         assert (tmp_path / "reports" / key / "report.html").is_file()
+
+
+def test_run_comparisons_metadata_names_an_inconclusive_gate_and_what_is_missing():
+    """An empty candidate against a baseline: nothing paired, so run_comparison's metadata says
+    inconclusive (never a pass), with both no_evidence reasons and the words for them."""
+    from bench_pipeline.assets.partition_work import comparison_metadata
+    from bench_pipeline.comparison import compare, make_side
+
+    rows = [{"task_id": t, "attempt": 1, "line": i, "success": True, "agent_eligible": True, "quality_score": None,
+             "task_wall_ms": None, "total_tokens": None, "cost_usd": None} for i, t in enumerate(("a", "b"), start=1)]
+    baseline = make_side(rows, run_id="base", suite="s", metrics_k=1)
+    empty = make_side([], run_id="cand", suite="s", metrics_k=1)
+    meta = comparison_metadata(compare(baseline, empty, 0.05), "base", "the latest earlier run of the suite", {})
+    assert meta["gate"] == "inconclusive" and meta["paired_tasks"] == 0
+    assert meta["gate_reasons"] == "first_attempt_no_evidence, task_success_no_evidence"
+    assert meta["gate_statement"].startswith("inconclusive: the data cannot decide, so this is neither a pass nor a "
+                                             "fail: the first attempt has no paired task")
+    assert "a drop of any size could have gone unseen" in meta["gate_statement"]
+    assert meta["first_attempt_verdict"] == "n/a (no paired tasks)"

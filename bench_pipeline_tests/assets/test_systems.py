@@ -261,6 +261,13 @@ def test_suite_runs_read_each_runs_gate_and_baseline(tmp_path):
     assert (r1["gate"], r1["baseline"], r1["report"]) == (None, None, None)
     assert (r2["gate"], r2["baseline"], r2["report"]) == ("fail", "r1", (out / "r2" / "report.html").absolute())
     assert suites[None][0]["gate"] is None
+    assert r2["gate_reasons"] == [] and r2["gate_mde80"] == {"first_attempt": None, "task_success": None}
+    (out / "r2" / "comparison.json").write_text(json.dumps({
+        "baseline": {"run_id": "r1"}, "first_attempt": {"mde80": 0.3}, "task_success": {"mde80": 0.2},
+        "gate": {"result": "inconclusive", "reasons": ["task_success_below_margin"]}}))
+    r2 = systems.suite_runs(rows, out)["a"][1]
+    assert (r2["gate"], r2["gate_reasons"]) == ("inconclusive", ["task_success_below_margin"])
+    assert r2["gate_mde80"] == {"first_attempt": 0.3, "task_success": 0.2}
 
 
 def test_stored_frames_give_plain_values_and_the_evidence_folder(tmp_path):

@@ -138,7 +138,10 @@ def test_a_pass_without_a_margin_on_too_few_or_identical_tasks_says_so():
     assert ("first attempt shows no variation among its 2 paired tasks, so the size of a drop that could go unseen "
             "cannot be estimated") in gate_statement(same)
     none = compare(side({"a": [True]}, k=1), side({"b": [True]}, k=1))
-    assert "first attempt has no paired task, so any drop could have gone unseen" in gate_statement(none)
+    assert none["gate"]["result"] == "inconclusive"  # no paired task: never a pass
+    assert gate_statement(none).startswith("inconclusive: the data cannot decide")
+    assert "first attempt has no paired task" in gate_statement(none)
+    assert "a drop of any size could have gone unseen" in gate_statement(none)
 
 
 def test_a_pass_with_a_margin_and_a_fail_are_stated_as_such():
@@ -148,12 +151,18 @@ def test_a_pass_with_a_margin_and_a_fail_are_stated_as_such():
     assert gate_statement(compare(b, c, 0.2)) == (
         "pass: neither first attempt nor task success is a significant regression, and both 95% intervals stay "
         "above -20.0 pp, the allowed drop: the candidate is shown to be at most 20.0 pp worse on both.")
-    assert gate_statement(compare(b, c, 0.1)) == (
-        "FAIL: the first attempt's 95% interval reaches below -10.0 pp, the allowed drop; task success's 95% "
-        "interval reaches below -10.0 pp, the allowed drop.")
+    below = compare(b, c, 0.1)
+    mde = below["first_attempt"]["mde80"]
+    assert gate_statement(below).startswith("inconclusive: the data cannot decide, so this is neither a pass nor a fail: "
+                                            "the first attempt's 95% interval [-14.8 pp, +4.8 pp] (20 paired tasks) reaches "
+                                            "below -10.0 pp, the allowed drop: a drop of up to 14.8 pp is not ruled out")
+    assert f"a true drop smaller than {mde * 100:.1f} pp could go unseen" in gate_statement(below)
+    assert "task success's 95% interval [-14.8 pp, +4.8 pp]" in gate_statement(below)
     one = compare(side({"a": [True]}, k=1), side({"a": [True]}, k=1), 0.05)
-    assert "first attempt has no interval (1 paired task) and task success has no interval (1 paired task), so the " \
-           "margin is not shown to hold there: no evidence either way." in gate_statement(one)
+    assert one["gate"]["reasons"] == ["first_attempt_no_interval", "task_success_no_interval"]
+    assert ("first attempt has no 95% interval (1 paired task: at least two are needed to estimate one), so the "
+            "allowed drop of 5.0 pp cannot be shown to hold") in gate_statement(one)
+    assert gate_statement(one).startswith("inconclusive: ")
     flat = compare(side({"a": [True], "b": [False]}, k=1), side({"a": [True], "b": [False]}, k=1), 0.05)
     assert flat["first_attempt"]["ci95"] == {"lower": 0.0, "upper": 0.0}  # above -0.05, but without variation
     assert "is shown to be" not in gate_statement(flat)

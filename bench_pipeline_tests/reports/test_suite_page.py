@@ -122,6 +122,29 @@ def test_runs_in_start_order_with_links_and_gates(tmp_path):
     assert labels == ["a1", "c1", "a2", 'b1&#34;&gt;&lt;script&gt;window.__xss=1&lt;/script&gt;', "b2", "d1"]
 
 
+def test_an_inconclusive_gate_is_neither_green_nor_red_and_says_what_is_missing(tmp_path):
+    runs, systems = suite(tmp_path)
+    by_id = {r["run_id"]: r for r in runs}
+    by_id["b2"].update(gate="inconclusive", baseline="a2",
+                       gate_reasons=["first_attempt_no_evidence", "task_success_no_evidence"],
+                       gate_mde80={"first_attempt": None, "task_success": None})
+    by_id["c1"].update(gate="inconclusive", baseline="a1", gate_reasons=["task_success_below_margin"],
+                       gate_mde80={"first_attempt": 0.3, "task_success": 0.25})
+    html = write_suite_page(tmp_path / "_suites" / "gate", SUITE, runs, systems).read_text(encoding="utf-8")
+    rows = {r[0]: r for r in Tables(html).tables["runs-table"]}
+    assert rows["b2"][8] == ("inconclusive vs a2 first attempt: no paired task, so nothing was measured; a drop of any "
+                             "size could have gone unseen; task success: no paired task, so nothing was measured; a drop "
+                             "of any size could have gone unseen")
+    assert rows["c1"][8] == ("inconclusive vs a1 task success: its 95% interval reaches below the allowed drop; a drop "
+                             "smaller than 25.0 pp could have gone unseen")
+    cells = re.findall(r'<td class="(gate-[a-z]+)" data-col="gate" data-gate="([a-z]+)">(\w+) vs', html)
+    assert ("gate-inconclusive", "inconclusive", "inconclusive") in cells
+    assert all(css == f"gate-{result}" for css, _, result in cells)  # an inconclusive gate is never drawn as a pass
+    style = html[html.index("<style"):html.index("</style>")]
+    rule = re.search(r"td\.gate-inconclusive \{([^}]*)\}", style).group(1)
+    assert "var(--pass)" not in rule and "var(--fail)" not in rule
+
+
 def test_systems_show_repeats_json_numbers(tmp_path):
     html, systems = page(tmp_path)
     rows = Tables(html).tables["systems-table"]
