@@ -92,6 +92,11 @@ def build_manifest(run: RunDraw, suite: list[Task], repeats: int, finished: date
         "metrics_k": repeats,
         "planned": [{"task_id": task.id, "attempts": repeats} for task in suite],
     }
+    return with_manifest_edges(manifest, run)
+
+
+def with_manifest_edges(manifest: dict[str, Any], run: RunDraw) -> dict[str, Any]:
+    """A manifest (either layout's) with the run's manifest edge cases applied."""
     if "metrics_k_absent" in run.edges:
         del manifest["metrics_k"]
     if "manifest_extra_keys" in run.edges:

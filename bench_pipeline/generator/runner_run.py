@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from .files import iso, run_code
+from .files import iso, run_code, with_manifest_edges
 from .records import RunDraw, Task
 from .runner_rows import earlier_judgement, is_rejudged, judge_description
 from .world import SUITE_NAME
@@ -79,13 +79,7 @@ def runner_manifest(run: RunDraw, suite: list[Task], repeats: int, finished: dat
         "metrics_schema_version": 3,
         "totals": {"attempts": sum(statuses.values()), **dict(sorted(statuses.items()))},
     }
-    if "metrics_k_absent" in run.edges:
-        del manifest["metrics_k"]
-    if "manifest_extra_keys" in run.edges:
-        manifest["runner"] = {"host": "bench-03", "version": "2.4.1"}
-    if run.status == "aborted":
-        manifest["abort_reason"] = "device went offline"
-    return manifest
+    return with_manifest_edges(manifest, run)
 
 
 def runner_outputs(run: RunDraw, statuses: collections.Counter) -> tuple[bytes, bytes]:
