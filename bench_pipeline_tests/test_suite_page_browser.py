@@ -37,7 +37,9 @@ def test_suite_page_renders_clean_with_repeats_numbers(browser: Any, tmp_path: P
                                 f"{s['n']} tasks"]
         assert row["runs"] == [str(len(doc["runs"]))]
         noise, flip = doc["between_runs"]["noise_floor95"], doc["stability"]["flip_rate"]
-        assert row["noise"] == [f"{noise * 100:.1f} pp" if noise is not None else "n/a"]
+        runs = doc["between_runs"]["runs"]
+        rough = " (rough: more runs make it firmer)" if runs <= 3 else ""
+        assert row["noise"] == ([f"{noise * 100:.1f} pp", f"from {runs} runs{rough}"] if noise is not None else ["n/a"])
         assert row["flip"] == [fmt_pct(flip)]  # a percent, as in report.html and repeats.md
     assert [r["pareto"] for r in rows] == [["yes"], ["yes"], ["n/a"], ["no"]]
     # the hostile model and run id are text, not elements

@@ -184,6 +184,7 @@ def _system_row(i: int, entry: SystemEntry, out_dir: Path) -> dict[str, Any]:
         "ts": fmt_level("rate", ts["mean"]), "ts_interval": interval(ts), "ts_n": fmt_int(ts["n"]),
         "noise": fmt_change("rate", between["noise_floor95"], signed=False) if between["noise_floor95"] is not None
         else "n/a",
+        "noise_runs": noise_runs(between["runs"]),
         "noise_sentence": noise_sentence(between),
         "flip_rate": shown["stability"]["flip_rate"],
         "cost": fmt_usd(cost), "cost_n": fmt_int(cost_n), "tokens": fmt_round(tokens), "tokens_n": fmt_int(tokens_n),
@@ -195,6 +196,13 @@ def _system_row(i: int, entry: SystemEntry, out_dir: Path) -> dict[str, Any]:
         "_fa": _num(fa["mean"]), "_lower": _num(fa["ci95"]["lower"]), "_upper": _num(fa["ci95"]["upper"]),
         "_noise": _num(between["noise_floor95"]), "_cost": cost, "_tokens": tokens,
     }
+
+
+def noise_runs(runs: int) -> str:
+    """What a noise floor comes from: its runs, and how rough a floor of two or three is."""
+    if runs < 2:
+        return ""
+    return f"from {runs} runs" + (" (rough: more runs make it firmer)" if runs <= 3 else "")
 
 
 def _chart(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -145,6 +145,13 @@ def test_an_inconclusive_gate_is_neither_green_nor_red_and_says_what_is_missing(
     assert "var(--pass)" not in rule and "var(--fail)" not in rule
 
 
+def test_both_intervals_of_a_run_say_which_they_are(tmp_path):
+    html, _ = page(tmp_path)
+    assert "95% interval (clustered by task, runs pooled)" in html
+    assert "95% Wilson interval (this run alone)" in html
+    assert "They answer different questions, so they differ." in html
+
+
 def test_systems_show_repeats_json_numbers(tmp_path):
     html, systems = page(tmp_path)
     rows = Tables(html).tables["systems-table"]
@@ -155,13 +162,15 @@ def test_systems_show_repeats_json_numbers(tmp_path):
         assert row[2] == str(len(doc["runs"]))
         assert row[3] == f"{fmt_pct(fa['mean'])} {interval(fa)} {fa['n']} tasks"
         assert row[4] == f"{fmt_pct(ts['mean'])} {interval(ts)} {ts['n']} tasks"
-        noise = doc["between_runs"]["noise_floor95"]
-        assert row[5] == (f"{noise * 100:.1f} pp" if noise is not None else "n/a")
+        noise, runs = doc["between_runs"]["noise_floor95"], doc["between_runs"]["runs"]
+        rough = " (rough: more runs make it firmer)" if runs <= 3 else ""
+        assert row[5] == (f"{noise * 100:.1f} pp from {runs} runs{rough}" if noise is not None else "n/a")
         flip = doc["stability"]["flip_rate"]  # a percent, as report.html and repeats.md show it
         assert row[6] == fmt_pct(flip)
     assert rows[0][1] == f"{SUITE} / alpha / sha-a" and rows[1][1] == f"{SUITE} / {HOSTILE_MODEL} / sha-b"
     assert [r[3].split()[0] for r in rows] == ["62.5%", "37.5%", "75.0%", "50.0%"]
-    assert rows[0][5] == f"{Z_95 * 0.25 * 100:.1f} pp"  # z * sqrt 2 * sd, sd of 0.75 and 0.5 = 0.25 / sqrt 2
+    # z * sqrt 2 * sd, sd of 0.75 and 0.5 = 0.25 / sqrt 2; from two runs, a rough floor
+    assert rows[0][5] == f"{Z_95 * 0.25 * 100:.1f} pp from 2 runs (rough: more runs make it firmer)"
     assert rows[0][6] == "25.0%"  # 4 classified tasks, t2 flaky with flip 1: 1/4
     # mean cost and tokens per attempt, unknown as n/a (never $0)
     assert [r[7] for r in rows] == ["$0.0200 8 attempts", "$0.0100 8 attempts", "n/a 0 attempts", "$0.0300 4 attempts"]
