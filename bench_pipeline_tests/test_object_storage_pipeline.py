@@ -95,6 +95,21 @@ def test_bucket_runs_and_reports_match_local_ones_byte_for_byte(runs, bucket, tm
     assert f"](<../../runs/{run_ids[1]}/tasks/" in summary
 
 
+def recorded_reads(monkeypatch) -> list[str]:
+    """Every GET the pipeline's S3 client makes from now on, as ``s3://`` URLs."""
+    import s3fs
+
+    reads: list[str] = []
+    real = s3fs.S3FileSystem._cat_file
+
+    async def recorded(self, path, *args, **kwargs):
+        reads.append(f"s3://{path}")
+        return await real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_cat_file", recorded)
+    return reads
+
+
 @pytest.mark.slow
 def test_a_rejudged_run_in_a_bucket_is_processed_again_and_its_copy_reused(bucket, tmp_path, monkeypatch):
     for var in LANGFUSE:
@@ -105,16 +120,7 @@ def test_a_rejudged_run_in_a_bucket_is_processed_again_and_its_copy_reused(bucke
     settings = PipelineSettings(runs_root=bucket.url("runs"), output_root=bucket.url("reports"),
                                 storage_base=bucket.url("storage"), quiet_seconds=300)
     resources = resources_for(settings)
-    import s3fs
-
-    reads: list[str] = []
-    real = s3fs.S3FileSystem._cat_file
-
-    async def recorded(self, path, *args, **kwargs):  # every GET the pipeline's client makes
-        reads.append(f"s3://{path}")
-        return await real(self, path, *args, **kwargs)
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "_cat_file", recorded)
+    reads = recorded_reads(monkeypatch)
     with dg.instance_for_test() as instance:
         first = tick(instance, settings)
         assert process_requests(instance, resources, first) == [run.name]
@@ -158,16 +164,7 @@ def test_a_runner_run_rejudged_in_a_bucket_is_processed_from_its_rejudged_copy(b
     settings = PipelineSettings(runs_root=bucket.url("runs"), output_root=bucket.url("reports"),
                                 storage_base=str(tmp_path / "storage"), quiet_seconds=3600)
     resources = resources_for(settings)
-    import s3fs
-
-    reads: list[str] = []
-    real = s3fs.S3FileSystem._cat_file
-
-    async def recorded(self, path, *args, **kwargs):  # every GET the pipeline's client makes
-        reads.append(f"s3://{path}")
-        return await real(self, path, *args, **kwargs)
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "_cat_file", recorded)
+    reads = recorded_reads(monkeypatch)
     with dg.instance_for_test() as instance:
         first = tick(instance, settings)
         assert process_requests(instance, resources, first) == [run.name]  # ready at once, not in an hour
