@@ -130,7 +130,8 @@ def manifest_facts(manifest: Mapping[str, Any], metrics: Mapping[str, Any], run_
         plan_bits.append(f"{len(planned):,} planned task{'' if len(planned) == 1 else 's'}")
     k = view_k(metrics, manifest)
     k_text = f"{fmt_text(k)}, {K_SOURCES[k_source(metrics, manifest)][1]}" if k is not None else K_SOURCES[None][1]
-    status = fmt_text(manifest.get("status"))
+    # the runner's manifest has no status (run-directory.md): say so rather than "n/a"
+    status = fmt_text(manifest["status"]) if "status" in manifest else "no status recorded"
     times = f"{fmt_text(manifest.get('started_at'))} to {fmt_text(manifest.get('finished_at'))}"
     results_file = metrics.get("results_file")
     results_text = fmt_text(results_file) + (" (re-judged results, read instead of results.jsonl)"

@@ -24,6 +24,8 @@ def test_manifest_facts():
     facts = dict(manifest_facts(MANIFEST, METRICS, "run-1"))
     assert facts["Run id"] == "run-1"
     assert facts["Run status"] == "completed, t0 to t1"
+    runner = dict(manifest_facts({"started_at": "t0", "finished_at": "t1"}, {}, "r"))
+    assert runner["Run status"] == "no status recorded, t0 to t1"  # the runner writes none
     assert facts["Suite"] == "core (version 7)"
     assert facts["Model"] == "p / m"
     assert facts["Judge"].startswith("disabled (--no-judge")
