@@ -1,11 +1,17 @@
 """Which run a run is compared with (comparison.md): its baseline.
 
-By default the baseline of a run is the latest earlier processed run of the same suite,
-ordered by manifest ``started_at`` and then run id (a run without ``started_at`` sorts
-before every dated one). A user pins a baseline per suite in a JSON file,
-``{"<suite>": "<run id>"}`` (``BENCH_BASELINES``, default ``$BENCH_HOME/baselines.json``;
-no file, no pins): every other run of that suite is then compared with the pinned run.
-A run is never its own baseline, and a pinned run that has not been processed is none.
+By default the baseline of a run is the latest earlier processed run of the same suite and
+the same setup key (comparison.md "The default baseline": judge enabled and model, platform
+device and os, setup.py; unknown fields compare as null), ordered by manifest ``started_at``
+and then run id (a run without ``started_at`` sorts before every dated one): a run judged by
+another judge or measured on another device is not compared with by default, since the
+comparison would mix that change with the agent's. A run without such an earlier run has no
+baseline, and the reason names the runs of its suite with another setup. A user pins a
+baseline per suite in a JSON file, ``{"<suite>": "<run id>"}`` (``BENCH_BASELINES``, default
+``$BENCH_HOME/baselines.json``; no file, no pins): every other run of that suite is then
+compared with the pinned run, whatever its setup (the comparison's warnings say what
+differs). A run is never its own baseline, and a pinned run that has not been processed is
+none.
 
 ``choose_baseline`` is pure; ``run_index`` and ``load_pins`` read the runs root, the
 output root and the pins file. Each of them may be in a bucket (object_store.py): the runs'
@@ -23,16 +29,19 @@ from pathlib import Path
 
 from . import object_store
 from .identity import read_identity, read_json_object
+from .setup import UNKNOWN_KEY, SetupKey, key_text
 
 
 @dataclass(frozen=True)
 class RunInfo:
-    """What choosing a baseline needs to know of one run folder."""
+    """What choosing a baseline needs to know of one run folder: ``setup`` is its setup key
+    (setup.Setup.key, from the manifest read for the suite and start anyway)."""
 
     run_id: str
     suite: str | None
     started_at: str | None
     processed: bool  # its output folder holds metrics.json and attempts.jsonl
+    setup: SetupKey = UNKNOWN_KEY
 
     @property
     def order(self) -> tuple[str, str]:
@@ -59,11 +68,18 @@ def choose_baseline(candidate: RunInfo, runs: list[RunInfo], pins: dict[str, str
         if found is None or not found.processed:
             return Baseline(None, f"no baseline: the pinned baseline {pinned!r} of suite {candidate.suite!r} "
                                   "has not been processed")
-        return Baseline(pinned, f"pinned for suite {candidate.suite!r}")
-    others = [r for r in runs if r.suite == candidate.suite and r.run_id != candidate.run_id]
+        across = "" if found.setup == candidate.setup else (
+            f", measured with another setup ({key_text(found.setup)}; this run: {key_text(candidate.setup)}): "
+            "the comparison's warnings say what differs")
+        return Baseline(pinned, f"pinned for suite {candidate.suite!r}{across}")
+    suite_runs = [r for r in runs if r.suite == candidate.suite and r.run_id != candidate.run_id]
+    others = [r for r in suite_runs if r.setup == candidate.setup]
     earlier = [r for r in others if r.processed and r.order < candidate.order]
     if not earlier:
-        return Baseline(None, no_earlier_reason(candidate, others))
+        across = [r for r in suite_runs if r.setup != candidate.setup]
+        reason = (no_earlier_reason(candidate, others) if others or not across else
+                  f"no baseline: no other run of suite {candidate.suite!r} was measured with this run's setup")
+        return Baseline(None, reason + other_setups_note(candidate, across))
     return Baseline(max(earlier, key=lambda r: r.order).run_id, "the latest earlier run of the suite")
 
 
@@ -75,11 +91,31 @@ def _started(run: RunInfo) -> str:
     return f"started_at {run.started_at}" if run.started_at else "no started_at"
 
 
+def other_setups_note(candidate: RunInfo, runs: list[RunInfo]) -> str:
+    """`` Runs of suite ... with another setup ...``: the suite's runs measured with another
+    setup key than the candidate's, grouped by setup (each named, the first NAMED_RUNS of a
+    setup), which the default rule does not compare with; '' when there is none."""
+    if not runs:
+        return ""
+    groups: dict[SetupKey, list[str]] = {}
+    for run in sorted(runs, key=lambda r: r.order):
+        groups.setdefault(run.setup, []).append(run.run_id)
+    parts = []
+    for key, ids in groups.items():
+        named = ", ".join(repr(i) for i in ids[:NAMED_RUNS])
+        more = f" and {len(ids) - NAMED_RUNS} more" if len(ids) > NAMED_RUNS else ""
+        parts.append(f"{named}{more} ({key_text(key)})")
+    return (f". {len(runs)} run(s) of suite {candidate.suite!r} were measured with another setup than this one's "
+            f"({key_text(candidate.setup)}) and are not compared with by default (the change of judge or platform "
+            f"would be mixed with the agent's): {'; '.join(parts)}. To compare across setups anyway, pin one in "
+            "the baselines file")
+
+
 def no_earlier_reason(candidate: RunInfo, others: list[RunInfo]) -> str:
-    """Why none of the suite's other runs is the candidate's baseline: the runs seen, grouped
-    by why each does not count (not processed yet, started later, or started at the same
-    time with a run id that sorts after the candidate's: ties are broken by run id), and how
-    to pin one."""
+    """Why none of the suite's other runs with the candidate's setup is its baseline: the
+    runs seen, grouped by why each does not count (not processed yet, started later, or
+    started at the same time with a run id that sorts after the candidate's: ties are broken
+    by run id), and how to pin one."""
     suite = candidate.suite
     if not others:
         return f"no baseline: no other run of suite {suite!r} was found"
@@ -108,7 +144,7 @@ def run_info(run_dir: Path, out_dir: Path) -> RunInfo:
     """One run folder's RunInfo (suite by R2, as the stages name it)."""
     identity = read_identity(run_dir)
     processed = (out_dir / "metrics.json").is_file() and (out_dir / "attempts.jsonl").is_file()
-    return RunInfo(run_dir.name, identity.suite, identity.started_at, processed)
+    return RunInfo(run_dir.name, identity.suite, identity.started_at, processed, identity.setup.key)
 
 
 #: The files whose presence makes a run's output folder a processed run.
@@ -144,7 +180,8 @@ def run_index(runs_root: Path | str, output_root: Path | str, folders: list | No
     infos = []
     for folder in folders:
         identity = read_identity(local[folder.run_id])
-        infos.append(RunInfo(folder.run_id, identity.suite, identity.started_at, folder.run_id in done))
+        infos.append(RunInfo(folder.run_id, identity.suite, identity.started_at, folder.run_id in done,
+                             identity.setup.key))
     return infos
 
 

@@ -1,44 +1,47 @@
 """Cross-run views: one catalog row per run, the runs behind the current formula version,
 and per-suite trends.
 
-The catalog is pure; the trends read each run's output folder for the paired comparison
-with its predecessor (``comparison.side_from_output``).
+Pure: the trends get each run's attempts (for the paired comparison with its predecessor)
+from a loader their caller gives (the Dagster asset reads the runs' stored attempt frames).
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 
 from .attempt_metrics import COUNT_LIMIT
-from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, ComparisonInputError, Side, compare, side_from_output
-from .identity import run_identity
+from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, Side, compare
 from .data_quality import data_quality_findings
+from .identity import RunIdentity, run_identity
+from .setup import CATALOG_SETUP_COLUMNS, setup_columns, setup_from_columns
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
 CATALOG_COLUMNS = [
-    "run_id", "suite", "model", "git_sha", "started_at", "formula_version", "metrics_k",
+    "run_id", "suite", "model", "git_sha", "started_at", *CATALOG_SETUP_COLUMNS, "formula_version", "metrics_k",
     "pass_at_1", "pass_at_1_lower", "pass_at_1_upper",
     "pass_at_k", "pass_at_k_lower", "pass_at_k_upper",
     "pass_pow_k", "attempt_success_rate", "coverage_pass_at_1", "coverage_pass_at_k",
     "unique_tasks", "attempts", "eligible_attempts", "missing_attempts",
-    "total_tokens_sum", "cost_usd_sum", "cost_usd_count", "data_quality_findings",
+    "total_tokens_sum", "cost_usd_sum", "cost_usd_count", "data_quality_findings", "data_version",
 ]
 COUNT_COLUMNS = ["metrics_k", "unique_tasks", "attempts", "eligible_attempts", "missing_attempts",
                  "cost_usd_count", "data_quality_findings"]
 
 
-def catalog_row(run_id: str, metrics: dict, manifest: dict) -> dict:
+def catalog_row(run_id: str, metrics: dict, manifest: dict, data_version: str | None = None) -> dict:
     """One run's catalog entry: identity, headline capability with intervals, coverage, cost.
 
     ``model``, ``git_sha`` and ``started_at`` are ``identity.run_identity``'s (manifest
     ``model.name``, ``code.git_sha``, ``started_at``; null when missing or not a string): with
     the suite they are the run's system (repeated-runs.md "Systems"), so the catalog can be
     filtered by system. cost_usd_sum covers only attempts with a recorded cost (see
-    cost_usd_count): it is not a complete bill (reference 2, "sum, mean").
+    cost_usd_count): it is not a complete bill (reference 2, "sum, mean"). ``data_version``:
+    the data version of the stored values the row was made from (the run folder's fingerprint
+    and the formula version; null when unknown), what an incremental refresh compares.
     """
     cap, cov = metrics["capability"], metrics["coverage"]
     identity = run_identity(manifest)
@@ -48,6 +51,7 @@ def catalog_row(run_id: str, metrics: dict, manifest: dict) -> dict:
         "model": identity.model_name,
         "git_sha": identity.git_sha,
         "started_at": identity.started_at,
+        **setup_columns(identity.setup),  # judge and platform: the setup key, part of the system
         "formula_version": metrics.get("formula_version"),
         "metrics_k": cov["metrics_k"],
         "pass_at_1": cap["pass_at_1"]["value"],
@@ -68,6 +72,7 @@ def catalog_row(run_id: str, metrics: dict, manifest: dict) -> dict:
         "cost_usd_sum": metrics["efficiency"]["cost_usd"]["sum"],
         "cost_usd_count": metrics["efficiency"]["cost_usd"]["count"],
         "data_quality_findings": data_quality_findings(metrics),
+        "data_version": data_version,
     }
 
 
@@ -78,6 +83,8 @@ def catalog_frame(rows: list[dict]) -> pd.DataFrame:
     # them floats); a count beyond 64 bits (a huge plan) is n/a here
     for column in COUNT_COLUMNS:
         frame[column] = pd.array([_count(row.get(column)) for row in rows], dtype="Int64")
+    frame["judge_enabled"] = pd.array([v if isinstance(v, bool) else None for v in (r.get("judge_enabled") for r in rows)],
+                                      dtype="boolean")
     return frame.sort_values(["suite", "started_at", "run_id"], na_position="last").reset_index(drop=True)
 
 
@@ -95,6 +102,13 @@ def plain_value(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
+
+
+def row_identity(row: Mapping[str, Any]) -> RunIdentity:
+    """A catalog record's run identity (suite, model, git sha, start, setup): what a comparison
+    side made from the run's stored values carries."""
+    return RunIdentity(suite=row["suite"], model_name=row["model"], git_sha=row["git_sha"],
+                       started_at=row["started_at"], setup=setup_from_columns(row))
 
 
 def catalog_records(catalog: pd.DataFrame) -> list[dict]:
@@ -139,16 +153,15 @@ def behind_formula_markdown(behind: pd.DataFrame, current: str, limit: int = BEH
 #: The paired sections whose verdict a trend row shows, in comparison.json's order
 #: (``resources.<field>`` by the field's name).
 TREND_SECTIONS = (*BINARY_SECTIONS, *MEAN_SECTIONS, *COMPARISON_RESOURCE_FIELDS)
+#: The columns of a trend row that its comparison with the run before it makes.
+PAIRED_COLUMNS = ["compared_with", "paired_tasks", *(f"{s}_verdict" for s in TREND_SECTIONS), "gate",
+                  "comparison_note"]
 TREND_COLUMNS = ["suite", "run_id", "started_at", "model", "formula_version", "pass_at_1",
-                 "pass_at_1_lower", "pass_at_1_upper", "pass_at_1_change", "compared_with", "paired_tasks",
-                 *(f"{s}_verdict" for s in TREND_SECTIONS), "gate", "comparison_note", "coverage_pass_at_1"]
+                 "pass_at_1_lower", "pass_at_1_upper", "pass_at_1_change", *PAIRED_COLUMNS, "coverage_pass_at_1",
+                 "data_version", "compared_with_version"]
 
-
-def _run_output(output_root: Path, run_id: Any) -> Path | None:
-    """A run's output folder under the output root (run ids are plain folder names)."""
-    if not isinstance(run_id, str) or not run_id or run_id in (".", "..") or any(c in run_id for c in "/\\\x00"):
-        return None
-    return Path(output_root) / run_id
+#: A run's side for the trends: (its side, or None and why not).
+SideLoader = Callable[[str], tuple[Side | None, str | None]]
 
 
 def _trend_comparison(previous: tuple[Any, Side | None, str | None], current: tuple[Any, Side | None, str | None]) -> dict:
@@ -169,7 +182,22 @@ def _trend_comparison(previous: tuple[Any, Side | None, str | None], current: tu
     return row
 
 
-def suite_trends(catalog: pd.DataFrame, output_root: Path | str | None = None) -> pd.DataFrame:
+def _no_sides(run_id: str) -> tuple[Side | None, str | None]:
+    return None, "no attempts given to compare the runs with"
+
+
+def reusable_trend(previous: Mapping[str, Any] | None, compared_with: Any, version: Any,
+                   compared_with_version: Any) -> bool:
+    """Whether a run's trend row from an earlier refresh (``previous``) still holds: the same
+    run before it, and both runs' data versions known and unchanged (the paired columns are a
+    function of the two runs' stored values, nothing else)."""
+    return (previous is not None and previous.get("compared_with") == compared_with
+            and isinstance(version, str) and previous.get("data_version") == version
+            and isinstance(compared_with_version, str) and previous.get("compared_with_version") == compared_with_version)
+
+
+def suite_trends(catalog: pd.DataFrame, side_of: SideLoader = _no_sides,
+                 previous: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """Per suite, runs in start order, each compared by task with the run before it.
 
     The reference (2) warns against reading a small change or the overlap of two runs'
@@ -179,41 +207,45 @@ def suite_trends(catalog: pd.DataFrame, output_root: Path | str | None = None) -
     no_significant_change, or null when the section had nothing to compare) and the release
     gate without a margin. ``pass_at_1_change`` stays as a plain difference, not evidence.
 
-    The catalog holds metrics.json-level data only: the pairing reads each run's output
-    folder under ``output_root`` (metrics.json and attempts.jsonl, ``side_from_output``),
-    once per run, with one comparison per consecutive pair. A run without a predecessor,
-    without ``output_root`` or whose folder cannot be read has null paired columns and a
-    ``comparison_note`` saying why.
+    The catalog holds metrics.json-level data only: ``side_of(run_id)`` gives a run's attempts
+    as a comparison side (the Dagster asset reads the run's stored attempt frame), called at
+    most once per run and only for runs whose comparison is made. ``previous``: {run id: its
+    trend row from an earlier refresh}; a row that still holds (``reusable_trend``) keeps its
+    paired columns without reading either run, so a refresh reads only the runs that changed
+    and their neighbours. ``data_version`` and ``compared_with_version`` record what each row
+    was computed from. A run without a predecessor, or whose side cannot be had, has null
+    paired columns and a ``comparison_note`` saying why.
     """
     if catalog.empty:
         return pd.DataFrame(columns=TREND_COLUMNS)
+    previous = previous or {}
+    sides: dict[Any, tuple[Any, Side | None, str | None]] = {}
+
+    def side(run_id: Any) -> tuple[Any, Side | None, str | None]:
+        if run_id not in sides:
+            sides[run_id] = (run_id, *(side_of(run_id) if isinstance(run_id, str) else (None, "no run id")))
+        return sides[run_id]
+
     frames = []
     for _, group in catalog.groupby("suite", dropna=False, sort=True):
         g = group.sort_values(["started_at", "run_id"]).copy()
-        previous_value = g["pass_at_1"].shift(1)
-        g["pass_at_1_change"] = g["pass_at_1"] - previous_value
-        # A suite's only run is compared with nothing: its attempts are not read at all.
-        sides = [_trend_side(output_root, run_id) for run_id in g["run_id"]] if len(g) > 1 else [None]
-        paired = [_trend_comparison(sides[i - 1], sides[i]) if i else
-                  {**{c: None for c in TREND_COLUMNS if c not in g.columns}, "comparison_note": "first run of the suite"}
-                  for i in range(len(sides))]
-        extra = pd.DataFrame.from_records(paired, index=g.index)
+        g["pass_at_1_change"] = g["pass_at_1"] - g["pass_at_1"].shift(1)
+        ids, versions = list(g["run_id"]), [plain_value(v) for v in g["data_version"]]
+        paired = []
+        for i, run_id in enumerate(ids):
+            if i == 0:  # a suite's first run is compared with nothing: its attempts are not read
+                paired.append({**dict.fromkeys(PAIRED_COLUMNS), "comparison_note": "first run of the suite",
+                               "compared_with_version": None})
+                continue
+            before = previous.get(run_id)
+            if reusable_trend(before, ids[i - 1], versions[i], versions[i - 1]):
+                row = {c: before[c] for c in PAIRED_COLUMNS}
+            else:
+                row = _trend_comparison(side(ids[i - 1]), side(run_id))
+            paired.append({**row, "compared_with_version": versions[i - 1]})
+        extra = pd.DataFrame.from_records(paired, index=g.index, columns=[*PAIRED_COLUMNS, "compared_with_version"])
         for column in extra.columns:
-            if column != "pass_at_1_change":
-                g[column] = extra[column]
-        g["paired_tasks"] = pd.array(list(g["paired_tasks"]), dtype="Int64")
+            g[column] = extra[column]
+        g["paired_tasks"] = pd.array([plain_value(v) for v in g["paired_tasks"]], dtype="Int64")
         frames.append(g[TREND_COLUMNS])
     return pd.concat(frames, ignore_index=True)
-
-
-def _trend_side(output_root: Path | str | None, run_id: Any) -> tuple[Any, Side | None, str | None]:
-    """(run id, its side or None, why none)."""
-    if output_root is None:
-        return run_id, None, "no output root to read the runs' attempts from"
-    folder = _run_output(Path(output_root), run_id)
-    if folder is None:
-        return run_id, None, f"run id {run_id!r} is not a folder name"
-    try:
-        return run_id, side_from_output(folder), None
-    except ComparisonInputError as exc:
-        return run_id, None, str(exc)

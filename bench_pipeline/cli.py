@@ -134,8 +134,9 @@ def _compare(args: argparse.Namespace) -> int:
         check_run_folders([baseline_run, candidate_run], distinct=False)  # both before either is processed
         baseline = run_stages(baseline_run, out / "baseline", workers=workers, progress=_Progress("baseline attempts derived"))
         candidate = run_stages(candidate_run, out / "candidate", workers=workers,
-                               progress=_Progress("candidate attempts derived"), baseline_dir=out / "baseline",
-                               max_drop=max_drop, baseline_run_dir=baseline_run)
+                               progress=_Progress("candidate attempts derived"),
+                               baseline=side_from_output(out / "baseline"), max_drop=max_drop,
+                               baseline_run_dir=baseline_run)
         # OUT's copies: the same comparison.json, comparison.md with its links made from OUT
         comparison = Comparison(candidate.comparison, side_from_output(out / "baseline", baseline_run),
                                 side_from_processed(candidate.processed))
@@ -166,7 +167,11 @@ class BadInputError(ValueError):
 
 def check_run_folders(folders: list[Path], distinct: bool = True) -> None:
     """NotARunFolderError for a folder without results.jsonl; with ``distinct``,
-    BadInputError for a folder given twice (by any path)."""
+    BadInputError for a folder given twice (by any path) or for two folders whose results
+    files are byte-identical (a copy of a run: one measurement, not two; repeated-runs.md
+    "Systems", system_members.first_identical)."""
+    from .system_members import first_identical
+
     seen: dict[Path, Path] = {}
     for folder in folders:
         check_local(folder)
@@ -176,6 +181,10 @@ def check_run_folders(folders: list[Path], distinct: bool = True) -> None:
         if distinct and real in seen:
             raise BadInputError(f"{folder}: the same run folder twice (also given as {seen[real]})")
         seen[real] = folder
+    copy = first_identical(folders) if distinct else None
+    if copy is not None:
+        raise BadInputError(f"{copy[1]} and {copy[0]}: byte-identical {copy[2]}, the same run twice (one "
+                            "measurement, not two); give only one of them")
 
 
 def _process_set(run_dirs: list[str], out_root: Path, what: str, workers: int) -> list:
@@ -225,6 +234,7 @@ def _repeats(args: argparse.Namespace) -> int:
     from .repeats import repeat_run_of, repeats
     from .reports.compared import fmt_pct
     from .reports.repeated import level_interval, system_text
+    from .system_members import given
 
     started = time.monotonic()
     out = Path(args.output_dir)
@@ -233,7 +243,7 @@ def _repeats(args: argparse.Namespace) -> int:
         runs = [repeat_run_of(r.processed) for r in results]
         doc = repeats(runs)
         reports = {r.processed.raw.run_id: r.written["report.html"] for r in results}
-        written = write_repeats_files(out, doc, runs, reports)
+        written = write_repeats_files(out, doc, runs, reports, notes=given(runs).notes())
     except (NotARunFolderError, ComparisonInputError, BadInputError, OSError) as exc:
         _say(_set_errors(exc))
         return 2

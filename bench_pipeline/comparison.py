@@ -27,6 +27,7 @@ import orjson
 
 from .identity import RunIdentity, read_identity, run_identity
 from .object_store import location_text
+from .setup import differs_among
 from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
 from .task_groups import ByAttempt, deduplicate, eligible_attempts, ek_window, in_e1, is_eligible, success_rate
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
@@ -50,7 +51,8 @@ MEAN_SECTIONS = ("task_success", "quality")
 SIDE_FIELDS = ("success", "agent_eligible", "quality_score", *COMPARISON_RESOURCE_FIELDS)
 
 #: comparison.md's warning codes, in the order they are listed when present.
-WARNINGS = ("suite_differs", "metrics_k_differs", "no_paired_tasks")
+WARNINGS = ("suite_differs", "suite_version_differs", "metrics_k_differs", "judge_differs", "platform_differs",
+            "skills_differs", "no_paired_tasks")
 #: comparison.md's gate reasons, in their order.
 GATE_REASONS = tuple(f"{section}_{reason}" for section in ("first_attempt", "task_success")
                      for reason in ("no_evidence", "regression", "no_interval", "below_margin"))
@@ -72,7 +74,8 @@ class Side:
     SIDE_FIELDS and ``evidence_dir`` (the attempt's evidence folder relative to the run
     folder, null when refused). ``run_dir``: the run folder, for the reports' evidence links
     only (None when unknown). ``identity``: what the run measured (model, code and suite
-    versions), which the reports name; every value unknown when the run folder is.
+    versions) and with what (its measurement setup, which the warnings compare), which the
+    reports name; every value unknown when the run folder is.
     """
 
     run_id: str | None
@@ -389,17 +392,19 @@ def comparison_k(baseline: Side, candidate: Side) -> int | None:
 
 
 def comparison_warnings(baseline: Side, candidate: Side, paired: int) -> list[str]:
-    """comparison.md's warnings in their order: suite_differs (both suites known and not
-    equal), metrics_k_differs (the two metrics_k are not equal, a null against a number
-    included: docs/metric-choices.md), no_paired_tasks."""
-    found = []
+    """comparison.md's warnings in their order (WARNINGS): suite_differs (both suites known
+    and not equal), metrics_k_differs (the two metrics_k are not equal, a null against a
+    number included: docs/metric-choices.md), the measurement setup's ``<part>_differs``
+    (suite version, judge, platform, skills: a field of the part known in both and unequal,
+    setup.differs_among), no_paired_tasks."""
+    found = set(differs_among((baseline.identity.setup, candidate.identity.setup)))
     if baseline.suite is not None and candidate.suite is not None and baseline.suite != candidate.suite:
-        found.append("suite_differs")
+        found.add("suite_differs")
     if baseline.metrics_k != candidate.metrics_k:
-        found.append("metrics_k_differs")
+        found.add("metrics_k_differs")
     if paired == 0:
-        found.append("no_paired_tasks")
-    return found
+        found.add("no_paired_tasks")
+    return [code for code in WARNINGS if code in found]
 
 
 def release_gate(first_attempt: Mapping[str, Any], task_success: Mapping[str, Any],

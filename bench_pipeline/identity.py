@@ -1,4 +1,5 @@
-"""What a run measured: its suite and suite version, its model and its code version.
+"""What a run measured: its suite and suite version, its model and its code version, and
+what it measured with (its measurement setup, setup.py: comparison.md "The measurement setup").
 
 A comparison names what it compares (two models, or two builds of one agent, are different
 questions), and repeated runs are grouped by system (repeated-runs.md "Systems": suite name,
@@ -10,7 +11,7 @@ its type is unknown (None), never a default.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import orjson
 
 from .layouts import manifest_view
 from .run_reader import suite_name
+from .setup import Setup, run_setup
 
 
 def _text(value: Any) -> str | None:
@@ -30,7 +32,9 @@ def _field(parent: Any, key: str) -> Any:
 
 @dataclass(frozen=True)
 class RunIdentity:
-    """A run's suite (R2), suite version, model, code version and start, as recorded."""
+    """A run's suite (R2), suite version, model, code version and start, as recorded, and
+    its measurement setup (``setup``: judge, platform, active skills and the manifest's suite
+    version, the one the comparison warnings compare)."""
 
     suite: str | None = None
     suite_version: str | None = None
@@ -39,6 +43,7 @@ class RunIdentity:
     git_sha: str | None = None
     dirty: bool | None = None
     started_at: str | None = None
+    setup: Setup = field(default_factory=Setup)
 
     @property
     def model_text(self) -> str:
@@ -72,8 +77,9 @@ def _version(value: Any) -> str | None:
 def run_identity(manifest: Mapping[str, Any] | None, suite_def: Mapping[str, Any] | None = None) -> RunIdentity:
     """The identity a run's manifest.json and suite.json record (run-directory.md): suite by
     R2, suite version from suite.json else manifest ``suite.version``, ``model.name`` /
-    ``model.provider``, ``code.git_sha`` / ``code.dirty`` and ``started_at``; a runner's
-    manifest through its flat equivalents (layouts.manifest_view)."""
+    ``model.provider``, ``code.git_sha`` / ``code.dirty``, ``started_at`` and the measurement
+    setup (setup.run_setup); a runner's manifest through its flat equivalents
+    (layouts.manifest_view)."""
     manifest = manifest_view(manifest) if isinstance(manifest, Mapping) else {}
     suite_def = suite_def if isinstance(suite_def, Mapping) else {}
     version = _version(suite_def.get("version"))
@@ -88,6 +94,7 @@ def run_identity(manifest: Mapping[str, Any] | None, suite_def: Mapping[str, Any
         git_sha=_text(_field(manifest.get("code"), "git_sha")),
         dirty=dirty if isinstance(dirty, bool) else None,
         started_at=_text(manifest.get("started_at")),
+        setup=run_setup(manifest),
     )
 
 

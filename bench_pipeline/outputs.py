@@ -112,16 +112,18 @@ def write_comparison_files(out_dir: Path, comparison: Comparison) -> dict[str, P
     return {"comparison.json": path, **write_comparison_md(out_dir, comparison)}
 
 
-def write_repeats_files(out_dir: Path, doc: dict, runs: list, reports: dict[str, Path] | None = None) -> dict[str, Path]:
+def write_repeats_files(out_dir: Path, doc: dict, runs: list, reports: dict[str, Path] | None = None,
+                        notes: list[str] | tuple = ()) -> dict[str, Path]:
     """repeats.json (``jsonio.dumps``) and repeats.md (links relative to ``out_dir``) of a set
-    of runs (``repeats.repeats`` and its ``RepeatRun``s); returns {file name: path}."""
+    of runs (``repeats.repeats`` and its ``RepeatRun``s); ``notes``: the runs not pooled, or
+    pooled without adding anything, and why, for repeats.md; returns {file name: path}."""
     from .reports.repeated import render_repeats_md
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out_dir / "repeats.json", out_dir / "repeats.md"
     write_atomic(json_path, dumps(doc) + b"\n")
-    write_atomic(md_path, render_repeats_md(doc, runs, out_dir, reports).encode())
+    write_atomic(md_path, render_repeats_md(doc, runs, out_dir, reports, notes).encode())
     return {"repeats.json": json_path, "repeats.md": md_path}
 
 

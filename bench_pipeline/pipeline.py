@@ -29,7 +29,6 @@ from .comparison import (
     Side,
     check_max_drop,
     comparison_of,
-    side_from_output,
     side_from_processed,
     with_run_dir,
 )
@@ -82,7 +81,7 @@ def run_stages(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
     keep_evidence: bool = False,
-    baseline_dir: Path | None = None,
+    baseline: Side | None = None,
     max_drop: float | None = None,
     baseline_run_dir: Path | None = None,
     run_files: Sequence[dict] = (),
@@ -95,13 +94,14 @@ def run_stages(
     BULKY_EVIDENCE once the files are written (nothing after the files needs it; publication
     does, so its callers pass ``keep_evidence=True``).
 
-    With ``baseline_dir`` (a processed run's output folder: its metrics.json and
-    attempts.jsonl), the run is compared with that baseline after stage 4 (comparison.md of
-    the specification, ``max_drop`` the gate's non-inferiority margin): ``RunResult.comparison``
-    holds comparison.json's content and, with ``out_dir``, both reports get their "Compared
-    with <baseline>" section and comparison.json and comparison.md are written beside them.
-    The baseline is read before any work (ComparisonInputError when it cannot be; ValueError
-    for a margin outside 0..1). ``baseline_run_dir``, the baseline's run folder, only makes
+    With ``baseline`` (a processed run as a comparison side, read by the caller before any
+    work: ``comparison.side_from_output`` of its output folder on the command line,
+    ``stored_values.stored_baseline`` of its stored stage values in the Dagster step), the run
+    is compared with that baseline after stage 4 (comparison.md of the specification,
+    ``max_drop`` the gate's non-inferiority margin): ``RunResult.comparison`` holds
+    comparison.json's content and, with ``out_dir``, both reports get their "Compared with
+    <baseline>" section and comparison.json and comparison.md are written beside them
+    (ValueError for a margin outside 0..1). ``baseline_run_dir``, the baseline's run folder, only makes
     the reports' links to its evidence folders; by default it is the folder named by the
     baseline's run id beside ``run_dir`` when there is one (the layout of a runs root).
 
@@ -114,10 +114,8 @@ def run_stages(
     """
     raw = read_run(run_dir)
     raw.run_files.extend(run_files)
-    baseline = None
-    if baseline_dir is not None:
+    if baseline is not None:
         check_max_drop(max_drop)
-        baseline = side_from_output(baseline_dir)
         baseline = _with_run_dir(baseline, baseline_run_dir, raw.run_dir)
     if out_dir is None:
         chunks = derive_chunks(raw, _Derived(), progress, workers)

@@ -2,7 +2,8 @@
 (repeated-runs.md of the specification).
 
 Identical runs of an agent disagree on many tasks, so one run's number, and one pair of
-runs, is often noise. A run's **system** is (suite, model name, git sha); per section, a
+runs, is often noise. A run's **system** is (suite, model name, git sha) measured with one
+setup key (judge and platform, setup.py); per section, a
 task's **pooled value** is the mean of its per-task values (comparison.md's population and
 value, read for one run at a time) over the runs in which it is in the section. From the
 pooled values: the pooled sections with intervals clustered by task, the between-run noise
@@ -30,6 +31,7 @@ from .comparison import (
     mean_section,
     release_gate,
 )
+from .setup import UNKNOWN_KEY, SetupKey, differs_among, key_text
 from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
 from .task_groups import is_eligible
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
@@ -41,11 +43,13 @@ COMPARISON_SCHEMA_VERSION = 2
 SECTIONS = (*BINARY_SECTIONS, *MEAN_SECTIONS)
 #: Sections whose pooled interval is clamped to [0, 1] (repeated-runs.md "pooled").
 CLAMPED = (*BINARY_SECTIONS, "task_success")
+#: The measurement setup's warning codes (setup.py), in repeated-runs.md's order.
+_SETUP = ("suite_version_differs", "judge_differs", "platform_differs", "skills_differs")
 #: repeats.json's warning codes, in their order.
-REPEATS_WARNINGS = ("suite_differs", "model_differs", "code_differs", "metrics_k_differs")
+REPEATS_WARNINGS = ("suite_differs", "model_differs", "code_differs", *_SETUP, "metrics_k_differs")
 #: The repeated comparison's warning codes, in their order.
-SET_WARNINGS = ("suite_differs", "metrics_k_differs", "baseline_systems_differ", "candidate_systems_differ",
-                "no_paired_tasks")
+SET_WARNINGS = ("suite_differs", "suite_version_differs", "metrics_k_differs", *_SETUP[1:],
+                "baseline_systems_differ", "candidate_systems_differ", "no_paired_tasks")
 
 
 @dataclass(frozen=True)
@@ -66,17 +70,26 @@ class RepeatRun:
 @dataclass(frozen=True)
 class System:
     """A system (repeated-runs.md "Systems"): suite, model name and git sha as recorded (None
-    when unknown); ``alone`` names the run that is a system of its own because a part is
-    unknown (its run id stands for the unknown part)."""
+    when unknown), measured with one setup key (``setup``: judge enabled and model, platform
+    device and os; unknown fields None, compared as null); ``alone`` names the run that is a
+    system of its own because a part is unknown (its run id stands for the unknown part)."""
 
     suite: str | None
     model: str | None
     git_sha: str | None
     alone: str | None = None
+    setup: SetupKey = UNKNOWN_KEY
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return tuple(v if v is not None else f"\x00{self.alone}" for v in (self.suite, self.model, self.git_sha))
+    def key(self) -> tuple:
+        return (*(v if v is not None else f"\x00{self.alone}" for v in (self.suite, self.model, self.git_sha)),
+                self.setup)
+
+    @property
+    def setup_text(self) -> str | None:
+        """The setup key in a few words (setup.key_text), what the system's label shows; None
+        when no field of it is recorded (nothing to show)."""
+        return key_text(self.setup) if self.setup != UNKNOWN_KEY else None
 
 
 def system_of(run: RepeatRun) -> System:
@@ -84,7 +97,8 @@ def system_of(run: RepeatRun) -> System:
     ident = run.side.identity
     suite = run.side.suite if run.side.suite is not None else ident.suite
     parts = (suite, ident.model_name, ident.git_sha)
-    return System(*parts, alone=None if all(p is not None for p in parts) else str(run.run_id))
+    return System(*parts, alone=None if all(p is not None for p in parts) else str(run.run_id),
+                  setup=ident.setup.key)
 
 
 def group_systems(runs: Iterable[RepeatRun]) -> dict[System, list[RepeatRun]]:
@@ -232,17 +246,19 @@ def _differs(values: Iterable[Any]) -> bool:
 
 def repeats_warnings(runs: Sequence[RepeatRun]) -> list[str]:
     """suite_differs / model_differs / code_differs (two runs with known, unequal values),
-    metrics_k_differs (the runs' metrics_k, null counting as a value, not all equal)."""
-    found = []
+    the setup's suite_version_differs, judge_differs, platform_differs, skills_differs (any
+    two runs, setup.differs_among), metrics_k_differs (the runs' metrics_k, null counting as
+    a value, not all equal); in REPEATS_WARNINGS order."""
+    found = set(differs_among(r.side.identity.setup for r in runs))
     if _differs(r.side.suite for r in runs):
-        found.append("suite_differs")
+        found.add("suite_differs")
     if _differs(r.side.identity.model_name for r in runs):
-        found.append("model_differs")
+        found.add("model_differs")
     if _differs(r.side.identity.git_sha for r in runs):
-        found.append("code_differs")
+        found.add("code_differs")
     if len({r.side.metrics_k for r in runs}) > 1:
-        found.append("metrics_k_differs")
-    return found
+        found.add("metrics_k_differs")
+    return [code for code in REPEATS_WARNINGS if code in found]
 
 
 def repeats(runs: Sequence[RepeatRun]) -> dict[str, Any]:
@@ -274,19 +290,20 @@ def _side_facts(runs: Sequence[RepeatRun]) -> dict[str, Any]:
 
 
 def set_warnings(baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun], paired: int) -> list[str]:
-    """The repeated comparison's warnings in their order (repeated-runs.md)."""
+    """The repeated comparison's warnings in SET_WARNINGS order (repeated-runs.md): the
+    setup's ``<part>_differs`` over any two runs of either side (setup.differs_among)."""
     every = [*baseline, *candidate]
-    found = []
+    found = set(differs_among(r.side.identity.setup for r in every))
     if _differs(r.side.suite for r in every):
-        found.append("suite_differs")
+        found.add("suite_differs")
     if len({r.side.metrics_k for r in every}) > 1:
-        found.append("metrics_k_differs")
+        found.add("metrics_k_differs")
     for name, runs in (("baseline", baseline), ("candidate", candidate)):
         if _differs(r.side.identity.model_name for r in runs) or _differs(r.side.identity.git_sha for r in runs):
-            found.append(f"{name}_systems_differ")
+            found.add(f"{name}_systems_differ")
     if paired == 0:
-        found.append("no_paired_tasks")
-    return found
+        found.add("no_paired_tasks")
+    return [code for code in SET_WARNINGS if code in found]
 
 
 def compare_sets(baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun],
@@ -367,11 +384,34 @@ def suite_slug(suite: str | None) -> str:
     return f"{_slug_part(suite)}-{_digest(suite)}"
 
 
-def system_slug(system: System) -> str:
+def system_slug(system: System, with_setup: bool = False) -> str:
     """The folder of a system under ``<output root>/_systems/``: ``<suite>--<model>--<git sha>``
     made filesystem-safe (``unknown`` for an unknown part, the run id beside it for a run that
-    is a system of its own), then ``-`` and 8 hex digits of a hash of the exact values."""
+    is a system of its own; then, ``with_setup``, the judge model (``no-judge`` when it was off)
+    and the platform), then ``-`` and 8 hex digits of a hash of the exact values (the setup
+    key's among them ``with_setup``). ``system_slugs`` adds the setup only where it tells two
+    systems apart."""
     parts = [_slug_part(system.suite), _slug_part(system.model), _slug_part(system.git_sha)]
     if system.alone is not None:
         parts.append(_slug_part(system.alone))
-    return "--".join(parts) + "-" + _digest(system.suite, system.model, system.git_sha, system.alone)
+    values = [system.suite, system.model, system.git_sha, system.alone]
+    if with_setup:
+        enabled, judge, device, os_name = system.setup
+        parts.append(_slug_part("no-judge" if enabled is False else judge) + "--"
+                     + _slug_part(".".join(p for p in (device, os_name) if p is not None) or None))
+        values += ["setup", *(repr(v) for v in system.setup)]
+    return "--".join(parts) + "-" + _digest(*values)
+
+
+def system_slugs(systems: Iterable[System]) -> dict[System, str]:
+    """Each system's folder: ``system_slug`` without its setup when no other system of the
+    same suite, model and git sha is listed (most agents are measured one way: their folder
+    is the one they had before setups were part of systems, and the same whichever layout
+    recorded them), else with it (the same agent judged by another judge or on another
+    device gets a folder of its own)."""
+    systems = list(systems)
+    bases: dict[str, int] = {}
+    for system in systems:
+        base = system_slug(system)
+        bases[base] = bases.get(base, 0) + 1
+    return {s: system_slug(s, with_setup=bases[system_slug(s)] > 1) for s in systems}

@@ -118,3 +118,68 @@ def test_a_pins_file_in_a_bucket(bucket, monkeypatch):
     assert load_pins(pins_file()) == {"suite-x": "r1"}
     with pytest.raises(object_store.StoreError, match="does not exist"):
         load_pins("s3://no-such-bucket-for-bench/baselines.json")  # a pin silently lost would change comparisons
+
+
+# --- the same setup (comparison.md "The default baseline") ---------------------------------------
+
+PIXEL = (True, "judge-a", "pixel-8", "android-15")
+EMULATOR = (True, "judge-a", "emulator", "android-15")
+
+
+def test_the_default_baseline_has_the_same_setup_and_the_reason_names_the_others():
+    """Two setups in one suite: each run is compared with the latest earlier run measured
+    the same way; the first run of a setup has none, and its reason names the other setup's
+    runs (and how to pin one)."""
+    runs = [RunInfo("p1", "s", "2026-11-01T00:00:00Z", True, PIXEL),
+            RunInfo("e1", "s", "2026-11-02T00:00:00Z", True, EMULATOR),
+            RunInfo("p2", "s", "2026-11-03T00:00:00Z", True, PIXEL),
+            RunInfo("e2", "s", "2026-11-04T00:00:00Z", True, EMULATOR)]
+    assert choose_baseline(runs[2], runs, {}).run_id == "p1"  # not e1, though it is later
+    assert choose_baseline(runs[3], runs, {}).run_id == "e1"  # not p2
+    first = choose_baseline(runs[1], runs, {})
+    assert first.run_id is None
+    assert first.reason == (
+        "no baseline: none of the 1 other run(s) of suite 's' is an earlier processed run than this one ('e1', "
+        "started_at 2026-11-02T00:00:00Z): 'e2': started later. To compare with one of them, pin it in the baselines "
+        "file ({\"s\": \"<run id>\"}, docs/operations.md). 2 run(s) of suite 's' were measured with another setup "
+        "than this one's (judge judge-a, emulator / android-15) and are not compared with by default (the change of "
+        "judge or platform would be mixed with the agent's): 'p1', 'p2' (judge judge-a, pixel-8 / android-15). To "
+        "compare across setups anyway, pin one in the baselines file")
+    alone = [runs[0], RunInfo("u1", "s", "2026-11-05T00:00:00Z", True, (False, None, "pixel-8", "android-15"))]
+    reason = choose_baseline(alone[1], alone, {}).reason
+    assert reason.startswith("no baseline: no other run of suite 's' was measured with this run's setup. 1 run(s) "
+                             "of suite 's' were measured with another setup than this one's (no judge, pixel-8 / "
+                             "android-15)")
+    assert "'p1' (judge judge-a, pixel-8 / android-15)" in reason
+    # unknown setup fields compare as null: runs that record no setup are one setup
+    assert choose_baseline(info("c", started="2026-11-04T00:00:00Z"), RUNS, {}).run_id == "r2b"
+
+
+def test_a_pinned_baseline_of_another_setup_is_used_as_it_is_with_warnings(tmp_path):
+    """A pin is used whatever its setup: the reason says so, and the comparison's warnings say
+    what differs (the run folders read by run_index, then compared by run_stages)."""
+    from bench_pipeline.comparison import comparison_of, side_from_output
+    from bench_pipeline.pipeline import run_stages
+    from bench_pipeline.reports import render_comparison_md
+
+    judged = {"judge": {"enabled": True, "model": "judge-a"}, "platform": {"device": "pixel-8", "os": "android-15"}}
+    for run_id, day, manifest in (("base", 1, judged),
+                                  ("cand", 2, {"judge_config": None, "target_platform": "android-15"})):
+        make_run(tmp_path / "runs", [row("a"), row("b", status="failed")], run_id=run_id,
+                 manifest={"status": "completed", "started_at": f"2026-11-0{day}T00:00:00Z", **manifest},
+                 suite={"name": "s", "tasks": []})
+    run_stages(tmp_path / "runs" / "base", tmp_path / "out" / "base")
+    index = {r.run_id: r for r in run_index(tmp_path / "runs", tmp_path / "out")}
+    assert index["base"].setup == PIXEL and index["cand"].setup == (False, None, None, "android-15")
+    assert choose_baseline(index["cand"], list(index.values()), {}).run_id is None  # another setup
+    chosen = choose_baseline(index["cand"], list(index.values()), {"s": "base"})
+    assert chosen == Baseline("base", "pinned for suite 's', measured with another setup (judge judge-a, pixel-8 / "
+                                      "android-15; this run: no judge, device unknown / android-15): the comparison's "
+                                      "warnings say what differs")
+    run_stages(tmp_path / "runs" / "cand", tmp_path / "out" / "cand")
+    comparison = comparison_of(side_from_output(tmp_path / "out" / "base", tmp_path / "runs" / "base"),
+                               side_from_output(tmp_path / "out" / "cand", tmp_path / "runs" / "cand"))
+    assert comparison.result["warnings"] == ["judge_differs"]  # the device is unknown in the candidate: no difference
+    md = render_comparison_md(comparison)
+    assert "| Judge (differs) | `judge judge-a` | `no judge` |" in md
+    assert "a comparison across judges mixes the change of judge with the agent's" in md

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from bench_pipeline.catalog import catalog_frame, catalog_row, suite_trends
+from bench_pipeline.catalog import catalog_frame, catalog_records, catalog_row, suite_trends
 from bench_pipeline.pipeline import run_stages
 
 from .run_builder import make_run, row
@@ -40,7 +40,7 @@ def test_catalog_and_trend(tmp_path):
     # runs' output folders (none given here)
     assert "intervals_overlap" not in trend.columns
     assert trend.iloc[1]["compared_with"] == "r1" and trend.iloc[1]["first_attempt_verdict"] is None
-    assert trend.iloc[1]["comparison_note"] == "no output root to read the runs' attempts from"
+    assert trend.iloc[1]["comparison_note"] == "no attempts given to compare the runs with"
     assert trend.iloc[0]["comparison_note"] == "first run of the suite"
 
 
@@ -82,6 +82,19 @@ def test_empty_catalog_has_the_trend_columns():
     assert "intervals_overlap" not in trend.columns
 
 
+def _output_sides(root):
+    """A trend side loader reading processed runs' output folders (the asset reads stored frames)."""
+    from bench_pipeline.comparison import ComparisonInputError, side_from_output
+
+    def side_of(run_id):
+        try:
+            return side_from_output(root / run_id), None
+        except ComparisonInputError as exc:
+            return None, str(exc)
+
+    return side_of
+
+
 def test_trends_show_each_runs_paired_verdicts_against_its_predecessor(tmp_path):
     """Three runs of one suite processed into an output root: r2 against r1 (all ten tasks
     fail attempt 1 after passing: a significant regression), r3 against r2 (they pass
@@ -99,7 +112,7 @@ def test_trends_show_each_runs_paired_verdicts_against_its_predecessor(tmp_path)
         rows.append(catalog_row(run_id, result.processed.metrics, {"started_at": f"2026-11-0{day}T00:00:00Z"}))
     other = make_run(tmp_path / "runs", [row("t0")], run_id="o1", suite={"name": "suite-b", "tasks": []})
     rows.append(catalog_row("o1", run_stages(other, tmp_path / "reports" / "o1").processed.metrics, {}))
-    trend = suite_trends(catalog_frame(rows), tmp_path / "reports").set_index("run_id")
+    trend = suite_trends(catalog_frame(rows), _output_sides(tmp_path / "reports")).set_index("run_id")
     assert trend.loc["r1", "compared_with"] is None and trend.loc["r1", "comparison_note"] == "first run of the suite"
     r2, r3 = trend.loc["r2"], trend.loc["r3"]
     assert (r2["compared_with"], r2["paired_tasks"], r2["first_attempt_verdict"], r2["task_success_verdict"],
@@ -120,7 +133,7 @@ def test_trends_show_each_runs_paired_verdicts_against_its_predecessor(tmp_path)
     import shutil
 
     shutil.rmtree(tmp_path / "reports" / "r2")
-    trend = suite_trends(catalog_frame(rows), tmp_path / "reports").set_index("run_id")
+    trend = suite_trends(catalog_frame(rows), _output_sides(tmp_path / "reports")).set_index("run_id")
     assert trend.loc["r2", "first_attempt_verdict"] is None and trend.loc["r3", "gate"] is None
     assert "metrics.json: cannot be read" in trend.loc["r2", "comparison_note"]
     assert "metrics.json: cannot be read" in trend.loc["r3", "comparison_note"]
@@ -187,23 +200,66 @@ def test_a_pipe_in_a_run_id_does_not_break_the_table(tmp_path):
     assert behind_formula_markdown(behind, "new").splitlines()[-1] == "| a\\|b | suite-a | old |"
 
 
-def test_a_suites_only_run_is_not_read_for_its_trend(tmp_path, monkeypatch):
-    """A suite's first run is compared with nothing, so the trend never reads its output
-    folder (for a large run, its attempts.jsonl is most of the catalog refresh); a suite with
-    two runs reads both."""
-    import bench_pipeline.catalog as catalog_module
-
+def test_a_suites_only_run_is_not_read_for_its_trend(tmp_path):
+    """A suite's first run is compared with nothing, so the trend never reads its attempts
+    (for a large run, they are most of the catalog refresh); a suite with two runs reads
+    both, each once."""
     read = []
-    monkeypatch.setattr(catalog_module, "_trend_side", lambda root, run_id: read.append(run_id) or (run_id, None, "x"))
+
+    def side_of(run_id):
+        read.append(run_id)
+        return None, "x"
+
     one = catalog_frame([catalog_row("r1", _metrics(tmp_path, "r1", ["passed"]),
                                      {"started_at": "2026-11-01T00:00:00Z"})])
-    trend = suite_trends(one, tmp_path)
+    trend = suite_trends(one, side_of)
     assert read == [] and list(trend["comparison_note"]) == ["first run of the suite"]
     (tmp_path / "b").mkdir()
-    two = catalog_frame([catalog_row(r, _metrics(tmp_path / "b", r, ["passed"]), {"started_at": f"2026-11-0{i}T00:00:00Z"})
-                         for i, r in ((1, "r1"), (2, "r2"))])
-    suite_trends(two, tmp_path)
-    assert read == ["r1", "r2"]
+    three = catalog_frame([catalog_row(r, _metrics(tmp_path / "b", r, ["passed"]),
+                                       {"started_at": f"2026-11-0{i}T00:00:00Z"})
+                           for i, r in ((1, "r1"), (2, "r2"), (3, "r3"))])
+    suite_trends(three, side_of)
+    assert read == ["r1", "r2", "r3"]
+
+
+def test_a_trend_row_whose_runs_kept_their_versions_is_kept_without_reading_them(tmp_path):
+    """Incremental trends: with the rows of an earlier refresh, a row whose run and
+    predecessor have the data versions it was made from keeps its verdicts and reads neither
+    run; a changed version, another predecessor or an unknown version compares again; the
+    frame equals one made from scratch."""
+    from bench_pipeline.comparison import side_from_output
+
+    tasks = [f"t{i}" for i in range(6)]
+    rows = []
+    for day, (run_id, status) in enumerate((("r1", "passed"), ("r2", "failed"), ("r3", "passed")), start=1):
+        run = make_run(tmp_path / "runs", [row(t, 1, status) for t in tasks], run_id=run_id,
+                       suite={"name": "suite-a", "tasks": []})
+        metrics = run_stages(run, tmp_path / "reports" / run_id).processed.metrics
+        rows.append(catalog_row(run_id, metrics, {"started_at": f"2026-11-0{day}T00:00:00Z"}, f"{run_id}@v1"))
+    read = []
+
+    def side_of(run_id):
+        read.append(run_id)
+        return side_from_output(tmp_path / "reports" / run_id), None
+
+    scratch = suite_trends(catalog_frame(rows), side_of)
+    assert read == ["r1", "r2", "r3"]
+    assert list(scratch["data_version"]) == ["r1@v1", "r2@v1", "r3@v1"]
+    assert list(scratch["compared_with_version"]) == [None, "r1@v1", "r2@v1"]
+    kept = {r["run_id"]: r for r in catalog_records(scratch)}
+    read.clear()
+    again = suite_trends(catalog_frame(rows), side_of, kept)
+    assert read == [] and again.equals(scratch)
+    # r2 re-processed (a new version): its row and r3's (whose predecessor it is) compare again
+    rows[1] = {**rows[1], "data_version": "r2@v2"}
+    changed = suite_trends(catalog_frame(rows), side_of, kept)
+    assert read == ["r1", "r2", "r3"]
+    assert changed.equals(suite_trends(catalog_frame(rows), side_of))
+    # an unknown version is never taken as unchanged
+    read.clear()
+    rows[2] = {**rows[2], "data_version": None}
+    suite_trends(catalog_frame(rows), side_of, {r["run_id"]: r for r in catalog_records(changed)})
+    assert read == ["r2", "r3"]
 
 
 def test_a_count_unknown_in_one_run_stays_known_in_the_others(tmp_path):

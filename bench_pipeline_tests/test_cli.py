@@ -216,7 +216,7 @@ def test_exit_2_for_an_unreadable_baseline_output(tmp_path, monkeypatch, capsys)
     def refusing(out_dir, run_dir=None):
         raise comparison.ComparisonInputError(f"{out_dir / 'attempts.jsonl'}: cannot be read (Permission denied)")
 
-    monkeypatch.setattr("bench_pipeline.pipeline.side_from_output", refusing)
+    monkeypatch.setattr("bench_pipeline.comparison.side_from_output", refusing)
     assert cli.main(["compare", str(base), str(cand), "--output-dir", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.endswith("baseline/attempts.jsonl: cannot be read (Permission denied)\n")
 

@@ -5,6 +5,7 @@ each run processed, the files written, and the exit codes (0, 1 gate fail, 3 gat
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -19,11 +20,14 @@ SYSTEM = {"status": "completed", "metrics_k": 1, "model": {"name": "m", "provide
           "code": {"git_sha": "abc1234", "dirty": False}}
 
 
-def _system_runs(root, outcomes_per_run, *, prefix="r", model="m", sha="abc1234"):
-    """One run folder per {task: status} mapping, all of one system unless told otherwise."""
-    manifest = {**SYSTEM, "model": {"name": model, "provider": "p"}, "code": {"git_sha": sha, "dirty": False}}
-    return [make_run(root, [row(t, 1, s) for t, s in outcomes.items()], run_id=f"{prefix}{i}",
-                     manifest={**manifest, "started_at": f"2026-11-0{i}T00:00:00Z"})
+def _system_runs(root, outcomes_per_run, *, prefix="r", model="m", sha="abc1234", setup=None):
+    """One run folder per {task: status} mapping, all of one system unless told otherwise
+    (``setup``: manifest keys of the measurement setup). Each row names its run's episode, as
+    real rows carry their own ids and times: two runs are never byte-identical by chance."""
+    manifest = {**SYSTEM, "model": {"name": model, "provider": "p"}, "code": {"git_sha": sha, "dirty": False},
+                **(setup or {})}
+    return [make_run(root, [row(t, 1, s, episode_id=f"{prefix}{i}-{t}") for t, s in outcomes.items()],
+                     run_id=f"{prefix}{i}", manifest={**manifest, "started_at": f"2026-11-0{i}T00:00:00Z"})
             for i, outcomes in enumerate(outcomes_per_run, start=1)]
 
 
@@ -65,9 +69,36 @@ def test_repeats_refuses_a_folder_that_is_not_a_run_and_the_same_run_twice(tmp_p
     twice = _run("repeats", folders[0], folders[1], folders[0], "--output-dir", tmp_path / "o2")
     assert twice.returncode == 2 and "the same run folder twice" in twice.stderr
     assert len(twice.stderr.strip().splitlines()) == 1
-    copy = make_run(tmp_path / "elsewhere", [row("a")], run_id="r1", manifest=SYSTEM)  # same run id, other folder
-    same_id = _run("repeats", folders[0], copy, "--output-dir", tmp_path / "o3")
+    other = make_run(tmp_path / "elsewhere", [row("a")], run_id="r1", manifest=SYSTEM)  # same run id, other folder
+    same_id = _run("repeats", folders[0], other, "--output-dir", tmp_path / "o3")
     assert same_id.returncode == 2 and "the same run twice (run id 'r1'" in same_id.stderr
+
+
+def test_a_copied_run_folder_is_one_measurement_and_refused_by_repeats_and_set_compare(tmp_path):
+    """repeated-runs.md "Systems": byte-identical results (a copy under another name) are one
+    measurement, refused as bad input (exit 2, one line naming both folders) before anything
+    is processed, by ``repeats`` and by the set form of ``compare``."""
+    folders = _system_runs(tmp_path / "runs", [{"a": "passed", "b": "failed"}, {"a": "passed", "b": "passed"}])
+    copy = tmp_path / "runs" / "r1-copy"
+    shutil.copytree(folders[0], copy)
+    done = _run("repeats", folders[0], folders[1], copy, "--output-dir", tmp_path / "o")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: {copy} and {folders[0]}: byte-identical results.jsonl, the same run twice (one measurement, not "
+        "two); give only one of them"]
+    assert not (tmp_path / "o").exists()
+    both = _run("compare", "--baseline", folders[0], "--baseline", copy, "--candidate", folders[1],
+                "--output-dir", tmp_path / "c")
+    assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1
+    assert f"{copy} and {folders[0]}: byte-identical results.jsonl" in both.stderr
+    across = _run("compare", "--baseline", folders[0], "--candidate", copy, "--output-dir", tmp_path / "c2")
+    assert across.returncode == 2 and "byte-identical" in across.stderr  # on both sides, the same measurement
+    # the runner's re-judged copy is the file a run reads: equal results.jsonl under other re-judgements differ
+    (copy / "results.rejudged.jsonl").write_text(json.dumps(row("a", 1, "failed")) + "\n", encoding="utf-8")
+    rejudged = _run("repeats", folders[0], copy, "--output-dir", tmp_path / "o2")
+    assert rejudged.returncode == 0, rejudged.stderr
+    # the positional form compares a run with its copy as asked (no change, nothing refused)
+    assert _run("compare", folders[0], copy, "--output-dir", tmp_path / "p").returncode == 0
 
 
 def test_repeated_compare_with_one_run_per_side_equals_the_positional_one(tmp_path):
@@ -126,3 +157,52 @@ def test_repeated_compare_exit_codes_and_bad_input(tmp_path):
     assert cli.main(["compare", str(base[0]), "--candidate", str(cand[0]), "--output-dir", str(tmp_path / "x")]) == 2
     assert cli.main(["compare", "--baseline", str(base[0]), "--output-dir", str(tmp_path / "x")]) == 2
     assert not (tmp_path / "x").exists()
+
+
+PIXEL = {"judge": {"enabled": True, "model": "judge-a"}, "platform": {"device": "pixel-8", "os": "android-15"},
+         "active_skills": ["calendar"]}
+
+
+def test_repeats_names_the_setup_its_differences_and_a_run_without_usable_rows(tmp_path):
+    """repeats.md names what the runs were measured with; runs on two devices get
+    platform_differs; a run with no usable rows is pooled as given (the specification's
+    repeats.json) but repeats.md says it adds nothing."""
+    pixel = _system_runs(tmp_path / "runs", [{"a": "passed"}, {"a": "failed"}], setup=PIXEL)
+    emulator = _system_runs(tmp_path / "runs", [{"a": "passed"}], prefix="e",
+                            setup={**PIXEL, "platform": {"device": "emulator", "os": "android-15"}})
+    empty = make_run(tmp_path / "runs", [row("a", 1, "skipped")], run_id="x1", manifest={**SYSTEM, **PIXEL})
+    done = _run("repeats", *pixel, *emulator, empty, "--output-dir", tmp_path / "o")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "o" / "repeats.json").read_text())
+    assert doc["warnings"] == ["platform_differs"] and len(doc["runs"]) == 4
+    assert doc["between_runs"]["runs"] == 3  # x1 has no pass@1
+    md = (tmp_path / "o" / "repeats.md").read_text()
+    assert "- r1, r2, x1 measured with: suite version unknown; judge judge-a; platform pixel-8 / android-15; " \
+           "active skills calendar." in md
+    assert "- e1 measured with: suite version unknown; judge judge-a; platform emulator / android-15; " in md
+    assert "- x1 has no usable rows (no eligible attempt): it adds nothing to the pooled values, the stability or " \
+           "the noise floor" in md
+    assert "(`platform_differs` in repeats.json)" in md
+    one = _run("repeats", *pixel, "--output-dir", tmp_path / "p")
+    assert one.returncode == 0, one.stderr
+    assert "- The runs were measured with: suite version unknown; judge judge-a; platform pixel-8 / android-15; " \
+           "active skills calendar." in (tmp_path / "p" / "repeats.md").read_text()
+
+
+def test_the_set_comparison_names_each_sides_setup_and_what_differs(tmp_path):
+    base = _system_runs(tmp_path / "runs", [{"a": "passed", "b": "passed"}] * 2, prefix="b", setup=PIXEL)
+    cand = _system_runs(tmp_path / "runs", [{"a": "passed", "b": "passed"}], prefix="c",
+                        setup={**PIXEL, "judge": {"enabled": False}})
+    done = _run("compare", "--baseline", base[0], "--baseline", base[1], "--candidate", cand[0],
+                "--output-dir", tmp_path / "o")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "o" / "comparison.json").read_text())["warnings"] == ["judge_differs"]
+    md = (tmp_path / "o" / "comparison.md").read_text()
+    top = md[:md.index("## Paired sections")]
+    assert "- The baseline's runs were measured with: suite version unknown; judge judge-a; platform pixel-8 / " \
+           "android-15; active skills calendar." in top
+    assert "- The candidate's runs were measured with: suite version unknown; no judge; " in top
+    assert "- The judges differ (judge judge-a for the baseline, no judge for the candidate): a comparison across " \
+           "judges mixes the change of judge with the agent's" in top
+    assert "system `suite-x / m / abc1234 (no judge, pixel-8 / android-15)`" in top
+    assert "(`judge_differs` in comparison.json)" in top

@@ -9,6 +9,8 @@ import json
 import math
 import re
 
+from dataclasses import replace
+
 import pytest
 from scipy.stats import binomtest
 
@@ -28,6 +30,7 @@ from bench_pipeline.comparison import (
     side_from_output,
     side_from_processed,
 )
+from bench_pipeline.identity import run_identity
 from bench_pipeline.pipeline import run_stages
 from bench_pipeline.stats import Z_95
 
@@ -321,10 +324,59 @@ def test_pass_at_k_uses_the_smaller_k_and_none_without_one():
 
 
 def test_warnings_in_their_order():
-    c = compare(side({"a": [True]}, suite="one", k=1), side({"b": [True]}, suite="two", k=2))
-    assert c["warnings"] == list(WARNINGS) == ["suite_differs", "metrics_k_differs", "no_paired_tasks"]
+    setup = {"suite": {"name": "one", "version": "7"}, "judge": {"enabled": True, "model": "judge-a"},
+             "platform": {"device": "pixel-8", "os": "android-15"}, "active_skills": ["calendar"]}
+    other = {"suite": {"name": "two", "version": "8"}, "judge": {"enabled": True, "model": "judge-b"},
+             "platform": {"device": "emulator", "os": "android-15"}, "active_skills": ["calendar", "web"]}
+    c = compare(setup_side({"a": [True]}, setup, suite="one", k=1), setup_side({"b": [True]}, other, suite="two", k=2))
+    assert c["warnings"] == list(WARNINGS) == [
+        "suite_differs", "suite_version_differs", "metrics_k_differs", "judge_differs", "platform_differs",
+        "skills_differs", "no_paired_tasks"]
     # a suite unknown on one side is not a difference
     assert compare(side({"a": [True]}, suite=None), side({"a": [True]}, suite="two"))["warnings"] == []
+
+
+def setup_side(outcomes, manifest, **kw):
+    """``side`` measured with what ``manifest`` records (comparison.md "The measurement setup")."""
+    return replace(side(outcomes, **kw), identity=run_identity(manifest))
+
+
+def setup_warnings(baseline: dict, candidate: dict) -> list[str]:
+    return compare(setup_side({"a": [True]}, baseline), setup_side({"a": [True]}, candidate))["warnings"]
+
+
+def test_each_part_of_the_setup_differs_only_when_known_in_both_and_unequal():
+    judge = {"judge": {"enabled": True, "model": "judge-a"}}
+    assert setup_warnings(judge, {"judge": {"enabled": False, "model": "judge-a"}}) == ["judge_differs"]  # enabled
+    assert setup_warnings(judge, {"judge": {"enabled": True, "model": "judge-b"}}) == ["judge_differs"]  # model
+    assert setup_warnings(judge, {"judge": {"enabled": True}}) == []  # the model unknown in one run
+    assert setup_warnings(judge, {"judge": {"enabled": "yes", "model": 3}}) == []  # not of their types: unknown
+    platform = {"platform": {"device": "pixel-8", "os": "android-15"}}
+    assert setup_warnings(platform, {"platform": {"device": "emulator", "os": "android-15"}}) == ["platform_differs"]
+    assert setup_warnings(platform, {"platform": {"device": "pixel-8", "os": "android-14"}}) == ["platform_differs"]
+    assert setup_warnings(platform, {"platform": {"os": "android-15"}}) == []
+    skills = {"active_skills": ["web", "calendar"]}
+    assert setup_warnings(skills, {"active_skills": ["calendar", "web", "calendar"]}) == []  # a set: order, repeats
+    assert setup_warnings(skills, {"active_skills": ["calendar"]}) == ["skills_differs"]
+    assert setup_warnings(skills, {"active_skills": []}) == ["skills_differs"]  # none active is known
+    assert setup_warnings(skills, {"active_skills": ["web", 3]}) == []  # not a list of strings: unknown
+    version = {"suite": {"name": "s", "version": 7}}
+    assert setup_warnings(version, {"suite": {"name": "s", "version": "7"}}) == []  # compared as text
+    assert setup_warnings(version, {"suite": {"name": "s", "version": "7.1"}}) == ["suite_version_differs"]
+    assert setup_warnings(version, {"suite": {"name": "s", "version": True}}) == []  # a Boolean is no version
+    assert setup_warnings(version, {}) == []
+
+
+def test_the_runners_manifest_gives_the_setup_through_its_equivalents():
+    """run-directory.md: judge_config (null: judge off), target_platform as the os, suite_sha256
+    as the suite version."""
+    runner = {"judge_config": {"provider": "p", "model": "judge-a", "base_url": "u"}, "target_platform": "android",
+              "suite_sha256": "ab" * 32}
+    assert setup_warnings(runner, {"judge": {"enabled": True, "model": "judge-a"}, "platform": {"os": "android"},
+                                   "suite": {"version": "ab" * 32}}) == []
+    assert setup_warnings(runner, {**runner, "judge_config": None}) == ["judge_differs"]  # on against off
+    assert setup_warnings(runner, {**runner, "target_platform": "ios"}) == ["platform_differs"]
+    assert setup_warnings(runner, {**runner, "suite_sha256": "cd" * 32}) == ["suite_version_differs"]
 
 
 def test_a_significant_first_attempt_regression_fails_the_gate():
@@ -437,7 +489,7 @@ def test_an_empty_candidate_on_disk_is_inconclusive_and_not_drawn_as_a_pass(tmp_
     run_stages(base, tmp_path / "out" / "base")
     for max_drop in (None, 0.05):
         out = tmp_path / "out" / f"cand-{max_drop}"
-        result = run_stages(cand, out, baseline_dir=tmp_path / "out" / "base", max_drop=max_drop)
+        result = run_stages(cand, out, baseline=side_from_output(tmp_path / "out" / "base"), max_drop=max_drop)
         assert result.comparison["gate"] == {"result": "inconclusive", "max_drop": max_drop,
                                              "reasons": ["first_attempt_no_evidence", "task_success_no_evidence"]}
         page = (out / "report.html").read_text()
@@ -484,7 +536,7 @@ def test_paired_statistics_by_formula():
 def test_run_stages_with_a_baseline_writes_the_comparison_and_both_reports_show_it(processed):
     root, _, plain = processed
     out = root / "out" / "with-baseline"
-    result = run_stages(root / "runs" / "cand", out, baseline_dir=root / "out" / "base")
+    result = run_stages(root / "runs" / "cand", out, baseline=side_from_output(root / "out" / "base"))
     # the same comparison as comparing the two output folders by hand
     assert result.comparison == compare(side_from_output(root / "out" / "base"), side_from_processed(plain.processed))
     assert list(result.written) == ["metrics.json", "attempts.jsonl", "summary.md", "report.html",
@@ -524,8 +576,8 @@ def test_run_stages_with_a_baseline_writes_the_comparison_and_both_reports_show_
 
 def test_run_stages_compares_without_an_output_folder_too(processed):
     root, _, _ = processed
-    with_files = run_stages(root / "runs" / "cand", root / "again", baseline_dir=root / "out" / "base", max_drop=0.1)
-    without = run_stages(root / "runs" / "cand", baseline_dir=root / "out" / "base", max_drop=0.1)
+    with_files = run_stages(root / "runs" / "cand", root / "again", baseline=side_from_output(root / "out" / "base"), max_drop=0.1)
+    without = run_stages(root / "runs" / "cand", baseline=side_from_output(root / "out" / "base"), max_drop=0.1)
     assert without.written == {} and without.comparison == with_files.comparison
     assert without.comparison["gate"] == {"result": "inconclusive", "max_drop": 0.1,
                                           "reasons": ["first_attempt_below_margin", "task_success_below_margin"]}
@@ -538,20 +590,18 @@ def test_run_stages_links_the_baseline_run_folder_it_is_given(processed):
     root, _, _ = processed
     elsewhere = make_run(root / "elsewhere", BASELINE_ROWS, run_id="other-base", manifest=K2)
     run_stages(elsewhere, root / "out" / "other-base")
-    unlinked = run_stages(root / "runs" / "cand", root / "u", baseline_dir=root / "out" / "other-base")
+    unlinked = run_stages(root / "runs" / "cand", root / "u", baseline=side_from_output(root / "out" / "other-base"))
     md = (root / "u" / "comparison.md").read_text()
     assert "| `A` | `tasks/A` | [`tasks/A`](<../runs/cand/tasks/A/>) |" in md and unlinked.comparison["regressions"] == ["A", "D"]
-    run_stages(root / "runs" / "cand", root / "l", baseline_dir=root / "out" / "other-base", baseline_run_dir=elsewhere)
+    run_stages(root / "runs" / "cand", root / "l", baseline=side_from_output(root / "out" / "other-base"), baseline_run_dir=elsewhere)
     md = (root / "l" / "comparison.md").read_text()
     assert "| `A` | [`tasks/A`](<../elsewhere/other-base/tasks/A/>) | [`tasks/A`](<../runs/cand/tasks/A/>) |" in md
 
 
-def test_run_stages_reads_the_baseline_before_any_work(processed):
+def test_run_stages_checks_the_margin_before_any_work(processed):
     root, _, _ = processed
-    with pytest.raises(ComparisonInputError, match="metrics.json: cannot be read"):
-        run_stages(root / "runs" / "cand", root / "never", baseline_dir=root / "nowhere")
     with pytest.raises(ValueError, match="max_drop"):
-        run_stages(root / "runs" / "cand", root / "never", baseline_dir=root / "out" / "base", max_drop=2)
+        run_stages(root / "runs" / "cand", root / "never", baseline=side_from_output(root / "out" / "base"), max_drop=2)
     assert not (root / "never").exists()
 
 
@@ -563,14 +613,14 @@ def test_run_stages_names_both_runs_models_from_their_run_folders(tmp_path):
         make_run(runs, BASELINE_ROWS, run_id=run_id, suite={"name": "suite-a", "version": "3", "tasks": []},
                  manifest={**K2, "model": {"name": model, "provider": "acme"}, "code": {"git_sha": sha, "dirty": False}})
     run_stages(runs / "base", tmp_path / "out" / "base")
-    result = run_stages(runs / "cand", tmp_path / "out" / "cand", baseline_dir=tmp_path / "out" / "base")
+    result = run_stages(runs / "cand", tmp_path / "out" / "cand", baseline=side_from_output(tmp_path / "out" / "base"))
     md = (tmp_path / "out" / "cand" / "comparison.md").read_text()
     assert "| Model (differs) | `large (acme)` | `small (acme)` |" in md
     assert "| Code version (differs) | `aaa1111 (clean)` | `bbb2222 (clean)` |" in md
     assert "| Suite | `suite-a version 3` | `suite-a version 3` |" in md
     assert "this compares two models, not two builds of one agent" in md
     assert result.comparison["baseline"] == {"run_id": "base", "suite": "suite-a", "metrics_k": 2}  # json unchanged
-    elsewhere = run_stages(runs / "cand", tmp_path / "u", baseline_dir=tmp_path / "out" / "base",
+    elsewhere = run_stages(runs / "cand", tmp_path / "u", baseline=side_from_output(tmp_path / "out" / "base"),
                            baseline_run_dir=tmp_path / "nowhere")
     assert elsewhere.comparison == result.comparison
     assert "Unknown: the baseline's model, the baseline's code version" in (tmp_path / "u" / "comparison.md").read_text()

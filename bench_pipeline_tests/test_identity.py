@@ -6,17 +6,26 @@ from __future__ import annotations
 import json
 
 from bench_pipeline.identity import RunIdentity, differences, read_identity, run_identity
+from bench_pipeline.setup import Setup
 
 MANIFEST = {"started_at": "2026-11-28T10:00:00Z", "code": {"git_sha": "4f2c9e1", "dirty": False},
             "suite": {"name": "android-core", "version": "7"},
-            "model": {"provider": "example", "name": "agent-model-large"}}
+            "model": {"provider": "example", "name": "agent-model-large"},
+            "judge": {"enabled": True, "model": "judge-model"},
+            "platform": {"device": "emulator-pixel", "os": "android-15"},
+            "active_skills": ["calendar", "contacts"]}
 
 
 def test_the_manifest_example_of_run_directory_md():
     ident = run_identity(MANIFEST, {})
+    setup = Setup(suite_version="7", judge_enabled=True, judge_model="judge-model", platform_device="emulator-pixel",
+                  platform_os="android-15", skills=frozenset({"calendar", "contacts"}))
     assert ident == RunIdentity(suite="android-core", suite_version="7", model_name="agent-model-large",
                                 model_provider="example", git_sha="4f2c9e1", dirty=False,
-                                started_at="2026-11-28T10:00:00Z")
+                                started_at="2026-11-28T10:00:00Z", setup=setup)
+    assert setup.key == (True, "judge-model", "emulator-pixel", "android-15")
+    assert (setup.judge_text, setup.platform_text, setup.skills_text) == (
+        "judge judge-model", "emulator-pixel / android-15", "calendar, contacts")
     assert (ident.model_text, ident.code_text, ident.suite_text) == (
         "agent-model-large (example)", "4f2c9e1 (clean)", "android-core version 7")
 

@@ -10,12 +10,14 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from bench_pipeline.generator import generate_runs
+from bench_pipeline.generator.world import BASE_TIME
 from bench_pipeline.repeats import suite_slug
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,9 +75,10 @@ def test_main_command_writes_every_systems_repeats_and_the_suite_page(tmp_path):
     assert _files(reports) == before
     assert (_count(tmp_path / "home", "system_repeats"), _count(tmp_path / "home", "suite_pages")) == (1, 1)
 
-    # a new run of the first system: one more refresh, the system pools four runs
+    # a new run of the first system (two days later: the same seed at the same start would write
+    # a byte-identical copy of its first run, one measurement): one more refresh, the system pools four runs
     (late,) = generate_runs(runs_root, runs=1, seed=21, tasks=8, repeats=2, history_messages=8, systems=2,
-                            id_prefix="late-")
+                            id_prefix="late-", start=BASE_TIME + timedelta(days=2))
     assert "catalog: ok" in _main(env)
     docs = {p.parent.name: json.loads(p.read_text()) for p in (reports / "_systems").glob("*/repeats.json")}
     assert sorted(len(d["runs"]) for d in docs.values()) == [2, 4]

@@ -10,6 +10,7 @@ import pytest
 
 from bench_pipeline.comparison import compare, make_side
 from bench_pipeline.identity import RunIdentity
+from bench_pipeline.setup import run_setup
 from bench_pipeline.repeats import (
     REPEATS_WARNINGS,
     SET_WARNINGS,
@@ -30,9 +31,10 @@ def approx(value):
 
 
 def run(run_id, outcomes, *, k=1, model="m", sha="s1", suite="suite", started=None, pass_at_1=None,
-        quality=None, cost=None):
+        quality=None, cost=None, setup=None):
     """A RepeatRun from {task: [True / False / None (ineligible), ...]} by attempt number;
-    quality and cost per task (every attempt) when given."""
+    quality and cost per task (every attempt) when given; ``setup``: the manifest's judge,
+    platform, active_skills and suite version (comparison.md "The measurement setup")."""
     rows, line = [], 0
     for task, results in outcomes.items():
         for attempt, outcome in enumerate(results, start=1):
@@ -41,7 +43,7 @@ def run(run_id, outcomes, *, k=1, model="m", sha="s1", suite="suite", started=No
                          "agent_eligible": outcome is not None,
                          "quality_score": (quality or {}).get(task), "task_wall_ms": None, "total_tokens": None,
                          "cost_usd": (cost or {}).get(task)})
-    identity = RunIdentity(suite=suite, model_name=model, git_sha=sha, started_at=started)
+    identity = RunIdentity(suite=suite, model_name=model, git_sha=sha, started_at=started, setup=run_setup(setup))
     side = make_side(rows, run_id=run_id, suite=suite, metrics_k=k, identity=identity)
     return RepeatRun(side, pass_at_1)
 
@@ -125,10 +127,24 @@ def test_noise_floor_needs_two_runs_and_one_run_with_repeats_has_stability():
     assert flip(2, 1) == 1.0 and flip(4, 0) == 0.0
 
 
+ON_PIXEL = {"judge": {"enabled": True, "model": "judge-a"}, "platform": {"device": "pixel-8", "os": "android-15"},
+            "active_skills": ["calendar", "web"], "suite": {"version": 7}}
+ON_EMULATOR = {**ON_PIXEL, "platform": {"device": "emulator", "os": "android-15"}}
+UNJUDGED = {**ON_PIXEL, "judge": {"enabled": False}}
+
+
 def test_warnings_in_their_order():
-    doc = repeats([run("r1", {"a": [True]}, suite="x", model="m1", sha="s1", k=1),
-                   run("r2", {"a": [True]}, suite="y", model="m2", sha="s2", k=2)])
-    assert doc["warnings"] == list(REPEATS_WARNINGS)
+    other = {"judge": {"enabled": True, "model": "judge-b"}, "platform": {"device": "pixel-8", "os": "android-14"},
+             "active_skills": ["calendar"], "suite": {"version": "8"}}
+    doc = repeats([run("r1", {"a": [True]}, suite="x", model="m1", sha="s1", k=1, setup=ON_PIXEL),
+                   run("r2", {"a": [True]}, suite="y", model="m2", sha="s2", k=2, setup=other)])
+    assert doc["warnings"] == list(REPEATS_WARNINGS) == [
+        "suite_differs", "model_differs", "code_differs", "suite_version_differs", "judge_differs", "platform_differs",
+        "skills_differs", "metrics_k_differs"]
+    # any two runs: the third run differs from the first only in its skills, a set ("7" equals 7)
+    three = [run("r1", {"a": [True]}, setup=ON_PIXEL), run("r2", {"a": [True]}, setup=ON_PIXEL),
+             run("r3", {"a": [True]}, setup={**ON_PIXEL, "active_skills": ["web"], "suite": {"version": "7"}})]
+    assert repeats(three)["warnings"] == ["skills_differs"]
     # unknown values are not differences
     assert repeats([run("r1", {"a": [True]}, model=None), run("r2", {"a": [True]})])["warnings"] == []
 
@@ -151,6 +167,25 @@ def test_runs_group_into_systems_and_an_unknown_part_makes_a_system_of_its_own()
     lone = system_of(runs[3])
     assert (lone.suite, lone.model, lone.git_sha, lone.alone) == ("suite", None, "s1", "r4")
     assert system_of(runs[0]).alone is None
+
+
+def test_another_judge_or_device_is_another_system():
+    """repeated-runs.md "Systems": the same agent on another device or judged by another judge
+    is another system; unknown setup fields compare as null (equal to each other); skills and
+    the suite version are not part of the setup key (they are warnings)."""
+    runs = [run("p1", {"a": [True]}, setup=ON_PIXEL), run("e1", {"a": [True]}, setup=ON_EMULATOR),
+            run("p2", {"a": [False]}, setup={**ON_PIXEL, "active_skills": ["web"]}),
+            run("u1", {"a": [True]}, setup=UNJUDGED), run("n1", {"a": [True]}), run("n2", {"a": [True]})]
+    groups = group_systems(runs)
+    assert [[r.run_id for r in g] for g in groups.values()] == [["p1", "p2"], ["e1"], ["u1"], ["n1", "n2"]]
+    pixel, emulator, unjudged, unknown = groups
+    assert pixel.setup == (True, "judge-a", "pixel-8", "android-15") and emulator.setup[2] == "emulator"
+    assert unjudged.setup == (False, None, "pixel-8", "android-15") and unknown.setup == (None, None, None, None)
+    assert (pixel.model, pixel.git_sha, pixel.alone) == (emulator.model, emulator.git_sha, None)  # same agent
+    assert pixel.setup_text == "judge judge-a, pixel-8 / android-15"
+    assert unjudged.setup_text == "no judge, pixel-8 / android-15"
+    assert unknown.setup_text is None  # nothing recorded: nothing to show
+    assert repeats(groups[pixel])["warnings"] == ["skills_differs"]  # pooled, but the skills differ
 
 
 # --- comparing sets of runs --------------------------------------------------------------------
@@ -209,6 +244,16 @@ def test_set_warnings_in_their_order_and_a_regression_fails_the_gate():
     result = compare_sets(base, cand)
     assert result["warnings"] == ["suite_differs", "metrics_k_differs", "baseline_systems_differ",
                                   "candidate_systems_differ"]
+    # the setup's warnings (any two runs of either side) take comparison.md's places
+    judged = [run("b1", {t: [True] for t in tasks}, setup=ON_PIXEL), run("b2", {t: [True] for t in tasks}, setup=ON_PIXEL)]
+    other = [run("c1", {t: [True] for t in tasks}, k=2, setup={**ON_EMULATOR, "suite": {"version": 8}}),
+             run("c2", {t: [True] for t in tasks}, k=2, model="m2", setup={**UNJUDGED, "active_skills": []})]
+    assert compare_sets(judged, other)["warnings"] == [
+        "suite_version_differs", "metrics_k_differs", "judge_differs", "platform_differs", "skills_differs",
+        "candidate_systems_differ"]
+    assert SET_WARNINGS == ("suite_differs", "suite_version_differs", "metrics_k_differs", "judge_differs",
+                            "platform_differs", "skills_differs", "baseline_systems_differ",
+                            "candidate_systems_differ", "no_paired_tasks")
     assert result["first_attempt"]["verdict"] == "regression"  # every task 1 -> 0: se 0, interval [-1, -1]
     assert result["gate"] == {"result": "fail", "max_drop": None,
                               "reasons": ["first_attempt_regression", "task_success_regression"]}
@@ -223,7 +268,7 @@ def test_set_warnings_in_their_order_and_a_regression_fails_the_gate():
 
 
 def test_slugs_are_readable_safe_and_distinct():
-    from bench_pipeline.repeats import System, suite_slug, system_slug
+    from bench_pipeline.repeats import System, suite_slug, system_slug, system_slugs
 
     slug = system_slug(System("android-core", "agent/model large", "4f2c9e1"))
     assert slug.startswith("android-core--agent-model-large--4f2c9e1-") and len(slug.rsplit("-", 1)[1]) == 8
@@ -234,3 +279,12 @@ def test_slugs_are_readable_safe_and_distinct():
     assert suite_slug(None).startswith("unknown-")
     for s in (suite_slug("..."), system_slug(System("..", "..", ".."))):
         assert s not in (".", "..") and "/" not in s and not s.startswith(".")
+    # the setup is part of a folder's name where it tells two systems apart, and only there
+    judged = System("s", "m", "x", setup=(True, "judge-a", "pixel-8", "android-15"))
+    unjudged = System("s", "m", "x", setup=(False, None, "pixel-8", "android-15"))
+    other = System("s", "m2", "x", setup=(True, "judge-a", "pixel-8", "android-15"))
+    slugs = system_slugs([judged, unjudged, other])
+    assert slugs[judged].startswith("s--m--x--judge-a--pixel-8.android-15-")
+    assert slugs[unjudged].startswith("s--m--x--no-judge--pixel-8.android-15-") and slugs[unjudged] != slugs[judged]
+    assert slugs[other] == system_slug(other) == system_slug(System("s", "m2", "x"))  # measured one way: as before
+    assert system_slugs([judged]) == {judged: system_slug(System("s", "m", "x"))}

@@ -8,8 +8,8 @@ The stages see local folders only (one composition, ``pipeline.run_stages``):
   findings, and a run whose objects cannot be read gets ``source_error`` (it fails alone,
   with the key and the reason). Each output folder in a bucket gets a fresh local staging
   folder holding its previous publication record (so a re-publication sends only what is
-  missing), and a baseline's outputs are read from their local copy, or from the staging
-  folder of a baseline processed in the same step.
+  missing). A baseline is compared with from its stored stage values (in the storage base),
+  never from its output folder.
 - ``Delivery``: once a partition's files are written (``run_partitions``' ``on_ready``) the
   step uploads them, one PUT per object, metrics.json last; after the partition, what its
   publication wrote. A failed upload fails the partition at the first stage whose files
@@ -35,12 +35,11 @@ RUNS_AT_ONCE = 4
 FRAME_STAGES = STAGES[:3]
 
 
-def prepare(jobs: list[PartitionJob], runs_root: str, output_root: str, folders: list[RunFolder],
-            outputs: dict[str, dict] | None) -> list[PartitionJob]:
+def prepare(jobs: list[PartitionJob], runs_root: str, output_root: str, folders: list[RunFolder]) -> list[PartitionJob]:
     """The jobs with their runs and output folders made local (see the module doc).
-    ``folders``: the runs root's scan; ``outputs``: ``baselines.processed_outputs``."""
+    ``folders``: the runs root's scan."""
     if object_store.is_remote(output_root):
-        jobs = _stage_outputs(jobs, outputs or {})
+        jobs = _stage_outputs(jobs)
     if object_store.is_remote(runs_root):
         jobs = _fetch_runs(jobs, runs_root, folders)
     return jobs
@@ -65,29 +64,18 @@ def _fetch_runs(jobs: list[PartitionJob], runs_root: str, folders: list[RunFolde
     return [replace(j, baseline_run_dir=str(copies[j.baseline])) if j.baseline in copies else j for j in fetched]
 
 
-def _stage_outputs(jobs: list[PartitionJob], outputs: dict[str, dict]) -> list[PartitionJob]:
+def _stage_outputs(jobs: list[PartitionJob]) -> list[PartitionJob]:
     root = object_store.staging_root()
     staged = {job.key: object_store.mirror_path(job.out_dir, root) for job in jobs}
     records = object_store.read_objects([object_store.join(job.out_dir, RECORD_NAME) for job in jobs])
     out: list[PartitionJob] = []
-    baselines = {}
-    for job in jobs:
-        if job.baseline and job.baseline_dir and job.after is None:
-            baselines[job.baseline_dir] = {n: outputs.get(job.baseline, {}).get(n)
-                                           for n in ("metrics.json", "attempts.jsonl")}
-    copies = object_store.mirror_files(baselines.items()) if baselines else {}
     for job in jobs:
         folder = staged[job.key]
         folder.mkdir(parents=True, exist_ok=True)
         record = records[object_store.normalize(object_store.join(job.out_dir, RECORD_NAME))]
         if record is not None:
             (folder / RECORD_NAME).write_bytes(record)
-        baseline_dir = job.baseline_dir
-        if job.baseline and job.after is not None:
-            baseline_dir = str(staged[job.after])  # its outputs are staged here, in this step
-        elif baseline_dir is not None:
-            baseline_dir = str(copies[object_store.normalize(baseline_dir)])
-        out.append(replace(job, out_dir=str(folder), baseline_dir=baseline_dir))
+        out.append(replace(job, out_dir=str(folder)))
     return out
 
 

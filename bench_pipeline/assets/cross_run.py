@@ -19,13 +19,22 @@ import json
 import dagster as dg
 import pandas as pd
 
-from ..catalog import behind_formula_markdown, catalog_frame, catalog_row, runs_behind_formula
+from ..catalog import (
+    behind_formula_markdown,
+    catalog_frame,
+    catalog_records,
+    catalog_row,
+    row_identity,
+    runs_behind_formula,
+)
 from ..catalog import suite_trends as build_trends
+from ..comparison import Side
 from ..formula import FORMULA_VERSION
-from ..output_root import OutputRoot
 from ..reports.format import fmt_int, fmt_pct, md_text, plural
 from ..resources import PipelineSettings
 from ..run_folders import local_run_files
+from ..stored_values import FRAME_ERRORS, read_stored_document, stored_side
+from .refresh_state import REFRESH_VERSION, load_state, run_keys, run_versions, save_state, unchanged
 
 GROUP = "cross_run"
 
@@ -155,30 +164,49 @@ def catalog_behind(instance: dg.DagsterInstance) -> str | None:
     group_name=GROUP,
     kinds={"python", "pandas"},
     io_manager_key="parquet_io_manager",
-    ins={"capability_aggregates": dg.AssetIn(metadata={"allow_missing_partitions": True})},
+    deps=["capability_aggregates"],
+    code_version=REFRESH_VERSION,
 )
-def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings, capability_aggregates: dict[str, dict]) -> pd.DataFrame:
+def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -> pd.DataFrame:
     """One row per processed run: suite, model, formula version, headline capability with
-    intervals, coverage and cost. Its metadata names the current formula version and the
-    runs computed with another one (``runs_behind_formula``, a number the Plots tab charts,
-    and the first of them by name)."""
-    rows = []
-    measured = sorted((capability_aggregates or {}).items())
+    intervals, coverage and cost, and the data version of the stored values it was made from.
+    Its metadata names the current formula version and the runs computed with another one
+    (``runs_behind_formula``, a number the Plots tab charts, and the first of them by name).
+
+    Incremental (refresh_state.py): a run whose data version is the one its kept row was made
+    from keeps that row; only new and changed runs' stored capability_aggregates documents and
+    manifests are read."""
+    versions = run_versions(context.instance, "capability_aggregates", run_keys(context.instance))
+    kept = load_state(settings.storage_base, "run_catalog", context)
+    rows, read = {}, []
+    for run_id, version in versions.items():
+        if unchanged(kept.get(run_id), version):
+            rows[run_id] = kept[run_id]
+        else:
+            read.append(run_id)
+    documents = {run_id: read_stored_document(settings.storage_base, "capability_aggregates", run_id)
+                 for run_id in read}
+    measured = [run_id for run_id in read if documents[run_id] is not None]
     # each run's manifest.json: in its run folder, or in the local copy of a run in a bucket
     # (brought up to date from one listing of the runs root: only changed manifests read)
-    folders = local_run_files(settings.runs_root, [run_id for run_id, _ in measured], ("manifest.json",))
-    for run_id, metrics in measured:
+    folders = local_run_files(settings.runs_root, measured, ("manifest.json",)) if measured else {}
+    for run_id in measured:
         try:
             manifest = json.loads((folders[run_id] / "manifest.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             manifest = {}
-        rows.append(catalog_row(run_id, metrics, manifest if isinstance(manifest, dict) else {}))
-    frame = catalog_frame(rows)
+        rows[run_id] = catalog_row(run_id, documents[run_id], manifest if isinstance(manifest, dict) else {},
+                                   versions[run_id])
+    save_state(settings.storage_base, "run_catalog", rows)
+    frame = catalog_frame(list(rows.values()))
     behind = runs_behind_formula(frame, FORMULA_VERSION)
     context.add_output_metadata({
         "dagster/row_count": len(frame),
         "suites": frame["suite"].nunique(),
         "formula_version": FORMULA_VERSION,
+        "refresh_version": REFRESH_VERSION,
+        "runs_read": len(measured),
+        "runs_kept": len(rows) - len(measured),
         "runs_behind_formula": len(behind),
         "runs_behind_formula_list": dg.MetadataValue.md(behind_formula_markdown(behind, FORMULA_VERSION)),
         "preview": dg.MetadataValue.md(catalog_preview(frame, FORMULA_VERSION)),
@@ -186,18 +214,34 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings, c
     return frame
 
 
-@dg.asset(group_name=GROUP, kinds={"python", "pandas"}, io_manager_key="parquet_io_manager")
+@dg.asset(group_name=GROUP, kinds={"python", "pandas"}, io_manager_key="parquet_io_manager",
+          deps=["attempt_metrics"], code_version=REFRESH_VERSION)
 def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame) -> pd.DataFrame:
     """Per suite, runs in start order, each compared by task with the run before it
-    (comparison.md): the verdict of every paired section and the release gate, read from
-    the runs' output folders; the change in pass_at_1 beside them is a plain difference."""
-    output_root = OutputRoot(settings.output_root)  # a bucket's: read through local copies
-    local = output_root.fetch([r for r in run_catalog["run_id"] if isinstance(r, str)], ("metrics.json", "attempts.jsonl"))
-    frame = build_trends(run_catalog, local)
+    (comparison.md): the verdict of every paired section and the release gate, from the runs'
+    stored attempt frames; the change in pass_at_1 beside them is a plain difference.
+    Incremental: a row whose run and predecessor kept their data versions keeps its verdicts,
+    and only the runs of the other rows are read."""
+    kept = load_state(settings.storage_base, "suite_trends", context)
+    rows = {row["run_id"]: row for row in catalog_records(run_catalog)}
+    read: list[str] = []
+
+    def side_of(run_id: str) -> tuple[Side | None, str | None]:
+        read.append(run_id)
+        try:
+            # with its setup, so that the comparison warns when the setups differ
+            return stored_side(settings.storage_base, rows[run_id], identity=row_identity(rows[run_id])), None
+        except FRAME_ERRORS as exc:
+            return None, f"{run_id}: no stored attempt frame to compare with ({type(exc).__name__})"
+
+    frame = build_trends(run_catalog, side_of, kept)
+    save_state(settings.storage_base, "suite_trends",
+               {row["run_id"]: row for row in catalog_records(frame) if isinstance(row["run_id"], str)})
     context.add_output_metadata({
         "dagster/row_count": len(frame),
         "gate_failures": int((frame["gate"] == "fail").sum()) if len(frame) else 0,
         "gate_inconclusive": int((frame["gate"] == "inconclusive").sum()) if len(frame) else 0,
+        "runs_read": len(read),
         "preview": dg.MetadataValue.md(trends_preview(frame)),
     })
     return frame

@@ -51,6 +51,7 @@ from ..reports.compared import gate_statement
 from ..resources.io_managers import store_partition
 from ..run_reader import NotARunFolderError
 from ..schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
+from ..stored_values import stored_baseline
 
 #: The per-run stage assets, in stage order (each depends on the one before).
 STAGES = ("raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "run_comparison", "reports",
@@ -83,9 +84,8 @@ class PartitionJob:
     fingerprint: str | None
     workers: int = 1
     baseline: str | None = None  # the baseline's run id (baselines.py), None: no comparison
-    baseline_dir: str | None = None  # its output folder
     baseline_reason: str = "no baseline"
-    after: str | None = None  # a partition of the same step to finish first (the baseline)
+    after: str | None = None  # a partition of the same step whose values are stored first (the baseline)
     # Roots in a bucket (assets/bucket_io.py): run_dir is then the run's local copy, out_dir a
     # local staging folder the step uploads from.
     baseline_run_dir: str | None = None  # the baseline's run folder (its local copy), for links
@@ -145,26 +145,25 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
         outcome.seconds = time.monotonic() - started
         return outcome
     try:
-        baseline_dir = Path(job.baseline_dir) if job.baseline_dir else None
         baseline_run_dir = Path(job.baseline_run_dir) if job.baseline_run_dir else None
         inputs = job.comparison_inputs
-        try:
-            result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
-                                progress=progress, baseline_dir=baseline_dir, baseline_run_dir=baseline_run_dir,
-                                run_files=job.run_files,
-                                comparison_inputs=inputs.record() if inputs is not None else None)
-        except ComparisonInputError as exc:  # the baseline's outputs cannot be read: no comparison
-            baseline_reason = f"no baseline: the outputs of baseline {job.baseline!r} cannot be read ({exc})"
-            result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
-                                progress=progress, run_files=job.run_files)
+        try:  # the baseline's stored values, as its own processing stored them
+            baseline = stored_baseline(job.storage_base, job.baseline) if job.baseline else None
+        except ComparisonInputError as exc:  # they cannot be read: no comparison
+            baseline = None
+            baseline_reason = f"no baseline: the stored values of baseline {job.baseline!r} cannot be read ({exc})"
             if inputs is not None:
                 inputs = replace(inputs, baseline=None, baseline_version=None, baseline_choice=baseline_reason)
+        result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
+                            progress=progress, baseline=baseline, baseline_run_dir=baseline_run_dir,
+                            run_files=job.run_files,
+                            comparison_inputs=inputs.record() if inputs is not None else None)
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
         outcome.failed_stage, outcome.error = STAGES[0], _failure(job, STAGES[0], exc)
         outcome.seconds = time.monotonic() - started
         return outcome
-    if outputs_ready is not None:  # metrics.json and attempts.jsonl are written: a run compared
-        outputs_ready()             # with this one may start while its frames are stored
+    if outputs_ready is not None:  # metrics.json and attempts.jsonl are written (a bucket's are
+        outputs_ready()             # uploaded while the frames are stored)
     processed = result.processed
     outcome.attempts = len(processed.attempts)
     if inputs is not None:
@@ -505,10 +504,10 @@ def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
     """Each job's outcome as soon as it is done (any order). Jobs run in up to ``processes``
     (default: one per core) fresh worker processes, one partition per process, or in this
     process when ``in_worker_processes`` says they are not worth it. A job whose ``after``
-    names another job of the list starts once that one is done (a run is compared with its
-    baseline's outputs as this step makes them). ``on_ready(key)`` is called in this process
-    once a partition's metrics.json and attempts.jsonl are written, before a job waiting
-    for it starts (the step uploads outputs meant for a bucket there).
+    names another job of the list starts once that one's stage values are stored (a run is
+    compared with its baseline's stored values as this step makes them). ``on_ready(key)`` is
+    called in this process once a partition's metrics.json and attempts.jsonl are written
+    (the step uploads outputs meant for a bucket there).
 
     In worker processes, a partition's ``StagesStored`` comes first, while it is still being
     published, then its PartitionOutcome; processed here, only the PartitionOutcome."""
@@ -579,7 +578,7 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
     keys = {job.key for job in jobs}
     waiting = in_dependency_order(jobs)
     futures: dict[Future, PartitionJob] = {}
-    finished: set[str] = set()  # partitions whose outputs a run compared with them can read
+    finished: set[str] = set()  # partitions whose stored values a run compared with them can read
 
     def submit_ready() -> None:
         for job in startable(waiting, keys, finished, busy=any(not f.done() for f in futures)):
@@ -591,8 +590,8 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            now_ready, stored = _drain(messages, log, ready)
-            finished |= now_ready
+            stored = _drain(messages, log, ready)
+            finished |= {early.outcome.key for early in stored}
             yield from stored  # before the outcomes: a partition's are sent before it ends
             for future in done:
                 job = futures[future]
@@ -605,23 +604,21 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
             before = set(futures)
             submit_ready()
             pending |= set(futures) - before
-        yield from _drain(messages, log, ready)[1]
+        yield from _drain(messages, log, ready)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _drain(messages: Any, log: Callable[[str], None],
-           on_ready: Callable[[str], None]) -> tuple[set[str], list[StagesStored]]:
+def _drain(messages: Any, log: Callable[[str], None], on_ready: Callable[[str], None]) -> list[StagesStored]:
     """Log the workers' lines and hand on the partitions whose outputs became ready; returns
-    those, and the partitions' stages stored since the last call, in the order they came."""
-    ready, stored = set(), []
+    the partitions' stages stored since the last call, in the order they came."""
+    stored = []
     while not messages.empty():
         kind, value = messages.get()
         if kind == "ready":
             on_ready(value)
-            ready.add(value)
         elif kind == "stored":
             stored.append(value)
         else:
             log(value)
-    return ready, stored
+    return stored

@@ -20,7 +20,6 @@ results are kept. The work itself is in ``partition_work``.
 import os
 import warnings
 from dataclasses import replace
-from pathlib import Path
 
 import dagster as dg
 from dagster_pandera import pandera_schema_to_dagster_type
@@ -175,7 +174,7 @@ def partition_jobs(keys: list[str], settings: PipelineSettings, target, workers:
     """One job per partition key, each with its baseline (baselines.py) and the inputs its
     comparison records (comparison_inputs.py: the data versions of both runs' stored values,
     the baseline's from ``instance``). The runs of this step count as processed: a run whose
-    baseline is among them waits for it (``after``). Runs and outputs in a bucket are made
+    baseline is among them waits for its stored values (``after``). Runs and outputs in a bucket are made
     local first (bucket_io.prepare)."""
     with object_store.shared(settings.runs_root, settings.output_root):
         return _partition_jobs(keys, settings, target, workers, instance)
@@ -213,12 +212,10 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
         inputs = ComparisonInputs(key, folder_versions.get(key), baseline.run_id, version, baseline.reason)
         jobs.append(PartitionJob(
             key, run_dir, settings.output_location(key), settings.storage_base, target, fp[0] if fp else None,
-            workers, baseline=baseline.run_id,
-            baseline_dir=settings.output_location(baseline.run_id) if baseline.run_id else None,
-            baseline_reason=baseline.reason, after=baseline.run_id if baseline.run_id in in_step else None,
+            workers, baseline=baseline.run_id, baseline_reason=baseline.reason, after=baseline.run_id if baseline.run_id in in_step else None,
             comparison_inputs=inputs,
         ))
-    return bucket_io.prepare(jobs, settings.runs_root, settings.output_root, folders, outputs)
+    return bucket_io.prepare(jobs, settings.runs_root, settings.output_root, folders)
 
 
 def partition_events(outcome: PartitionOutcome, recorded: int | None = None):

@@ -16,7 +16,7 @@ materialized before the pages are written, so a page that fails leaves them made
 system (suite, model, git sha), its run ids, its repeats.md and its repeats.json document.
 
 Files land under the output root: ``_systems/<system_slug>/`` and
-``_suites/<suite_slug>/index.html`` (``repeats.system_slug`` / ``suite_slug``). Each refresh
+``_suites/<suite_slug>/index.html`` (``repeats.system_slugs`` / ``suite_slug``). Each refresh
 rewrites the current ones atomically; a folder of a system or suite no longer in the catalog
 is left as it is (never delete what another run produced).
 """
@@ -27,58 +27,27 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import orjson
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from upath import UPath
 
-from ..catalog import catalog_records
-from ..comparison import SIDE_FIELDS, make_side
-from ..identity import RunIdentity, read_json_object
-from ..object_store import location_text, storage_path
+from ..catalog import catalog_records, row_identity
+from ..comparison import make_side
+from ..identity import read_json_object
+from ..object_store import location_text
 from ..output_root import OutputRoot
 from ..outputs import write_repeats_files
-from ..repeats import RepeatRun, System, group_systems, repeats, suite_slug, system_slug
+from ..repeats import RepeatRun, System, group_systems, repeats, suite_slug, system_slugs
 from ..reports.compared import NO_VARIATION, fmt_pct
 from ..reports.repeated import level_interval
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
+from ..stored_values import FRAME_ERRORS, read_attempt_rows, stored_frame_path
+from ..system_members import Members, pooled_members, results_digests, usable
 from .cross_run import GROUP
 
-#: The attempt_metrics columns a comparison side reads (``comparison.make_side``).
-SIDE_COLUMNS = ["task_id", "attempt", "line", *SIDE_FIELDS, "evidence"]
 #: Folders under the output root.
 SYSTEMS_FOLDER, SUITES_FOLDER = "_systems", "_suites"
 #: Rows of the metadata tables.
 LISTED = 50
-
-
-def read_attempt_rows(path: UPath) -> list[dict]:
-    """A stored attempt_metrics frame's rows as ``make_side`` reads them, reading only
-    SIDE_COLUMNS: plain Python values (null -> None, NaN included), and ``evidence`` (JSON
-    text) as ``{"dir": ...}``, the only part a side keeps. Converted column by column (a
-    float column's NaN made null by Arrow), then zipped into rows."""
-    with path.open("rb") as handle:
-        table = pq.read_table(handle, columns=SIDE_COLUMNS)
-    columns: dict[str, list] = {}
-    for name in SIDE_COLUMNS:
-        column = table.column(name)
-        if name in SIDE_FIELDS and pa.types.is_floating(column.type):
-            column = pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column)
-        columns[name] = column.to_pylist()
-    evidence = []
-    for text in columns["evidence"]:
-        parsed = orjson.loads(text) if isinstance(text, str) else None
-        evidence.append({"dir": parsed.get("dir")} if isinstance(parsed, dict) else {})
-    columns["evidence"] = evidence
-    return [dict(zip(SIDE_COLUMNS, values)) for values in zip(*(columns[name] for name in SIDE_COLUMNS))]
-
-
-def stored_frame_path(storage_base: str, run_id: str) -> UPath:
-    """Where the per-run stage stored a run's attempt_metrics (``io_managers.store_partition``)."""
-    return storage_path(storage_base) / "attempt_metrics" / (safe_partition_key(run_id) + ".parquet")
 
 
 def stored_repeat_runs(settings: PipelineSettings, catalog: Iterable[dict]) -> tuple[list[RepeatRun], list[str]]:
@@ -90,13 +59,11 @@ def stored_repeat_runs(settings: PipelineSettings, catalog: Iterable[dict]) -> t
         run_id = row["run_id"]
         try:
             rows = read_attempt_rows(stored_frame_path(settings.storage_base, run_id))
-        except (OSError, ValueError, pa.ArrowException):
+        except FRAME_ERRORS:
             missing.append(run_id)
             continue
-        identity = RunIdentity(suite=row["suite"], model_name=row["model"], git_sha=row["git_sha"],
-                               started_at=row["started_at"])
         side = make_side(rows, run_id=run_id, suite=row["suite"], metrics_k=row["metrics_k"],
-                         run_dir=settings.run_dir(run_id), identity=identity)
+                         run_dir=settings.run_dir(run_id), identity=row_identity(row))
         pass_at_1 = row["pass_at_1"]
         runs.append(RepeatRun(side, float(pass_at_1) if isinstance(pass_at_1, (int, float)) else None))
     return runs, missing
@@ -119,7 +86,7 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
     if not entries:
         return "No processed run yet."
     lines = ["| suite | model | git sha | runs | first attempt (pooled) | 95% interval | noise floor | flip rate "
-             "| folder |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| setup | folder |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for e in sorted(entries, key=_order)[:limit]:
         doc = e["doc"]
         fa, noise, flips = (doc["pooled"]["first_attempt"], doc["between_runs"]["noise_floor95"],
@@ -129,15 +96,26 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
         lines.append(" | ".join([
             f"| {_cell(e['suite'])}", _cell(e["model"]), _cell(e["git_sha"]), str(len(e["runs"])), fmt_pct(fa["mean"]),
             interval, f"{noise * 100:.1f} points" if noise is not None else "n/a (one run)",
-            fmt_pct(flips) if flips is not None else "n/a", f"`{e['slug']}` |"]))
+            fmt_pct(flips) if flips is not None else "n/a", _cell(e.get("setup")), f"`{e['slug']}` |"]))
     if len(entries) > limit:
         lines += ["", f"... and {len(entries) - limit} more (every system has its folder under `{SYSTEMS_FOLDER}/`)."]
     return "\n".join(lines)
 
 
-def _entry(system: System, slug: str, doc: dict, repeats_md: Path) -> dict:
+def _entry(system: System, slug: str, doc: dict, repeats_md: Path, members: Members) -> dict:
+    """A system in system_repeats' value: ``runs`` are the runs pooled, ``left_out`` {run id:
+    why not} (system_members.py), ``setup`` its setup key in words (None when unrecorded)."""
     return {"slug": slug, "suite": system.suite, "model": system.model, "git_sha": system.git_sha,
-            "runs": [r["run_id"] for r in doc["runs"]], "repeats_md": str(repeats_md), "doc": doc}
+            "setup": system.setup_text, "runs": [r["run_id"] for r in doc["runs"]],
+            "left_out": members.left_out, "repeats_md": str(repeats_md), "doc": doc}
+
+
+def split_members(settings: PipelineSettings, members: list[RepeatRun]) -> Members:
+    """The runs a system pools and those it leaves out (system_members.pooled_members): the
+    results files are compared only among a system's usable runs, and only when it has two."""
+    usable_ids = [str(r.run_id) for r in members if usable(r)]
+    digests = results_digests({i: settings.run_dir(i) for i in usable_ids}) if len(usable_ids) >= 2 else {}
+    return pooled_members(members, digests)
 
 
 def _reports(output_root: OutputRoot, runs: Iterable[RepeatRun]) -> dict[str, Path]:
@@ -157,26 +135,34 @@ def write_systems(settings: PipelineSettings, runs: list[RepeatRun], missing: li
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
     value: dict[str, dict] = {}
     changed = 0
-    systems = {system_slug(system): (system, members) for system, members in group_systems(runs).items()}
+    grouped = group_systems(runs)
+    slugs = system_slugs(grouped)
+    systems = {slugs[system]: (system, members) for system, members in grouped.items()}
     previous = output_root.fetch(systems, ("repeats.json",), SYSTEMS_FOLDER)  # to count the changed ones
     for slug, (system, members) in systems.items():
-        doc = repeats(members)
+        split = split_members(settings, members)
+        doc = repeats(split.pooled)
         before = previous / slug / "repeats.json"
         was = before.read_bytes() if before.is_file() else None
-        written = write_repeats_files(output_root.staged() / SYSTEMS_FOLDER / slug, doc, members,
-                                      _reports(output_root, members))
+        written = write_repeats_files(output_root.staged() / SYSTEMS_FOLDER / slug, doc, split.pooled,
+                                      _reports(output_root, split.pooled), notes=split.notes())
         changed += written["repeats.json"].read_bytes() != was
-        value[slug] = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]))
+        value[slug] = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]), split)
     output_root.publish()
     entries = list(value.values())
     metadata = {
         "systems": len(entries),
-        "runs_pooled": len(runs),
+        "runs_pooled": sum(len(e["runs"]) for e in entries),
         "systems_with_repeats": sum(1 for e in entries if len(e["runs"]) >= 2),
         "systems_changed": changed,
         "systems_folder": dg.MetadataValue.path(output_root.url(SYSTEMS_FOLDER)),
         "systems_table": dg.MetadataValue.md(systems_markdown(entries)),
     }
+    left_out = [f"`{run_id}`: {why}" for e in entries for run_id, why in e["left_out"].items()]
+    if left_out:
+        metadata["runs_left_out"] = dg.MetadataValue.md(
+            f"{len(left_out)} run(s) not pooled into their system (docs/metric-choices.md): "
+            + "; ".join(left_out[:LISTED]) + (" ..." if len(left_out) > LISTED else ""))
     if missing:
         metadata["runs_without_stored_attempts"] = dg.MetadataValue.md(
             f"{len(missing)} catalog run(s) have no stored attempt_metrics frame and are not pooled: "
@@ -222,7 +208,8 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: lis
     by_id = {r.run_id: r for r in runs}
     pages = []
     for suite, suite_rows in suite_runs(records, output_root).items():
-        entries = [SystemEntry(e["slug"], e["doc"], [by_id[r] for r in e["runs"] if r in by_id], Path(e["repeats_md"]))
+        entries = [SystemEntry(e["slug"], e["doc"], [by_id[r] for r in e["runs"] if r in by_id], Path(e["repeats_md"]),
+                               setup=e.get("setup"), left_out=e.get("left_out") or {})
                    for e in systems.values() if e["suite"] == suite]
         path = write_suite_page(output_root.staged() / SUITES_FOLDER / suite_slug(suite), suite, suite_rows, entries)
         pages.append((suite, len(suite_rows), len(entries), location_text(output_root.read_side(Path(path)))))
@@ -244,8 +231,9 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: lis
         dg.AssetSpec(
             "system_repeats", group_name=GROUP, kinds={"python", "json", "markdown"},
             deps=["run_catalog", "attempt_metrics"],
-            description="Every processed run grouped into systems (suite, model, git sha; repeated-runs.md "
-                        "\"Systems\": a run with an unknown part is a system of its own), each pooled by task: "
+            description="Every processed run grouped into systems (suite, model, git sha and setup key: judge "
+                        "and platform; repeated-runs.md \"Systems\": a run with an unknown part is a system of its "
+                        "own; a copy of a run and a run without usable rows are not pooled), each pooled by task: "
                         "<output root>/_systems/<system slug>/repeats.json and repeats.md (the noise floor, the "
                         "flip rate, the flaky tasks). Read from the catalog and the stored attempt_metrics "
                         "frames, never from the run folders.",

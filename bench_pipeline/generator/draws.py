@@ -8,7 +8,7 @@ from datetime import datetime
 
 from .edge_cases import run_edges
 from .records import RunDraw, Task
-from .world import DEVICES, MODELS, SKILLS, TASK_TEMPLATES
+from .world import DEVICES, LAB_DEVICE, MODELS, SKILLS, TASK_TEMPLATES
 
 
 def build_suite(rng: random.Random, count: int) -> list[Task]:
@@ -33,9 +33,12 @@ def draw_run(master: random.Random, index: int, runs: int, started: datetime,
     run_id = id_prefix + started.strftime("%Y-%m-%dT%H-%M-%SZ") + f"-{master.getrandbits(24):06x}"
     seed = master.getrandbits(64)
     model = master.choice(MODELS)
-    device = master.choice(DEVICES)
+    master.choice(DEVICES)  # drawn as it always was, so that every later draw stays the same
     skills = sorted(master.sample(SKILLS, 2 + master.randrange(len(SKILLS) - 1)))
-    judge_enabled = master.random() < 0.9
+    master.random()  # the same: a judge on or off was drawn here
+    # every run is measured in one lab (LAB_DEVICE, the judge on): one setup key, so that each run's
+    # default baseline is an earlier generated run (comparison.md "The default baseline")
+    device, judge_enabled = LAB_DEVICE, True
     with_cost = master.random() < 0.3
     edges = run_edges(index, runs, offsets, edge_cases)
     status = "running" if "running" in edges else "aborted" if "aborted" in edges else "completed"

@@ -21,7 +21,7 @@ from .files import LAYOUTS, build_manifest, write_files
 from .records import RunDraw, Task
 from .runner_rows import RUNNER_ROOTS, RunnerRows, is_rejudged, runner_folder
 from .runner_run import write_runner_run
-from .world import BASE_TIME, MODELS, SUITE_NAME, SUITE_VERSION
+from .world import BASE_TIME, MODELS, SKILLS, SUITE_NAME, SUITE_VERSION
 
 
 def generate_runs(out_root: Path, runs: int, seed: int, tasks: int = 12, repeats: int = 3,
@@ -40,8 +40,10 @@ def generate_runs(out_root: Path, runs: int, seed: int, tasks: int = 12, repeats
     gives it the same numbers.
 
     With ``systems`` = N, run i is a repeat of system i % N: one model and one clean git
-    sha per system (repeated-runs.md "Systems"), drawn from a generator of their own, so the
-    rest of every run is what it would be without. The same arguments always produce
+    sha per system (repeated-runs.md "Systems") and active skills per system, drawn from a
+    generator of their own, so the rest of every run is what it would be without. Every run,
+    with or without systems, is measured with one setup (the lab's device, the judge on:
+    ``draws.draw_run``), so each run's default baseline is an earlier generated run. The same arguments always produce
     byte-identical folders. A run folder that already exists is an error
     (FileExistsError), never overwritten.
     """
@@ -51,6 +53,9 @@ def generate_runs(out_root: Path, runs: int, seed: int, tasks: int = 12, repeats
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     drawn = random.Random(f"systems-{seed}")
     builds = [(MODELS[i % len(MODELS)], f"{drawn.getrandbits(28):07x}") for i in range(systems or 0)]
+    # each system's active skills, drawn after every git sha (which stay what they were); every
+    # run has the lab's device and judge (draws.draw_run): one setup key for all
+    skills = [sorted(drawn.sample(SKILLS, 2 + drawn.randrange(len(SKILLS) - 1))) for _ in builds]
     out_root = Path(out_root)
     master = random.Random(seed)
     offsets = {name: master.randrange(period) for name, period in RUN_EDGE_PERIODS.items()}
@@ -61,7 +66,7 @@ def generate_runs(out_root: Path, runs: int, seed: int, tasks: int = 12, repeats
         run = draw_run(master, index, runs, started, offsets, edge_cases, id_prefix)
         if builds:
             model, sha = builds[index % len(builds)]
-            run = replace(run, model=model, git_sha=sha)
+            run = replace(run, model=model, git_sha=sha, active_skills=skills[index % len(builds)])
         run_dir = out_root / run.run_id
         write_run(run_dir, run, suite, repeats, history_messages, edge_cases, progress, layout)
         created.append(run_dir)

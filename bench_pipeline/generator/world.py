@@ -19,6 +19,8 @@ PNG_BYTES = base64.b64decode(PNG_B64)
 
 MODELS = ["agent-model-large", "agent-model-small", "agent-model-large-2026-10"]
 DEVICES = [("emulator-pixel", "android-15"), ("pixel-8-lab-2", "android-15"), ("emulator-pixel", "android-14")]
+#: The device (and OS) every generated run is measured on: one lab, one setup key.
+LAB_DEVICE = DEVICES[0]
 SKILLS = ["calendar", "contacts", "messaging", "memory", "media", "web"]
 
 # Task templates: id, category, prompt, rubric requirements, expected answer,

@@ -19,6 +19,7 @@ from ..stats import is_number
 from ..vocabulary import COMPARISON_RESOURCE_FIELDS
 from .charts import svg_delta_intervals
 from .format import FIELD_LABELS, NA, fmt_int, fmt_ms, fmt_pct, fmt_text, fmt_usd
+from .setup_text import SETUP_WARNING_TEXT, difference_sentences, setup_facts, setup_rows
 from .view.evidence import evidence_href
 from .view.limits import LIST_CAP
 
@@ -37,6 +38,7 @@ WARNING_TEXT = {
                          "1..k with k = {k}, the smaller (null, and no pass@k comparison, when either is unknown).",
     "no_paired_tasks": "No task was observed in both runs: there is no paired statistic, so the gate "
                        "cannot decide (inconclusive).",
+    **SETUP_WARNING_TEXT,
 }
 
 
@@ -373,14 +375,18 @@ def gate_view(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _identity_rows(b: RunIdentity, c: RunIdentity, b_id: Any, c_id: Any) -> list[dict[str, Any]]:
-    """What is compared, side by side: run, model, code version, suite."""
+    """What is compared, side by side: run, model, code version, suite (with its version),
+    then the measurement setup: judge, platform, active skills (setup_text.setup_rows)."""
     differ = set(differences(b, c))
+    if "suite_version_differs" in difference_sentences(b.setup, c.setup):
+        differ.add("suite version")
     return [
         {"label": "Run", "baseline": fmt_text(b_id), "candidate": fmt_text(c_id), "differs": False},
         {"label": "Model", "baseline": b.model_text, "candidate": c.model_text, "differs": "model" in differ},
         {"label": "Code version", "baseline": b.code_text, "candidate": c.code_text, "differs": "code" in differ},
         {"label": "Suite", "baseline": b.suite_text, "candidate": c.suite_text,
          "differs": "suite version" in differ or (b.suite is not None and c.suite is not None and b.suite != c.suite)},
+        *[row for row in setup_rows(b.setup, c.setup) if row["label"] != "Suite version"],
         {"label": "Started", "baseline": fmt_text(b.started_at), "candidate": fmt_text(c.started_at), "differs": False},
     ]
 
@@ -399,6 +405,10 @@ def identity_notes(b: RunIdentity, c: RunIdentity) -> list[str]:
     if "suite version" in differ:
         notes.append(f"The suite versions differ ({b.suite_version} and {c.suite_version}): a task with the same id "
                      "may not be the same task.")
+    setup = difference_sentences(b.setup, c.setup)  # the measurement setup's differences, in words
+    if "suite version" in differ:
+        setup.pop("suite_version_differs", None)
+    notes += setup.values()
     for which, ident in (("baseline", b), ("candidate", c)):
         if ident.dirty is True:
             notes.append(f"The {which}'s code had uncommitted changes: its git sha does not say exactly what ran.")
@@ -408,7 +418,7 @@ def identity_notes(b: RunIdentity, c: RunIdentity) -> list[str]:
     if unknown:
         notes.append(f"Unknown: {', '.join(unknown)} (not recorded in manifest.json, or the run folder was not "
                      "found), so what differs between the runs is not fully known.")
-    elif not differ:
+    elif not differ and not setup:
         notes.append("Same model, code version and suite version: two runs of one system, so the differences "
                      "below are run-to-run variation plus whatever the manifests do not record.")
     return notes
@@ -449,7 +459,8 @@ def comparison_view(comparison: Comparison | None, out_dir: Path | None = None) 
                            "css": VERDICT_CSS[s["verdict"]], "verdict_text": VERDICT_WORDS[s["verdict"]]})
     b, c = r["baseline"], r["candidate"]
     facts = {"b_suite": fmt_text(b["suite"]), "c_suite": fmt_text(c["suite"]),
-             "b_k": fmt_text(b["metrics_k"]), "c_k": fmt_text(c["metrics_k"]), "k": fmt_text(k)}
+             "b_k": fmt_text(b["metrics_k"]), "c_k": fmt_text(c["metrics_k"]), "k": fmt_text(k),
+             **setup_facts(comparison.baseline.identity.setup, comparison.candidate.identity.setup)}
     only_b, only_c = r["tasks"]["only_baseline"], r["tasks"]["only_candidate"]
     return {
         "baseline_run_id": b["run_id"], "candidate_run_id": c["run_id"],

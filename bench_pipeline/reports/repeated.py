@@ -28,6 +28,7 @@ from .compared import (
     run_folder_base,
 )
 from .format import fmt_int, fmt_pct, fmt_text
+from .setup_text import runs_setup_lines, set_setup_lines
 from .templates import _env
 from .view.evidence import evidence_href, link_href
 from .view.limits import LIST_CAP
@@ -38,8 +39,24 @@ REPEATS_WARNING_TEXT = {
     "model_differs": "The runs use different models: they are not repeats of one system.",
     "code_differs": "The runs have different git shas: they are not repeats of one build.",
     "metrics_k_differs": "The runs' metrics_k differ: pass@k and pass^k use the smallest k (none when any is unknown).",
+    "suite_version_differs": "The runs' suite versions differ: a task with the same id may not be the same task.",
+    "judge_differs": "The runs were judged differently (judge on or off, or another judge model): the pooled values "
+                     "mix the judges' verdicts, and the noise floor includes their disagreement.",
+    "platform_differs": "The runs ran on different devices or OS versions: they are not repeats of one measurement "
+                        "setup, and the noise floor includes the platforms' difference.",
+    "skills_differs": "The runs' active skills differ: the agent could use different skills in different runs.",
+}
+#: The measurement setup's warnings, in words, in both forms of the repeated documents.
+_SETUP_SET_TEXT = {
+    "suite_version_differs": "The runs' suite versions differ: a task with the same id may not be the same task.",
+    "judge_differs": "The runs were judged differently (judge on or off, or another judge model): the comparison mixes "
+                     "the change of judge with the agent's.",
+    "platform_differs": "The runs ran on different devices or OS versions: the comparison mixes that change with the "
+                        "agent's.",
+    "skills_differs": "The runs' active skills differ: part of any change may be the skills'.",
 }
 SET_WARNING_TEXT = {
+    **_SETUP_SET_TEXT,
     "suite_differs": "The runs are of different suites: only tasks observed on both sides are paired.",
     "metrics_k_differs": "The runs' metrics_k differ: pass@k and pass^k use the smallest k (none when any is unknown).",
     "baseline_systems_differ": "The baseline's runs are of more than one system (model or git sha): its pooled "
@@ -90,8 +107,10 @@ def noise_sentence(between: Mapping[str, Any]) -> str:
 
 
 def repeats_view(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Path | None = None,
-                 reports: Mapping[str, Path] | None = None) -> dict[str, Any]:
-    """What repeats.md shows. ``reports``: {run id: that run's report.html}, for links."""
+                 reports: Mapping[str, Path] | None = None, notes: Sequence[str] = ()) -> dict[str, Any]:
+    """What repeats.md shows. ``reports``: {run id: that run's report.html}, for links;
+    ``notes``: the runs not pooled, or pooled without adding anything, and why
+    (system_members.Members.notes)."""
     reports = reports or {}
     run_rows = [{"run_id": r["run_id"], "started_at": fmt_text(r["started_at"]), "pass_at_1": fmt_pct(r["pass_at_1"]),
                  "href": _report_link(out_dir, reports.get(r["run_id"]))} for r in doc["runs"]]
@@ -114,6 +133,7 @@ def repeats_view(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Pat
                       "flip": fmt_pct(t["flip"]), "links": links})
     return {
         "system": system_text(doc["system"]),
+        "setup": runs_setup_lines(runs), "notes": list(notes),
         "runs": run_rows,
         "k": fmt_text(doc["k"]),
         "tasks": doc["tasks"],
@@ -184,10 +204,11 @@ def set_comparison_view(result: Mapping[str, Any], single: Mapping[str, Any] | N
         systems = group_systems(runs)
         return {"runs": [r.run_id for r in runs], "count": len(runs),
                 "systems": [system_text({"suite": s.suite, "model": s.model, "git_sha": s.git_sha})
-                            for s in systems]}
+                            + (f" ({s.setup_text})" if s.setup_text else "") for s in systems]}
 
     return {
         "baseline": side(baseline), "candidate": side(candidate), "k": fmt_text(k),
+        "setup": set_setup_lines(baseline, candidate),
         "paired": fmt_int(result["tasks"]["paired"]),
         "gate": {**gate_view(result), "margin": gate_view(result)["margin_text"]},
         "rows": rows,
@@ -201,9 +222,9 @@ def set_comparison_view(result: Mapping[str, Any], single: Mapping[str, Any] | N
 
 
 def render_repeats_md(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Path | None = None,
-                      reports: Mapping[str, Path] | None = None) -> str:
+                      reports: Mapping[str, Path] | None = None, notes: Sequence[str] = ()) -> str:
     """repeats.md (links relative to ``out_dir``, where the file goes)."""
-    return _env(False).get_template("repeats.md.j2").render(v=repeats_view(doc, runs, out_dir, reports))
+    return _env(False).get_template("repeats.md.j2").render(v=repeats_view(doc, runs, out_dir, reports, notes))
 
 
 def render_set_comparison_md(result: Mapping[str, Any], single: Mapping[str, Any] | None,

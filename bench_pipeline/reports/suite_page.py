@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,9 @@ CSP = ("default-src 'none'; img-src 'none'; style-src 'unsafe-inline'; script-sr
 COMMAND = ".venv/bin/bench-pipeline"
 #: repeats.json's warnings as the systems table labels them (the code stays in the title).
 WARNING_LABELS = {"suite_differs": "suites differ", "model_differs": "models differ",
-                  "code_differs": "git shas differ", "metrics_k_differs": "metrics_k differs"}
+                  "code_differs": "git shas differ", "metrics_k_differs": "metrics_k differs",
+                  "suite_version_differs": "suite versions differ", "judge_differs": "judges differ",
+                  "platform_differs": "platforms differ", "skills_differs": "skills differ"}
 MEAN_NOTE = ("Mean cost and mean tokens per attempt: the mean over every eligible attempt of the system's runs "
              "(each run after its de-duplication) that recorded a number; attempts without one are left out, "
              "not counted as 0. It weighs every attempt alike, unlike repeats.json's pooled resources, which "
@@ -58,12 +60,16 @@ MEAN_NOTE = ("Mean cost and mean tokens per attempt: the mean over every eligibl
 
 @dataclass(frozen=True)
 class SystemEntry:
-    """A system of the suite: its folder name, repeats.json, its runs and its repeats.md."""
+    """A system of the suite: its folder name, repeats.json, its runs (those pooled) and its
+    repeats.md; ``setup``: its setup key in words (repeats.System.setup_text); ``left_out``:
+    {run id: why it is not pooled} (system_members.Members.left_out)."""
 
     slug: str
     doc: dict
     runs: list[RepeatRun]
     repeats_md: Path | None = None
+    setup: str | None = None
+    left_out: Mapping[str, str] = field(default_factory=dict)
 
 
 # --- pure functions --------------------------------------------------------------------------
@@ -177,6 +183,8 @@ def _system_row(i: int, entry: SystemEntry, out_dir: Path) -> dict[str, Any]:
 
     return {
         "label": f"S{i}", "system": system_text(doc["system"]), "slug": entry.slug,
+        "setup": entry.setup,
+        "left_out": [f"{run_id}: {why}" for run_id, why in entry.left_out.items()],
         "runs": fmt_int(len(doc["runs"])), "run_ids": [r["run_id"] for r in doc["runs"]],
         "run_dirs": [location_text(r.side.run_dir) if r.side.run_dir is not None else str(r.run_id)
                      for r in entry.runs],
@@ -363,6 +371,8 @@ def suite_view(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any
     out_dir = Path(out_dir)
     rows = [_system_row(i, entry, out_dir) for i, entry in enumerate(systems, start=1)]
     labels = {run.run_id: row["label"] for entry, row in zip(systems, rows) for run in entry.runs}
+    labels.update({run_id: f"{row['label']} (not pooled: {why})" for entry, row in zip(systems, rows)
+                   for run_id, why in entry.left_out.items()})
     chart = _chart(rows)
     return {"suite": suite if suite is not None else "unknown", "runs": _run_rows(out_dir, runs, labels),
             "systems": rows, "chart": chart, "best": best_system(rows), "flaky": _flaky(systems, rows, out_dir),

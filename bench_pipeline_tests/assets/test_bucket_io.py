@@ -68,7 +68,7 @@ def test_the_frame_stages_are_the_first_three() -> None:
 
 def test_local_roots_need_no_preparation_and_nothing_is_delivered(tmp_path: Path, uploads: list) -> None:
     jobs = [job("r1", tmp_path / "out" / "r1")]
-    assert prepare(jobs, str(tmp_path / "runs"), str(tmp_path / "out"), [], None) == jobs
+    assert prepare(jobs, str(tmp_path / "runs"), str(tmp_path / "out"), []) == jobs
     delivery = Delivery(jobs)
     assert delivery.jobs == {}
     delivery.ready("r1")

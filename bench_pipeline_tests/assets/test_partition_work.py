@@ -55,7 +55,7 @@ def test_in_worker_processes_each_partitions_stages_come_before_its_publication(
         monkeypatch.delenv(var, raising=False)
     settings = make_resources(tmp_path)["settings"]
     keys = sorted(p.name for p in generate_runs(tmp_path / "runs", runs=2, seed=5, tasks=6, repeats=2,
-                                                history_messages=4))
+                                                history_messages=4, edge_cases=False))  # every attempt's row
     jobs = partition_jobs(keys, settings, LangfuseSettings(None, None, None), workers=1)
     items = list(run_partitions(jobs, lambda line: None, processes=2))
 

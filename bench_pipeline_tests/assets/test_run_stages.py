@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from bench_pipeline.assets import per_run_assets
+from bench_pipeline.comparison import side_from_output
 from bench_pipeline.data_quality import data_quality_findings as written_findings
 from bench_pipeline.formula import FORMULA_VERSION
 from bench_pipeline.partitions import range_tags, runs_partitions
@@ -212,7 +213,8 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
             assert inputs["baseline"]["run_id"] == written["baseline"]["run_id"] and inputs["candidate"]["run_id"] == run_id
             files += ["comparison.json", "comparison.md"]
         processed = run_stages(tmp_path / "runs" / run_id, command_out, keep_evidence=True,
-                               baseline_dir=baseline_dir, comparison_inputs=inputs).processed
+                               baseline=side_from_output(baseline_dir) if baseline_dir else None,
+                               comparison_inputs=inputs).processed
         publish(processed, command_out, LangfuseSettings(None, None, None))
         assert sorted(p.name for p in dagster_out.iterdir()) == sorted(p.name for p in command_out.iterdir())
         stamp = {p: json.loads((p / "metrics.json").read_text())["generated_at"] for p in (dagster_out, command_out)}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from upath import UPath
 
 from bench_pipeline import cli
 from bench_pipeline.assets import cross_run_assets, per_run_assets, systems
@@ -19,6 +20,7 @@ from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.pipeline import run_stages
 from bench_pipeline.repeats import System, suite_slug, system_slug
 from bench_pipeline.resources.io_managers import store_partition
+from bench_pipeline.stored_values import read_attempt_rows
 
 from ..dagster_helpers import make_resources
 from ..run_builder import make_run, row
@@ -282,7 +284,7 @@ def test_stored_frames_give_plain_values_and_the_evidence_folder(tmp_path):
     path = tmp_path / "attempt_metrics" / "r.parquet"
     path.parent.mkdir()
     frame.assign(status="passed").to_parquet(path, index=False)  # a column a side does not read
-    first, second = systems.read_attempt_rows(systems.UPath(path))
+    first, second = read_attempt_rows(UPath(path))
     assert first == {"task_id": "a", "attempt": 1, "line": 1, "success": None, "agent_eligible": True,
                      "quality_score": None, "task_wall_ms": 10.0, "total_tokens": 3.0, "cost_usd": None,
                      "evidence": {"dir": "tasks/a/1"}}

@@ -4,6 +4,7 @@ it. Sides are built in memory; comparison.md is rendered from them as run_stages
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -18,6 +19,7 @@ from bench_pipeline.reports.compared import (
     identity_notes,
     no_variation,
 )
+from bench_pipeline.setup import run_setup
 
 
 def side(outcomes: dict[str, list], *, quality: dict[str, list] | None = None, run_id="r", k=2,
@@ -205,6 +207,43 @@ def test_one_model_two_builds_and_one_system_and_unknowns():
     unknown = identity_notes(LARGE, RunIdentity(suite="s"))
     assert unknown == ["Unknown: the candidate's model, the candidate's code version (not recorded in manifest.json, "
                        "or the run folder was not found), so what differs between the runs is not fully known."]
+
+
+def test_the_top_names_each_runs_setup_and_states_every_difference_in_words():
+    """comparison.md "The measurement setup": judge, platform and active skills beside model
+    and code; a difference in any of them is said in words (and flagged) at the top, and two
+    runs of one agent on different setups are not called two runs of one system."""
+    pixel = run_setup({"judge": {"enabled": True, "model": "judge-a"}, "active_skills": ["calendar", "web"],
+                       "platform": {"device": "pixel-8", "os": "android-15"}, "suite": {"version": 7}})
+    emulator = run_setup({"judge": {"enabled": False}, "active_skills": ["web", "memory"],
+                          "platform": {"device": "emulator", "os": "android-15"}, "suite": {"version": "7"}})
+    b, c = replace(LARGE, setup=pixel), replace(LARGE, setup=emulator)
+    result = compare(side({"a": [True]}, identity=b), side({"a": [True]}, identity=c))
+    assert result["warnings"] == ["judge_differs", "platform_differs", "skills_differs"]  # 7 and "7" are equal
+    v = comparison_view(Comparison(result, side({"a": [True]}, identity=b), side({"a": [True]}, identity=c)))
+    rows = {r["label"]: (r["baseline"], r["candidate"], r["differs"]) for r in v["identity"]}
+    assert rows["Judge"] == ("judge judge-a", "no judge", True)
+    assert rows["Platform"] == ("pixel-8 / android-15", "emulator / android-15", True)
+    assert rows["Active skills"] == ("calendar, web", "memory, web", True)
+    assert rows["Suite"] == ("s version 7", "s version 7", False) and rows["Model"][2] is False
+    assert v["identity_notes"] == [
+        "The judges differ (judge judge-a for the baseline, no judge for the candidate): a comparison across judges "
+        "mixes the change of judge with the agent's, since a task may pass or fail because it was judged differently.",
+        "The platforms differ (pixel-8 / android-15 for the baseline, emulator / android-15 for the candidate): a "
+        "comparison across devices or OS versions mixes that change with the agent's.",
+        "The active skills differ (only the baseline's: calendar; only the candidate's: memory): the agent could use "
+        "different skills, so part of any change may be the skills'."]
+    assert [w["code"] for w in v["warnings"]] == result["warnings"]
+    assert v["warnings"][0]["text"] == ("The runs were judged differently (judge judge-a and no judge): the "
+                                        "comparison mixes the change of judge with the agent's.")
+    md = render_comparison_md(Comparison(result, side({"a": [True]}, identity=b), side({"a": [True]}, identity=c)))
+    assert "| Platform (differs) | `pixel-8 / android-15` | `emulator / android-15` |" in md
+    assert md.index("The judges differ") < md.index("## Verdicts")  # at the top
+    # the same setup, recorded or not, says nothing more than before
+    same = comparison_view(Comparison(compare(side({"a": [True]}, identity=b), side({"a": [True]}, identity=b)),
+                                      side({"a": [True]}, identity=b), side({"a": [True]}, identity=b)))
+    assert same["identity_notes"][0].startswith("Same model, code version and suite version: two runs of one system")
+    assert not any(r["differs"] for r in same["identity"])
 
 
 # --- each section says which paired tasks it leaves out and why --------------------------------

@@ -1,0 +1,93 @@
+"""What the catalog refresh keeps from one refresh to the next, so that it reads and writes
+only what changed.
+
+Each cross-run result is a function of named, versioned inputs: every run's stored stage
+values at their data version (the run folder's fingerprint and the formula version, the tag
+``dagster/data_version`` of the run's materializations) and, for what shows a run's gate,
+its comparison's data version (comparison_inputs.py). A refresh records, beside what it
+made, the versions it made each part from (a catalog row, a trend row, a system, a suite
+page); the next refresh keeps a part whose versions are unchanged and recomputes the rest.
+Kept parts are the values a refresh from scratch would make from the same inputs, so the
+result is the same byte for byte (bench_pipeline_tests/assets/test_incremental_refresh.py).
+
+The state lives under the storage base (``<base>/cross_run_state/<name>.json``), written with
+the one JSON writer. It is dropped whole (the refresh starts from scratch) when it was made by
+another ``REFRESH_VERSION``: another formula version, or another version of the cross-run code
+(``CROSS_RUN_VERSION``, raised with any change to what the cross-run assets write). A
+refresh run tagged ``bench/refresh=from_scratch`` ignores it as well.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import dagster as dg
+
+from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
+from ..formula import FORMULA_VERSION
+from ..jsonio import json_bytes
+from ..object_store import storage_path
+from ..partitions import runs_partitions
+
+#: The version of what the cross-run assets write (catalog rows, trends, repeats files, suite
+#: pages): raise it with any change to their code or templates, so that the next refresh
+#: recomputes every part instead of keeping parts made by the old code.
+CROSS_RUN_VERSION = "2026-12-05.1"
+#: What a kept part must have been made by: this formula and this cross-run code.
+REFRESH_VERSION = f"{FORMULA_VERSION}/{CROSS_RUN_VERSION}"
+#: The run tag that makes a refresh ignore what earlier refreshes kept.
+FROM_SCRATCH_TAG = "bench/refresh"
+
+
+def from_scratch(context: dg.AssetExecutionContext) -> bool:
+    """Whether this refresh run was asked to recompute everything (tag ``bench/refresh`` =
+    ``from_scratch``, e.g. from the launchpad)."""
+    return context.run.tags.get(FROM_SCRATCH_TAG) == "from_scratch"
+
+
+def run_keys(instance: dg.DagsterInstance) -> list[str]:
+    """Every run partition, in the order Dagster lists them."""
+    return list(instance.get_dynamic_partitions(runs_partitions.name))
+
+
+def run_versions(instance: dg.DagsterInstance, asset: str, keys: Iterable[str]) -> dict[str, str | None]:
+    """{run: the data version of its latest ``asset`` materialization}, None for a run without
+    one (or without the tag: such a run is recomputed by every refresh)."""
+    keys = list(keys)
+    latest = latest_tags_by_partition(instance, dg.AssetKey(asset), [DATA_VERSION_TAG], keys) if keys else {}
+    return {key: (latest.get(key) or {}).get(DATA_VERSION_TAG) for key in keys}
+
+
+def _path(storage_base: str, name: str) -> Any:
+    return storage_path(storage_base) / "cross_run_state" / f"{name}.json"
+
+
+def load_state(storage_base: str, name: str, context: dg.AssetExecutionContext | None = None) -> dict:
+    """The parts kept by the last refresh under ``name``; empty when there are none, when they
+    cannot be read, were made by another REFRESH_VERSION, or the run asks for a refresh from
+    scratch."""
+    if context is not None and from_scratch(context):
+        return {}
+    try:
+        state = json.loads(_path(storage_base, name).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(state, dict) or state.get("refresh_version") != REFRESH_VERSION:
+        return {}
+    parts = state.get("parts")
+    return parts if isinstance(parts, dict) else {}
+
+
+def save_state(storage_base: str, name: str, parts: dict) -> None:
+    """Keep ``parts`` (JSON values) for the next refresh."""
+    path = _path(storage_base, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(json_bytes({"refresh_version": REFRESH_VERSION, "parts": parts}))
+
+
+def unchanged(before: dict | None, version: str | None) -> bool:
+    """Whether a kept part (``before``, with the ``data_version`` it was made from) still holds
+    for a run now at ``version``: both known and equal."""
+    return before is not None and version is not None and before.get("data_version") == version

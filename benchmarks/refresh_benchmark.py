@@ -1,0 +1,125 @@
+"""The catalog refresh after one new run, at two sizes of catalog: does it grow with what changed?
+
+For each size N (200 and 2,000 by default): N small runs (12 tasks x 3 attempts, one suite,
+the generator's systems) processed through the Dagster path (``python -m bench_pipeline.main``,
+which ends with a refresh), then, per round, one more run arrives: its per-run stages are
+materialized on the same instance, and the ``refresh_catalog`` job (what the catalog sensor
+requests) is timed in a fresh process, incremental as it runs for users, then once more from
+scratch (run tag ``bench/refresh=from_scratch``) on the same state, side by side. Times are the
+job's own (start-up and the definitions' import excluded), median of the rounds with the range.
+
+Usage:
+    .venv/bin/python benchmarks/refresh_benchmark.py [--sizes 200 2000] [--rounds 3] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+REFRESH = (
+    "import sys, time, dagster as dg\n"
+    "from bench_pipeline.definitions import defs\n"
+    "job = defs.resolve_job_def('refresh_catalog')\n"
+    "tags = {'bench/refresh': 'from_scratch'} if sys.argv[1] == 'scratch' else {}\n"
+    "started = time.perf_counter()\n"
+    "result = job.execute_in_process(instance=dg.DagsterInstance.get(), tags=tags)\n"
+    "assert result.success\n"
+    "print(time.perf_counter() - started)\n"
+)
+
+ONE_RUN = (
+    "import sys, dagster as dg\n"
+    "from bench_pipeline.assets import per_run_assets\n"
+    "from bench_pipeline.partitions import runs_partitions\n"
+    "from bench_pipeline.resources import build_resources\n"
+    "instance = dg.DagsterInstance.get()\n"
+    "instance.add_dynamic_partitions(runs_partitions.name, [sys.argv[1]])\n"
+    "assert dg.materialize(per_run_assets, partition_key=sys.argv[1], instance=instance,\n"
+    "                      resources=build_resources()).success\n"
+)
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} s ({min(values):.2f}-{max(values):.2f})"
+
+
+def environment(workdir: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "BENCH_", "DAGSTER_"))}
+    home = workdir / "dagster_home"
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", home / "dagster.yaml")
+    env.update({"DAGSTER_HOME": str(home), "BENCH_HOME": str(workdir / "data")})
+    return env
+
+
+def python(code: str, env: dict, *args: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"failed:\n{out.stderr[-3000:]}")
+    return out.stdout
+
+
+def prepare(workdir: Path, size: int, extra: int) -> tuple[dict, list[Path]]:
+    """``size`` runs processed on a new instance; ``extra`` more generated, not yet in the runs root."""
+    from bench_pipeline.generator import generate_runs
+
+    env = environment(workdir)
+    runs = Path(env["BENCH_HOME"]) / "runs"
+    held = workdir / "held"
+    if not (workdir / "prepared").exists():
+        print(f"generating and processing {size} runs (once per workdir) ...", file=sys.stderr, flush=True)
+        generated = generate_runs(workdir / "generated", runs=size + extra, seed=2026, tasks=12, repeats=3,
+                                  history_messages=30)
+        runs.mkdir(parents=True, exist_ok=True)
+        held.mkdir(exist_ok=True)
+        for i, folder in enumerate(sorted(generated)):
+            shutil.move(str(folder), str((runs if i < size else held) / folder.name))
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "bench_pipeline.main"], env=env, cwd=ROOT, check=True,
+                       stdout=subprocess.DEVNULL, stderr=open(workdir / "main.log", "wb"))
+        print(f"  processed in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        (workdir / "prepared").touch()
+    return env, sorted(held.iterdir())
+
+
+def measure(workdir: Path, size: int, rounds: int) -> dict[str, list[float]]:
+    env, held = prepare(workdir, size, rounds)
+    runs = Path(env["BENCH_HOME"]) / "runs"
+    times: dict[str, list[float]] = {"incremental": [], "from scratch": []}
+    python(REFRESH, env, "incremental")  # the state as the last refresh left it
+    for round_no, folder in enumerate(held[:rounds], start=1):
+        shutil.move(str(folder), str(runs / folder.name))
+        python(ONE_RUN, env, folder.name)
+        times["incremental"].append(float(python(REFRESH, env, "incremental").split()[-1]))
+        times["from scratch"].append(float(python(REFRESH, env, "scratch").split()[-1]))
+        print(f"{size} runs, round {round_no}: incremental {times['incremental'][-1]:.2f} s, from scratch "
+              f"{times['from scratch'][-1]:.2f} s, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[200, 2000])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=None, help="keep processed catalogs here between invocations")
+    args = parser.parse_args()
+    base = args.workdir or Path(tempfile.mkdtemp(prefix="refresh-bench-"))
+    results = {size: measure(base / f"n{size}", size, args.rounds) for size in args.sizes}
+    for size, times in results.items():
+        ratio = statistics.median(times["incremental"]) / statistics.median(times["from scratch"])
+        print(f"{size} runs + 1 new: refresh incremental {spread(times['incremental'])}, from scratch "
+              f"{spread(times['from scratch'])}, ratio of the medians {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
