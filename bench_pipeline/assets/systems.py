@@ -22,6 +22,7 @@ is left as it is (never delete what another run produced).
 """
 
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from ..resources.settings import safe_partition_key
 from ..stored_values import FRAME_ERRORS, read_attempt_rows, stored_frame_path
 from ..system_members import Members, pooled_members, results_digests, usable
 from .cross_run import GROUP
+from .refresh_state import REFRESH_VERSION, load_state, run_versions, save_state, unchanged
 
 #: Folders under the output root.
 SYSTEMS_FOLDER, SUITES_FOLDER = "_systems", "_suites"
@@ -50,23 +52,66 @@ SYSTEMS_FOLDER, SUITES_FOLDER = "_systems", "_suites"
 LISTED = 50
 
 
-def stored_repeat_runs(settings: PipelineSettings, catalog: Iterable[dict]) -> tuple[list[RepeatRun], list[str]]:
-    """Every catalog run as a ``RepeatRun`` from its stored attempt_metrics frame and its
-    catalog row (suite, metrics_k, model, git sha, start, pass_at_1), in catalog order; and
-    the run ids without a stored frame (left out)."""
-    runs, missing = [], []
-    for row in catalog:
-        run_id = row["run_id"]
-        try:
-            rows = read_attempt_rows(stored_frame_path(settings.storage_base, run_id))
-        except FRAME_ERRORS:
-            missing.append(run_id)
-            continue
-        side = make_side(rows, run_id=run_id, suite=row["suite"], metrics_k=row["metrics_k"],
-                         run_dir=settings.run_dir(run_id), identity=row_identity(row))
-        pass_at_1 = row["pass_at_1"]
-        runs.append(RepeatRun(side, float(pass_at_1) if isinstance(pass_at_1, (int, float)) else None))
-    return runs, missing
+def stored_repeat_run(settings: PipelineSettings, row: dict) -> RepeatRun | None:
+    """A catalog run as a ``RepeatRun`` from its stored attempt_metrics frame and its catalog
+    row (suite, metrics_k, model, git sha, start, setup, pass_at_1); None without a readable
+    stored frame."""
+    try:
+        rows = read_attempt_rows(stored_frame_path(settings.storage_base, row["run_id"]))
+    except FRAME_ERRORS:
+        return None
+    side = make_side(rows, run_id=row["run_id"], suite=row["suite"], metrics_k=row["metrics_k"],
+                     run_dir=settings.run_dir(row["run_id"]), identity=row_identity(row))
+    pass_at_1 = row["pass_at_1"]
+    return RepeatRun(side, float(pass_at_1) if isinstance(pass_at_1, (int, float)) else None)
+
+
+class StoredRuns:
+    """The catalog's runs for the systems and the pages, each stored frame read at most once
+    and only when a system or page that shows the run is made again (refresh_state.py).
+
+    ``kept``: what the last refresh knew of each run ({run id: {"data_version", "has_frame",
+    "comparison_version", "shown"}}); a run whose data version is unchanged keeps whether it
+    has a stored frame without reading it; ``shown`` (its gate, baseline and report for the
+    suite page, ``suite_run``) is kept while its comparison's data version is unchanged."""
+
+    def __init__(self, settings: PipelineSettings, records: list[dict], versions: dict[str, str | None],
+                 comparisons: dict[str, str | None], kept: dict[str, dict]) -> None:
+        self.settings, self.records = settings, records
+        self.versions, self.comparisons, self.kept = versions, comparisons, kept
+        self.by_id = {row["run_id"]: row for row in records}
+        self.loaded: dict[str, RepeatRun | None] = {}
+        self.state: dict[str, dict] = {}
+        for row in records:
+            run_id, before = row["run_id"], kept.get(row["run_id"])
+            has_frame = before["has_frame"] if unchanged(before, versions.get(run_id)) else self.run(row) is not None
+            self.state[run_id] = {"data_version": versions.get(run_id), "has_frame": has_frame}
+
+    def run(self, row: dict) -> RepeatRun | None:
+        """The run with its stored frame (read once)."""
+        if row["run_id"] not in self.loaded:
+            self.loaded[row["run_id"]] = stored_repeat_run(self.settings, row)
+        return self.loaded[row["run_id"]]
+
+    def shells(self) -> list[RepeatRun]:
+        """Every run with a stored frame, in catalog order, as its system sees it (suite and
+        identity); the frame itself is read only where it already was."""
+        out = []
+        for row in self.records:
+            if self.state[row["run_id"]]["has_frame"]:
+                loaded = self.loaded.get(row["run_id"])
+                out.append(loaded if loaded is not None else RepeatRun(
+                    make_side([], run_id=row["run_id"], suite=row["suite"], metrics_k=row["metrics_k"],
+                              identity=row_identity(row)), None))
+        return out
+
+    def full(self, run_ids: Iterable[str]) -> list[RepeatRun]:
+        """The runs ``run_ids`` with their stored frames (those that have one)."""
+        return [run for run in (self.run(self.by_id[run_id]) for run_id in run_ids) if run is not None]
+
+    @property
+    def missing(self) -> list[str]:
+        return [row["run_id"] for row in self.records if not self.state[row["run_id"]]["has_frame"]]
 
 
 def _cell(value: Any) -> str:
@@ -129,31 +174,43 @@ def _reports(output_root: OutputRoot, runs: Iterable[RepeatRun]) -> dict[str, Pa
     return found
 
 
-def write_systems(settings: PipelineSettings, runs: list[RepeatRun], missing: list[str]) -> tuple[dict, dict]:
-    """Every system's repeats.json and repeats.md under the output root: (system_repeats'
-    value, its materialization metadata)."""
+def write_systems(settings: PipelineSettings, runs: StoredRuns, kept: dict[str, dict]) -> tuple[dict, dict, dict]:
+    """Every system's repeats.json and repeats.md under the output root, made again only for
+    the systems whose runs or their data versions changed since the last refresh (``kept``:
+    {slug: {"versions": {run id: data version}, "entry": its value}}): (system_repeats'
+    value, its materialization metadata, what to keep for the next refresh)."""
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
     value: dict[str, dict] = {}
-    changed = 0
-    grouped = group_systems(runs)
+    state: dict[str, dict] = {}
+    changed = made = 0
+    grouped = group_systems(runs.shells())
     slugs = system_slugs(grouped)
     systems = {slugs[system]: (system, members) for system, members in grouped.items()}
-    previous = output_root.fetch(systems, ("repeats.json",), SYSTEMS_FOLDER)  # to count the changed ones
+    remade = [slug for slug, (_, members) in systems.items()
+              if not _kept(kept.get(slug), {m.run_id: runs.versions.get(m.run_id) for m in members})]
+    previous = output_root.fetch(remade, ("repeats.json",), SYSTEMS_FOLDER) if remade else None
     for slug, (system, members) in systems.items():
-        split = split_members(settings, members)
+        versions = {m.run_id: runs.versions.get(m.run_id) for m in members}
+        if slug not in remade:
+            value[slug], state[slug] = kept[slug]["entry"], kept[slug]
+            continue
+        split = split_members(settings, runs.full(m.run_id for m in members))
         doc = repeats(split.pooled)
         before = previous / slug / "repeats.json"
         was = before.read_bytes() if before.is_file() else None
         written = write_repeats_files(output_root.staged() / SYSTEMS_FOLDER / slug, doc, split.pooled,
                                       _reports(output_root, split.pooled), notes=split.notes())
         changed += written["repeats.json"].read_bytes() != was
+        made += 1
         value[slug] = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]), split)
+        state[slug] = {"versions": versions, "entry": value[slug]}
     output_root.publish()
     entries = list(value.values())
     metadata = {
         "systems": len(entries),
         "runs_pooled": sum(len(e["runs"]) for e in entries),
         "systems_with_repeats": sum(1 for e in entries if len(e["runs"]) >= 2),
+        "systems_made": made,
         "systems_changed": changed,
         "systems_folder": dg.MetadataValue.path(output_root.url(SYSTEMS_FOLDER)),
         "systems_table": dg.MetadataValue.md(systems_markdown(entries)),
@@ -163,66 +220,117 @@ def write_systems(settings: PipelineSettings, runs: list[RepeatRun], missing: li
         metadata["runs_left_out"] = dg.MetadataValue.md(
             f"{len(left_out)} run(s) not pooled into their system (docs/metric-choices.md): "
             + "; ".join(left_out[:LISTED]) + (" ..." if len(left_out) > LISTED else ""))
+    missing = runs.missing
     if missing:
         metadata["runs_without_stored_attempts"] = dg.MetadataValue.md(
             f"{len(missing)} catalog run(s) have no stored attempt_metrics frame and are not pooled: "
             + ", ".join(f"`{r}`" for r in missing[:LISTED]) + (" ..." if len(missing) > LISTED else ""))
-    return value, metadata
+    return value, metadata, state
 
 
-def suite_runs(catalog_rows: list[dict], output_root: Path | OutputRoot) -> dict[Any, list[dict]]:
-    """{suite: its catalog rows, each with ``gate``, ``gate_reasons``, ``gate_mde80`` and
-    ``baseline`` (its comparison.json's gate.result, gate.reasons, the mde80 of first_attempt
-    and task_success, and baseline.run_id; None / empty without one) and ``report`` (its report.html's
-    absolute path, None without one)}, suites in catalog order. ``output_root``: a folder, or
-    an OutputRoot (a bucket's: comparison.json read through local copies, report.html's
-    existence from the listing)."""
-    root = output_root if isinstance(output_root, OutputRoot) else OutputRoot(str(output_root))
-    names = [safe_partition_key(row["run_id"]) for row in catalog_rows]
-    local = root.fetch(names, ("comparison.json",))
-    suites: dict[Any, list[dict]] = {}
-    for row, name in zip(catalog_rows, names):
+def _kept(before: dict | None, versions: dict[str, str | None]) -> bool:
+    """Whether a system kept from the last refresh still holds: the same runs, each with a
+    known and unchanged data version."""
+    return (before is not None and before.get("versions") == versions
+            and all(v is not None for v in versions.values()))
+
+
+def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str, str | None],
+               kept: dict[str, dict]) -> dict[str, dict]:
+    """{run id: what the suite page shows of its comparison: ``gate``, ``gate_reasons``,
+    ``gate_mde80`` and ``baseline`` (its comparison.json's gate.result, gate.reasons, the mde80
+    of first_attempt and task_success, and baseline.run_id; None / empty without one) and
+    ``report`` (its report.html's absolute path, None without one)}. Read from the output root
+    (a bucket's: comparison.json through local copies, report.html's existence from the
+    listing) only for the runs whose comparison's data version (``comparisons``) is not the one
+    ``kept`` has it for."""
+    shown: dict[str, dict] = {}
+    read = []
+    for row in rows:
+        before, version = kept.get(row["run_id"]), comparisons.get(row["run_id"])
+        if before is not None and version is not None and before.get("comparison_version") == version:
+            shown[row["run_id"]] = before["shown"]
+        else:
+            read.append(row["run_id"])
+    names = {run_id: safe_partition_key(run_id) for run_id in read}
+    local = output_root.fetch(list(names.values()), ("comparison.json",)) if read else output_root.local
+    for run_id, name in names.items():
         folder = (local / name).absolute()
         comparison = read_json_object(folder / "comparison.json")
         gate = comparison.get("gate") if isinstance(comparison.get("gate"), dict) else {}
         baseline = comparison.get("baseline") if isinstance(comparison.get("baseline"), dict) else {}
-        report = folder / "report.html"
         reasons = gate.get("reasons") if isinstance(gate.get("reasons"), list) else []
-        mde = {name: (comparison.get(name) or {}).get("mde80") if isinstance(comparison.get(name), dict) else None
-               for name in ("first_attempt", "task_success")}
-        suites.setdefault(row["suite"], []).append({
-            **row, "gate": gate.get("result"), "gate_reasons": [r for r in reasons if isinstance(r, str)],
-            "gate_mde80": mde, "baseline": baseline.get("run_id"),
-            "report": report if root.has(name, "report.html") else None})
+        mde = {section: (comparison.get(section) or {}).get("mde80") if isinstance(comparison.get(section), dict)
+               else None for section in ("first_attempt", "task_success")}
+        shown[run_id] = {"gate": gate.get("result"), "gate_reasons": [r for r in reasons if isinstance(r, str)],
+                         "gate_mde80": mde, "baseline": baseline.get("run_id"),
+                         "report": str(folder / "report.html") if output_root.has(name, "report.html") else None}
+    return shown
+
+
+def suite_runs(catalog_rows: list[dict], shown: dict[str, dict]) -> dict[Any, list[dict]]:
+    """{suite: its catalog rows, each with what the page shows of its comparison
+    (``shown_runs``; ``report`` as a Path)}, suites in catalog order."""
+    suites: dict[Any, list[dict]] = {}
+    for row in catalog_rows:
+        extra = shown[row["run_id"]]
+        suites.setdefault(row["suite"], []).append(
+            {**row, **extra, "report": Path(extra["report"]) if extra["report"] is not None else None})
     return suites
 
 
-def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: list[RepeatRun],
-                      systems: dict[str, dict]) -> dict:
+def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: StoredRuns, systems: dict[str, dict],
+                      kept: dict[str, str]) -> tuple[dict, dict]:
     """One page per suite of the catalog rows ``records``, with its systems (system_repeats'
-    value) and their runs (``runs``: every catalog run with a stored frame); the pages'
-    materialization metadata."""
+    value) and their runs, written again only when what it shows changed since the last
+    refresh (``kept``: {suite slug: the key of what its page showed}): the pages'
+    materialization metadata and what to keep."""
     from ..reports.suite_page import SystemEntry, write_suite_page
 
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
-    by_id = {r.run_id: r for r in runs}
-    pages = []
-    for suite, suite_rows in suite_runs(records, output_root).items():
-        entries = [SystemEntry(e["slug"], e["doc"], [by_id[r] for r in e["runs"] if r in by_id], Path(e["repeats_md"]),
-                               setup=e.get("setup"), left_out=e.get("left_out") or {})
-                   for e in systems.values() if e["suite"] == suite]
-        path = write_suite_page(output_root.staged() / SUITES_FOLDER / suite_slug(suite), suite, suite_rows, entries)
-        pages.append((suite, len(suite_rows), len(entries), location_text(output_root.read_side(Path(path)))))
+    shown = shown_runs(records, output_root, runs.comparisons, runs.kept)
+    for row in records:
+        runs.state[row["run_id"]].update(comparison_version=runs.comparisons.get(row["run_id"]),
+                                         shown=shown[row["run_id"]])
+    pages, state, written = [], {}, 0
+    for suite, suite_rows in suite_runs(records, shown).items():
+        slug = suite_slug(suite)
+        suite_systems = [e for e in systems.values() if e["suite"] == suite]
+        key = _page_key(suite_rows, suite_systems, runs)
+        path = output_root.staged() / SUITES_FOLDER / slug / "index.html"
+        if key is None or kept.get(slug) != key:
+            loaded = {run.run_id: run for run in runs.full([r for e in suite_systems for r in e["runs"]])}
+            entries = [SystemEntry(e["slug"], e["doc"], [loaded[r] for r in e["runs"] if r in loaded],
+                                   Path(e["repeats_md"]), setup=e.get("setup"), left_out=e.get("left_out") or {})
+                       for e in suite_systems]
+            path = write_suite_page(output_root.staged() / SUITES_FOLDER / slug, suite, suite_rows, entries)
+            written += 1
+        if key is not None:
+            state[slug] = key
+        pages.append((suite, len(suite_rows), len(suite_systems), location_text(output_root.read_side(Path(path)))))
     output_root.publish()
     lines = ["| suite | runs | systems | page |", "| --- | --- | --- | --- |"]
     lines += [f"| {_cell(s)} | {n} | {m} | `{p}` |" for s, n, m, p in pages[:LISTED]]
     if len(pages) > LISTED:
         lines += ["", f"... and {len(pages) - LISTED} more under `{output_root.url(SUITES_FOLDER)}`."]
     return {
-        "pages_written": len(pages),
+        "pages_written": written,
+        "pages_listed": len(pages),
         "suites_folder": dg.MetadataValue.path(output_root.url(SUITES_FOLDER)),
         "pages": dg.MetadataValue.md("\n".join(lines) if pages else "No processed run yet."),
-    }
+    }, state
+
+
+def _page_key(suite_rows: list[dict], suite_systems: list[dict], runs: StoredRuns) -> str | None:
+    """What a suite page shows, as the versions it is made from: each run's data version and
+    its comparison's, each system's runs; None when one of them is unknown (the page is then
+    made every time)."""
+    parts = [[row["run_id"], runs.versions.get(row["run_id"]), runs.comparisons.get(row["run_id"])]
+             for row in suite_rows]
+    parts += [[e["slug"], e["runs"], sorted(e["left_out"])] for e in suite_systems]
+    if any(p[1] is None or p[2] is None for p in parts[:len(suite_rows)]):
+        return None
+    return json.dumps(parts, sort_keys=True)
 
 
 @dg.multi_asset(
@@ -230,7 +338,7 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: lis
     specs=[
         dg.AssetSpec(
             "system_repeats", group_name=GROUP, kinds={"python", "json", "markdown"},
-            deps=["run_catalog", "attempt_metrics"],
+            deps=["run_catalog", "attempt_metrics"], code_version=REFRESH_VERSION,
             description="Every processed run grouped into systems (suite, model, git sha and setup key: judge "
                         "and platform; repeated-runs.md \"Systems\": a run with an unknown part is a system of its "
                         "own; a copy of a run and a run without usable rows are not pooled), each pooled by task: "
@@ -240,7 +348,7 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: lis
         ).with_io_manager_key("json_io_manager"),
         dg.AssetSpec(
             "suite_pages", group_name=GROUP, kinds={"python", "html"},
-            deps=["run_catalog", "system_repeats", "attempt_metrics", "run_comparison"],
+            deps=["run_catalog", "system_repeats", "attempt_metrics", "run_comparison"], code_version=REFRESH_VERSION,
             description="One self-contained page per suite, <output root>/_suites/<suite slug>/index.html: its "
                         "runs in start order with each one's gate against its baseline, its systems side by "
                         "side (system_repeats' documents), cost against capability and the flaky tasks.",
@@ -250,9 +358,17 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: lis
     can_subset=False,
 )
 def systems_and_suite_pages(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame):
-    """system_repeats, then suite_pages, from one read of the stored attempt frames (module doc)."""
+    """system_repeats, then suite_pages, each stored frame read at most once and only for the
+    systems and pages made again (module doc, refresh_state.py)."""
     records = catalog_records(run_catalog)
-    runs, missing = stored_repeat_runs(settings, records)
-    value, metadata = write_systems(settings, runs, missing)
+    keys = [row["run_id"] for row in records]
+    kept = load_state(settings.storage_base, "systems_and_suite_pages", context)
+    runs = StoredRuns(settings, records, run_versions(context.instance, "capability_aggregates", keys),
+                      run_versions(context.instance, "run_comparison", keys), kept.get("runs") or {})
+    value, metadata, systems_state = write_systems(settings, runs, kept.get("systems") or {})
+    metadata["runs_read"] = sum(1 for run in runs.loaded.values() if run is not None)
     yield dg.Output(value, output_name="system_repeats", metadata=metadata)
-    yield dg.MaterializeResult(asset_key="suite_pages", metadata=write_suite_pages(settings, records, runs, value))
+    pages, pages_state = write_suite_pages(settings, records, runs, value, kept.get("pages") or {})
+    save_state(settings.storage_base, "systems_and_suite_pages",
+               {"runs": runs.state, "systems": systems_state, "pages": pages_state})
+    yield dg.MaterializeResult(asset_key="suite_pages", metadata=pages)

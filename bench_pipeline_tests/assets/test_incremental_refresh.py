@@ -109,5 +109,15 @@ def test_the_incremental_refresh_equals_a_refresh_from_scratch_after_random_even
             assert _outputs(tmp_path) == made, event
             assert scratch["run_catalog"]["runs_kept"] == 0
             assert incremental["run_catalog"]["dagster/row_count"] == len(present)
-            # the incremental refresh read the stored values of the run the event changed, at most
+            # the incremental refresh read the stored values of the run the event changed, at most,
+            # and made again only the system and the suite page that show it
             assert incremental["run_catalog"]["runs_read"] <= 1, event
+            assert incremental["system_repeats"]["systems_made"] <= 1, event
+            assert incremental["suite_pages"]["pages_written"] <= 1, event
+            if event == "again":  # the run's values are the same (its comparison may follow a changed baseline)
+                assert incremental["system_repeats"]["systems_made"] == 0
+                assert incremental["system_repeats"]["runs_read"] == 0
+        idle = _refresh(instance, resources)  # nothing changed since the last refresh: nothing read or made
+        assert (idle["run_catalog"]["runs_read"], idle["system_repeats"]["runs_read"],
+                idle["system_repeats"]["systems_made"], idle["suite_pages"]["pages_written"]) == (0, 0, 0, 0)
+        assert _outputs(tmp_path) == made

@@ -16,6 +16,7 @@ from bench_pipeline.assets import cross_run_assets, per_run_assets, systems
 from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.frames import attempts_frame
 from bench_pipeline.generator import generate_runs
+from bench_pipeline.output_root import OutputRoot
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.pipeline import run_stages
 from bench_pipeline.repeats import System, suite_slug, system_slug
@@ -191,8 +192,9 @@ def test_a_second_refresh_without_a_new_run_changes_nothing(tmp_path, pages):
     second = _refresh(instance, resources)
     assert {p: p.read_bytes() for p in sorted(root.glob("_*/**/*")) if p.is_file()} == files
     assert second["system_repeats"]["systems_changed"] == 0
-    assert {k: v for k, v in second["system_repeats"].items() if k != "systems_changed"} == {
-        k: v for k, v in first["system_repeats"].items() if k != "systems_changed"}
+    volatile = ("systems_changed", "systems_made", "runs_read")
+    assert {k: v for k, v in second["system_repeats"].items() if k not in volatile} == {
+        k: v for k, v in first["system_repeats"].items() if k not in volatile}
 
 
 def test_a_system_gone_from_the_catalog_keeps_its_folder_and_runs_without_frames_are_named(tmp_path, pages):
@@ -257,7 +259,7 @@ def test_suite_runs_read_each_runs_gate_and_baseline(tmp_path):
     (out / "r3").mkdir()
     (out / "r3" / "comparison.json").write_text("not json")
     rows = [{"run_id": r, "suite": s} for r, s in (("r1", "a"), ("r2", "a"), ("r3", None))]
-    suites = systems.suite_runs(rows, out)
+    suites = systems.suite_runs(rows, systems.shown_runs(rows, OutputRoot(str(out)), {}, {}))
     assert list(suites) == ["a", None]
     r1, r2 = suites["a"]
     assert (r1["gate"], r1["baseline"], r1["report"]) == (None, None, None)
@@ -267,8 +269,12 @@ def test_suite_runs_read_each_runs_gate_and_baseline(tmp_path):
     (out / "r2" / "comparison.json").write_text(json.dumps({
         "baseline": {"run_id": "r1"}, "first_attempt": {"mde80": 0.3}, "task_success": {"mde80": 0.2},
         "gate": {"result": "inconclusive", "reasons": ["task_success_below_margin"]}}))
-    r2 = systems.suite_runs(rows, out)["a"][1]
+    r2 = systems.suite_runs(rows, systems.shown_runs(rows, OutputRoot(str(out)), {}, {}))["a"][1]
     assert (r2["gate"], r2["gate_reasons"]) == ("inconclusive", ["task_success_below_margin"])
+    # kept from an earlier refresh while its comparison's data version is unchanged: not read again
+    kept = {"r2": {"comparison_version": "v1", "shown": {**r2, "report": None, "gate": "pass"}}}
+    assert systems.shown_runs(rows, OutputRoot(str(out)), {"r2": "v1"}, kept)["r2"]["gate"] == "pass"
+    assert systems.shown_runs(rows, OutputRoot(str(out)), {"r2": "v2"}, kept)["r2"]["gate"] == "inconclusive"
     assert r2["gate_mde80"] == {"first_attempt": 0.3, "task_success": 0.2}
 
 
