@@ -79,7 +79,7 @@ def prepare(workdir: Path, size: int, extra: int) -> tuple[dict, list[Path]]:
     if not (workdir / "prepared").exists():
         print(f"generating and processing {size} runs (once per workdir) ...", file=sys.stderr, flush=True)
         generated = generate_runs(workdir / "generated", runs=size + extra, seed=2026, tasks=12, repeats=3,
-                                  history_messages=30)
+                                  history_messages=30, edge_cases=False)
         runs.mkdir(parents=True, exist_ok=True)
         held.mkdir(exist_ok=True)
         for i, folder in enumerate(sorted(generated)):
