@@ -41,7 +41,7 @@ ONE_RUN = (
     "import sys, dagster as dg\n"
     "from bench_pipeline.assets import per_run_assets\n"
     "from bench_pipeline.partitions import runs_partitions\n"
-    "from bench_pipeline.resources import build_resources\n"
+    "from bench_pipeline.definitions import build_resources\n"
     "instance = dg.DagsterInstance.get()\n"
     "instance.add_dynamic_partitions(runs_partitions.name, [sys.argv[1]])\n"
     "assert dg.materialize(per_run_assets, partition_key=sys.argv[1], instance=instance,\n"
