@@ -110,8 +110,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not repeated and (args.baseline_run_dir is None or args.candidate_run_dir is None):
         _say("error: compare needs BASELINE_RUN_DIR and CANDIDATE_RUN_DIR (or --baseline/--candidate)")
         return 2
+    if not _read_detect(args):
+        return 2
     with gc_paused():  # one pause for the whole command: see bulk.py
-        return _compare_sets(args) if repeated else _compare(args)
+        if repeated:
+            from .cli_sets import compare_sets_command
+
+            return compare_sets_command(args)
+        return _compare(args)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -136,7 +142,7 @@ def _compare(args: argparse.Namespace) -> int:
         candidate = run_stages(candidate_run, out / "candidate", workers=workers,
                                progress=_Progress("candidate attempts derived"),
                                baseline=side_from_output(out / "baseline"), max_drop=max_drop,
-                               baseline_run_dir=baseline_run)
+                               baseline_run_dir=baseline_run, targets=args.targets)
         # OUT's copies: the same comparison.json, comparison.md with its links made from OUT
         comparison = Comparison(candidate.comparison, side_from_output(out / "baseline", baseline_run),
                                 side_from_processed(candidate.processed))
@@ -187,126 +193,16 @@ def check_run_folders(folders: list[Path], distinct: bool = True) -> None:
                             "measurement, not two); give only one of them")
 
 
-def _process_set(run_dirs: list[str], out_root: Path, what: str, workers: int) -> list:
-    """Each run folder through the stages into ``out_root/<folder name>`` (a name given twice
-    gets ``-2``, ``-3``); every folder checked before any is processed. Raises
-    NotARunFolderError for a folder that is not a run, BadInputError for the same folder or
-    the same run id twice."""
-    from .pipeline import run_stages
-
-    folders = [Path(d) for d in run_dirs]
-    check_run_folders(folders)
-    names: dict[str, int] = {}
-    results = []
-    for i, folder in enumerate(folders, start=1):
-        names[folder.name] = names.get(folder.name, 0) + 1
-        name = folder.name if names[folder.name] == 1 else f"{folder.name}-{names[folder.name]}"
-        _say(f"{what} {i}/{len(folders)}: {folder}")
-        results.append(run_stages(folder, out_root / name, workers=workers, progress=_Progress(f"{name} attempts derived")))
-    ids: dict[str, Path] = {}
-    for folder, result in zip(folders, results):
-        run_id = result.processed.raw.run_id
-        if run_id in ids:
-            raise BadInputError(f"{folder}: the same run twice (run id {run_id!r}, also in {ids[run_id]})")
-        ids[run_id] = folder
-    return results
-
-
-def _set_errors(exc: Exception) -> str:
-    if isinstance(exc, OSError):
-        return f"error: {exc.filename or ''}: {exc.strerror or exc}".replace("error: : ", "error: ")
-    return f"error: {exc}"
-
-
 def cmd_repeats(args: argparse.Namespace) -> int:
     """Process RUN_DIR... and pool them by task (repeated-runs.md): OUT/repeats.json and
     OUT/repeats.md, each run's files under OUT/runs/. Exit 0, or 2 for bad input."""
     from .bulk import gc_paused
+    from .cli_sets import repeats_command
 
+    if not _read_detect(args):
+        return 2
     with gc_paused():
-        return _repeats(args)
-
-
-def _repeats(args: argparse.Namespace) -> int:
-    from .bulk import default_workers
-    from .comparison import ComparisonInputError
-    from .outputs import write_repeats_files
-    from .repeats import repeat_run_of, repeats
-    from .reports.compared import fmt_pct
-    from .reports.repeated import level_interval, system_text
-    from .system_members import given
-
-    started = time.monotonic()
-    out = Path(args.output_dir)
-    try:
-        results = _process_set(args.run_dirs, out / "runs", "run", args.workers or default_workers())
-        runs = [repeat_run_of(r.processed) for r in results]
-        doc = repeats(runs)
-        reports = {r.processed.raw.run_id: r.written["report.html"] for r in results}
-        written = write_repeats_files(out, doc, runs, reports, notes=given(runs).notes())
-    except (NotARunFolderError, ComparisonInputError, BadInputError, OSError) as exc:
-        _say(_set_errors(exc))
-        return 2
-    fa, br, st = doc["pooled"]["first_attempt"], doc["between_runs"], doc["stability"]
-    noise = f"{br['noise_floor95'] * 100:.1f} points" if br["noise_floor95"] is not None else "n/a (one run)"
-    flips = fmt_pct(st["flip_rate"]) if st["flip_rate"] is not None else "n/a"
-    _say(f"repeats: {len(runs)} run(s) of {system_text(doc['system'])}: pooled first attempt {fmt_pct(fa['mean'])} "
-         f"{level_interval('rate', fa['ci95']['lower'], fa['ci95']['upper'])}, noise floor {noise}, flip rate {flips} "
-         f"({st['flaky']} flaky of {st['tasks_classified']} tasks)"
-         + (f"; warnings: {', '.join(doc['warnings'])}" if doc["warnings"] else "")
-         + f" ({time.monotonic() - started:.2f}s)")
-    for result in results:
-        for name, path in result.written.items():
-            print(f"runs/{path.parent.name}/{name}: {path}")
-    for name, path in written.items():
-        print(f"{name}: {path}")
-    _LEFT_FOR_EXIT.extend(results)
-    return 0
-
-
-def _compare_sets(args: argparse.Namespace) -> int:
-    """compare --baseline DIR... --candidate DIR...: the repeated form (repeated-runs.md)."""
-    from .bulk import default_workers
-    from .comparison import ComparisonInputError, check_max_drop
-    from .outputs import write_set_comparison_files
-    from .repeats import compare_sets, repeat_run_of
-    from .reports.compared import gate_statement
-
-    started = time.monotonic()
-    out = Path(args.output_dir)
-    try:
-        max_drop = check_max_drop(args.max_drop)
-    except ValueError as exc:
-        _say(f"error: --max-drop: {exc}")
-        return 2
-    workers = args.workers or default_workers()
-    try:
-        check_run_folders([Path(d) for d in (*args.baseline, *args.candidate)])  # every one before any is processed
-        b_results = _process_set(args.baseline, out / "baseline", "baseline run", workers)
-        c_results = _process_set(args.candidate, out / "candidate", "candidate run", workers)
-        baseline = [repeat_run_of(r.processed) for r in b_results]
-        candidate = [repeat_run_of(r.processed) for r in c_results]
-        both = {r.run_id for r in baseline} & {r.run_id for r in candidate}
-        if both:
-            raise BadInputError(f"run {sorted(both)[0]!r} is on both sides")
-        result = compare_sets(baseline, candidate, max_drop)
-        single = compare_sets(baseline[:1], candidate[:1], max_drop)
-        written = write_set_comparison_files(out, result, single, baseline, candidate)
-    except (NotARunFolderError, ComparisonInputError, BadInputError, OSError) as exc:
-        _say(_set_errors(exc))
-        return 2
-    gate = result["gate"]
-    _say(f"gate {gate['result']}: {len(candidate)} candidate run(s) against {len(baseline)} baseline run(s), "
-         f"{result['tasks']['paired']} paired task(s): {gate_statement(result, short=True).split(': ', 1)[1]}"
-         + _extras(gate, result, started))
-    for prefix, results in (("baseline", b_results), ("candidate", c_results)):
-        for r in results:
-            for name, path in r.written.items():
-                print(f"{prefix}/{path.parent.name}/{name}: {path}")
-    for name, path in written.items():
-        print(f"{name}: {path}")
-    _LEFT_FOR_EXIT.extend([*b_results, *c_results])
-    return gate_exit_code(gate)
+        return repeats_command(args)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -360,6 +256,24 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``--detect X`` (repeatable) of ``compare`` and ``repeats`` (planning.md).
+DETECT_HELP = ("a change to plan for, 0 < X <= 1 (0.05 is 5 percentage points; repeat for several, in the order "
+               "given; default 0.02, 0.05 and 0.10): the tasks, or runs per side, needed to detect it")
+
+
+def _read_detect(args: argparse.Namespace) -> bool:
+    """``args.targets`` from ``--detect`` (planning.parse_detect); False, with the one-line
+    error said, for a bad value (the command's exit 2)."""
+    from .planning import parse_detect
+
+    try:
+        args.targets = parse_detect(args.detect)
+    except ValueError as exc:
+        _say(f"error: {exc}")
+        return False
+    return True
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench-pipeline", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -385,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="non-inferiority margin: the gate passes only when the 95%% interval of the change in first "
                         "attempt and in task success stays at or above -X; it is inconclusive when an interval "
                         "reaches below -X or is missing (a rate: 0.05 is 5 percentage points)")
+    c.add_argument("--detect", action="append", default=[], metavar="X", help=DETECT_HELP)
     c.add_argument("--workers", type=int, default=0, help="processes for large runs (default: one per core)")
     c.set_defaults(func=cmd_compare)
 
@@ -392,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "flaky tasks (exit 0, 2 bad input)")
     r.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="the run folders")
     r.add_argument("--output-dir", required=True, help="OUT: repeats.json, repeats.md, and each run's files under runs/")
+    r.add_argument("--detect", action="append", default=[], metavar="X", help=DETECT_HELP)
     r.add_argument("--workers", type=int, default=0, help="processes for large runs (default: one per core)")
     r.set_defaults(func=cmd_repeats)
 

@@ -27,6 +27,7 @@ import orjson
 
 from .identity import RunIdentity, read_identity, run_identity
 from .object_store import location_text
+from .planning import PLANNED_SECTIONS, TARGETS, tasks_needed
 from .setup import differs_among
 from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
 from .task_groups import ByAttempt, deduplicate, eligible_attempts, ek_window, in_e1, is_eligible, success_rate
@@ -236,66 +237,6 @@ SECTION_VALUES: dict[str, Callable[[ByAttempt, int | None], Any]] = {
 }
 
 
-# --- why a paired task is outside a section (for the reports; comparison.json has no such key)
-
-def _why_first(by_attempt: ByAttempt, k: int | None = None) -> str | None:
-    first = by_attempt.get(1)
-    if first is None:
-        return "attempt_1_missing"
-    return None if is_eligible(first) else "attempt_1_ineligible"
-
-
-def _why_window(by_attempt: ByAttempt, k: int | None) -> str | None:
-    if not k:
-        return "k_unknown"
-    if len(by_attempt) < k or any(a not in by_attempt for a in range(1, k + 1)):
-        return "attempts_missing_within_k"
-    return None if all(is_eligible(by_attempt[a]) for a in range(1, k + 1)) else "ineligible_within_k"
-
-
-def _why_no_eligible(by_attempt: ByAttempt, k: int | None = None) -> str | None:
-    return None if any(is_eligible(r) for r in by_attempt.values()) else "no_eligible_attempt"
-
-
-def _why_field(name: str) -> Callable[[ByAttempt, int | None], str | None]:
-    def why(by_attempt: ByAttempt, k: int | None = None) -> str | None:
-        eligible = [r for r in by_attempt.values() if is_eligible(r)]
-        if not eligible:
-            return "no_eligible_attempt"
-        return None if any(is_number(r[name]) for r in eligible) else "no_value"
-    return why
-
-
-def _exclusion_rules() -> dict[str, Callable]:
-    """Per section (resources as ``resources.<field>``), why a task's value is unknown in one
-    run: the population column of comparison.md read as reasons."""
-    return {"first_attempt": _why_first, "pass_at_k": _why_window, "pass_pow_k": _why_window,
-            "task_success": _why_no_eligible, "quality": _why_field("quality_score"),
-            **{f"resources.{f}": _why_field(f) for f in COMPARISON_RESOURCE_FIELDS}}
-
-
-def left_out(baseline: Side, candidate: Side, paired: Iterable[str] | None = None,
-             k: int | None = None) -> dict[str, list[tuple[str, str, int]]]:
-    """Per section, the paired tasks outside its population and why: ``(reason, where,
-    tasks)`` with ``where`` ``both`` (the same reason in both runs), ``baseline`` or
-    ``candidate`` (a task outside in both runs for different reasons counts under the
-    baseline's), most tasks first. Each left-out task is counted once, so the counts add up
-    to the paired tasks minus the section's n."""
-    if paired is None:
-        paired = sorted(set(baseline.tasks) & set(candidate.tasks))
-    out = {}
-    for section, why in _exclusion_rules().items():
-        counts: dict[tuple[str, str], int] = {}
-        for task_id in paired:
-            b, c = why(baseline.tasks[task_id], k), why(candidate.tasks[task_id], k)
-            if b is None and c is None:
-                continue
-            key = (b, "both") if b == c else (b, "baseline") if b is not None else (c, "candidate")
-            counts[key] = counts.get(key, 0) + 1
-        out[section] = sorted(((r, w, n) for (r, w), n in counts.items()), key=lambda t: (-t[2], t[0], t[1]))
-    return out
-
-
 # --- paired statistics ---------------------------------------------------------------------
 
 def mcnemar_p(baseline_only: int, candidate_only: int) -> float:
@@ -464,10 +405,12 @@ def check_max_drop(max_drop: Any) -> float | None:
     return max_drop
 
 
-def compare(baseline: Side, candidate: Side, max_drop: float | None = None) -> dict:
+def compare(baseline: Side, candidate: Side, max_drop: float | None = None,
+            targets: tuple[float, ...] = TARGETS) -> dict:
     """comparison.json (comparison.md): pairing by task, every section, verdicts,
     regressions and improvements (tasks whose first attempt went 1 -> 0 / 0 -> 1) and the
-    gate, keys in comparison.md's order."""
+    gate, keys in comparison.md's order; the gate sections end with ``planning``, the tasks
+    needed for each change in ``targets`` (planning.md section 1)."""
     max_drop = check_max_drop(max_drop)
     paired = sorted(set(baseline.tasks) & set(candidate.tasks))
     k = comparison_k(baseline, candidate)
@@ -481,6 +424,8 @@ def compare(baseline: Side, candidate: Side, max_drop: float | None = None) -> d
         "resources": {name: mean_section(pairs(f"resources.{name}"), more_is_better=False)
                       for name in COMPARISON_RESOURCE_FIELDS},
     }
+    for s in (sections[name] for name in PLANNED_SECTIONS):
+        s["planning"] = {"tasks_needed": tasks_needed(s["n"], s["mde80"], targets)}
     regressions, improvements = first_attempt_changes(baseline, candidate, paired)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -533,6 +478,7 @@ class Comparison:
     candidate: Side
 
 
-def comparison_of(baseline: Side, candidate: Side, max_drop: float | None = None) -> Comparison:
+def comparison_of(baseline: Side, candidate: Side, max_drop: float | None = None,
+                  targets: tuple[float, ...] = TARGETS) -> Comparison:
     """``compare`` kept with its sides (for the reports)."""
-    return Comparison(compare(baseline, candidate, max_drop), baseline, candidate)
+    return Comparison(compare(baseline, candidate, max_drop, targets), baseline, candidate)

@@ -137,5 +137,5 @@ def write_set_comparison_files(out_dir: Path, result: dict, single: dict | None,
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out_dir / "comparison.json", out_dir / "comparison.md"
     write_atomic(json_path, dumps(result) + b"\n")
-    write_atomic(md_path, render_set_comparison_md(result, single, baseline, candidate).encode())
+    write_atomic(md_path, render_set_comparison_md(result, single, baseline, candidate, out_dir).encode())
     return {"comparison.json": json_path, "comparison.md": md_path}

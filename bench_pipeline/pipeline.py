@@ -37,6 +37,7 @@ from .derivation import derive_chunks, workers_for
 from .jsonio import encode_records, write_atomic
 from .metrics_files import attempt_record, metrics_document
 from .outputs import BULKY_EVIDENCE, Rendered, ReportParts, write_run_outputs
+from .planning import TARGETS
 from .reports import (
     attempt_facts,
     duplicate_lines,
@@ -86,6 +87,7 @@ def run_stages(
     baseline_run_dir: Path | None = None,
     run_files: Sequence[dict] = (),
     comparison_inputs: dict | None = None,
+    targets: tuple[float, ...] | None = None,
 ) -> RunResult:
     """Stages 1-5 on one run folder; raises NotARunFolderError for a folder that is not a run.
 
@@ -110,7 +112,8 @@ def run_stages(
     data_quality.run_files after manifest.json's and suite.json's own.
 
     ``comparison_inputs``: what the comparison was computed from (comparison_inputs.py),
-    written as comparison.json's ``inputs``.
+    written as comparison.json's ``inputs``. ``targets``: the changes the comparison's
+    ``planning`` plans for (planning.md; None: planning.TARGETS).
     """
     raw = read_run(run_dir)
     raw.run_files.extend(run_files)
@@ -121,7 +124,7 @@ def run_stages(
         chunks = derive_chunks(raw, _Derived(), progress, workers)
         attempts = [a for derived, _ in chunks for a in derived]
         processed, _ = _run_level(raw, attempts, workers, None, [])
-        compared = _compared(baseline, processed, max_drop, comparison_inputs)
+        compared = _compared(baseline, processed, max_drop, comparison_inputs, targets)
         return RunResult(processed, {}, compared.result if compared else None)
     chunks = derive_chunks(raw, _Render(duplicate_lines(raw.duplicate_rows), keep_evidence), progress, workers)
     # raw.rows are in file order, so the chunks' rows are in line order: the file's and the
@@ -132,18 +135,18 @@ def run_stages(
     attempts_path = out_dir / "attempts.jsonl"
     processed, parts = _run_level(raw, attempts, workers, attempts_path, [r.attempt_lines for _, r in chunks])
     rows = join_attempt_rows([r.rows for _, r in chunks])
-    compared = _compared(baseline, processed, max_drop, comparison_inputs)
+    compared = _compared(baseline, processed, max_drop, comparison_inputs, targets)
     written = write_run_outputs(out_dir, processed, workers, rows, attempts_path, parts, compared)
     return RunResult(processed, written, compared.result if compared else None)
 
 
 def _compared(baseline: Side | None, processed: ProcessedRun, max_drop: float | None,
-              inputs: dict | None) -> Comparison | None:
+              inputs: dict | None, targets: tuple[float, ...] | None = None) -> Comparison | None:
     """The processed run compared with ``baseline`` (None without one), comparison.json's
     ``inputs`` recorded when given."""
     if baseline is None:
         return None
-    compared = comparison_of(baseline, side_from_processed(processed), max_drop)
+    compared = comparison_of(baseline, side_from_processed(processed), max_drop, targets or TARGETS)
     if inputs is not None:
         compared.result["inputs"] = inputs
     return compared

@@ -31,6 +31,7 @@ from .comparison import (
     mean_section,
     release_gate,
 )
+from .planning import PLANNED_SECTIONS, TARGETS, repeated_planning, variance_split
 from .setup import UNKNOWN_KEY, SetupKey, differs_among, key_text
 from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
 from .task_groups import is_eligible
@@ -117,23 +118,26 @@ def set_k(runs: Sequence[RepeatRun]) -> int | None:
     return None if not ks or any(k is None for k in ks) else min(ks)
 
 
-def pooled_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> dict[str, float]:
-    """{task: pooled value} of a section: per task, the mean of its per-task values over the
-    runs in which it is in the section's population (that run alone); tasks in no such run
-    are absent. ``section``: a SECTION_VALUES name (``resources.<field>`` for a resource)."""
+def per_run_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> dict[str, list[float]]:
+    """{task: [v_ir, ...]} of a section: per task, its per-task value in each run in which it
+    is in the section's population (that run alone), in the runs' order; tasks in no such run
+    are absent. ``section``: a SECTION_VALUES name (``resources.<field>`` for a resource).
+    The one population rule of the pooled values and of planning's variance split."""
     value = SECTION_VALUES[section]
-    sums: dict[str, list[float]] = {}
+    values: dict[str, list[float]] = {}
     for run in runs:
         for task_id, by_attempt in run.side.tasks.items():
             v = value(by_attempt, k)
             if v is not None:
-                sums.setdefault(task_id, []).append(float(v))
-    out = {}
-    for task_id, values in sums.items():
-        mean = fsum_mean(values)
-        if mean is not None:
-            out[task_id] = mean
-    return out
+                values.setdefault(task_id, []).append(float(v))
+    return values
+
+
+def pooled_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> dict[str, float]:
+    """{task: pooled value} of a section: per task, the mean of its ``per_run_values``; tasks
+    in no run of the section are absent."""
+    means = {task_id: fsum_mean(values) for task_id, values in per_run_values(runs, section, k).items()}
+    return {task_id: mean for task_id, mean in means.items() if mean is not None}
 
 
 def pooled_section(values: Sequence[float], clamp: bool) -> dict[str, Any]:
@@ -261,8 +265,10 @@ def repeats_warnings(runs: Sequence[RepeatRun]) -> list[str]:
     return [code for code in REPEATS_WARNINGS if code in found]
 
 
-def repeats(runs: Sequence[RepeatRun]) -> dict[str, Any]:
-    """repeats.json of a set of runs (repeated-runs.md), keys in its order."""
+def repeats(runs: Sequence[RepeatRun], targets: Sequence[float] = TARGETS) -> dict[str, Any]:
+    """repeats.json of a set of runs (repeated-runs.md), keys in its order, then ``planning``:
+    the variance split of each gate section, runs needed for each change in ``targets``
+    (planning.md section 2)."""
     ordered = run_order(runs)
     first = system_of(ordered[0]) if ordered else System(None, None, None)
     task_sets = [set(r.side.tasks) for r in runs]
@@ -279,6 +285,7 @@ def repeats(runs: Sequence[RepeatRun]) -> dict[str, Any]:
         "pooled": pooled_sections(runs, k),
         "between_runs": between_runs(r.pass_at_1 for r in runs),
         "stability": stability(runs),
+        "planning": {name: variance_split(per_run_values(runs, name, k), targets) for name in PLANNED_SECTIONS},
     }
 
 
@@ -307,11 +314,13 @@ def set_warnings(baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun], 
 
 
 def compare_sets(baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun],
-                 max_drop: float | None = None) -> dict[str, Any]:
+                 max_drop: float | None = None, targets: Sequence[float] = TARGETS) -> dict[str, Any]:
     """comparison.json in the repeated form (repeated-runs.md "Comparing two sets of runs"):
     tasks observed in at least one run of each side are paired; each section pairs the
     tasks in it on both sides, b_i / c_i their pooled values, with comparison.md's paired
-    statistics and its interval verdict (reversed for the resources); the gate as there."""
+    statistics and its interval verdict (reversed for the resources); the gate as there.
+    The gate sections also carry ``planning`` for the changes in ``targets`` (planning.md
+    section 3)."""
     max_drop = check_max_drop(max_drop)
     if not baseline or not candidate:
         raise ValueError("each side of a comparison needs at least one run")
@@ -324,7 +333,11 @@ def compare_sets(baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun],
     def section(name: str, more_is_better: bool = True) -> dict[str, Any]:
         b, c = pooled_values(baseline, name, k), pooled_values(candidate, name, k)
         pairs = [(b[t], c[t]) for t in paired if t in b and t in c]
-        return mean_section(pairs, more_is_better)
+        out = mean_section(pairs, more_is_better)
+        if name in PLANNED_SECTIONS:
+            out["planning"] = repeated_planning(per_run_values(baseline, name, k), per_run_values(candidate, name, k),
+                                                out["mde80"], targets)
+        return out
 
     sections = {
         **{name: section(name) for name in SECTIONS},
@@ -359,59 +372,3 @@ def repeat_run_of(processed: Any, run_dir: Any = None) -> RepeatRun:
     from .comparison import side_from_processed
 
     return RepeatRun(side_from_processed(processed, run_dir), pass_at_1_of(processed.metrics))
-
-
-# --- folder names of the cross-run outputs ----------------------------------------------------
-
-def _slug_part(value: str | None, unknown: str = "unknown") -> str:
-    """A readable, filesystem-safe piece: letters, digits, ``.``, ``_`` and ``-`` kept, every
-    other run of characters one ``-``, at most 40 characters."""
-    text = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in (value or unknown))
-    text = "-".join(p for p in text.split("-") if p).strip(".-") or unknown
-    return text[:40]
-
-
-def _digest(*values: str | None) -> str:
-    import hashlib
-
-    return hashlib.sha256("\x00".join(v if v is not None else "\x01" for v in values).encode()).hexdigest()[:8]
-
-
-def suite_slug(suite: str | None) -> str:
-    """The folder of a suite's page under ``<output root>/_suites/``: the suite name made
-    filesystem-safe, then ``-`` and 8 hex digits of a hash of the exact name (two names that
-    read alike never share a folder)."""
-    return f"{_slug_part(suite)}-{_digest(suite)}"
-
-
-def system_slug(system: System, with_setup: bool = False) -> str:
-    """The folder of a system under ``<output root>/_systems/``: ``<suite>--<model>--<git sha>``
-    made filesystem-safe (``unknown`` for an unknown part, the run id beside it for a run that
-    is a system of its own; then, ``with_setup``, the judge model (``no-judge`` when it was off)
-    and the platform), then ``-`` and 8 hex digits of a hash of the exact values (the setup
-    key's among them ``with_setup``). ``system_slugs`` adds the setup only where it tells two
-    systems apart."""
-    parts = [_slug_part(system.suite), _slug_part(system.model), _slug_part(system.git_sha)]
-    if system.alone is not None:
-        parts.append(_slug_part(system.alone))
-    values = [system.suite, system.model, system.git_sha, system.alone]
-    if with_setup:
-        enabled, judge, device, os_name = system.setup
-        parts.append(_slug_part("no-judge" if enabled is False else judge) + "--"
-                     + _slug_part(".".join(p for p in (device, os_name) if p is not None) or None))
-        values += ["setup", *(repr(v) for v in system.setup)]
-    return "--".join(parts) + "-" + _digest(*values)
-
-
-def system_slugs(systems: Iterable[System]) -> dict[System, str]:
-    """Each system's folder: ``system_slug`` without its setup when no other system of the
-    same suite, model and git sha is listed (most agents are measured one way: their folder
-    is the one they had before setups were part of systems, and the same whichever layout
-    recorded them), else with it (the same agent judged by another judge or on another
-    device gets a folder of its own)."""
-    systems = list(systems)
-    bases: dict[str, int] = {}
-    for system in systems:
-        base = system_slug(system)
-        bases[base] = bases.get(base, 0) + 1
-    return {s: system_slug(s, with_setup=bases[system_slug(s)] > 1) for s in systems}

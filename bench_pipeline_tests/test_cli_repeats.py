@@ -5,9 +5,11 @@ each run processed, the files written, and the exit codes (0, 1 gate fail, 3 gat
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+from urllib.parse import unquote
 
 import pytest
 
@@ -206,3 +208,65 @@ def test_the_set_comparison_names_each_sides_setup_and_what_differs(tmp_path):
            "judges mixes the change of judge with the agent's" in top
     assert "system `suite-x / m / abc1234 (no judge, pixel-8 / android-15)`" in top
     assert "(`judge_differs` in comparison.json)" in top
+
+
+def _measured_runs(root, run_ids, outcomes, quality, *, sha, setup, skipped=()):
+    """One run folder per id, each task's attempt 1 with its status, quality score and
+    evidence folder (tasks/<task>, which exists); ``skipped``: (run id, task) pairs whose attempt
+    1 was skipped (not eligible)."""
+    manifest = {**SYSTEM, "code": {"git_sha": sha, "dirty": False}, **setup}
+    return [make_run(root, [row(t, 1, "skipped" if (rid, t) in skipped else status, episode_id=f"{rid}-{t}",
+                                quality_score=quality[t], artifact_dir=f"tasks/{t}")
+                            for t, status in outcomes.items()],
+                     run_id=rid, manifest={**manifest, "started_at": f"2026-11-0{i}T00:00:00Z"},
+                     artifacts={f"tasks/{t}": {"history.json": []} for t in outcomes})
+            for i, rid in enumerate(run_ids, start=1)]
+
+
+def test_the_set_comparison_lists_verdicts_and_links_the_evidence_of_changed_tasks(tmp_path):
+    """Two runs a side: the candidate improves the first attempt and regresses in quality. The
+    repeated comparison.md lists every verdict, links each regressed and improved task's
+    attempt 1 evidence in every run that decided it, and keeps the setup lines at the top."""
+    tasks = [f"t{i}" for i in range(10)]
+    base = _measured_runs(tmp_path / "runs", ["b1", "b2"],
+                          {t: "failed" if i < 6 else "passed" for i, t in enumerate(tasks)},
+                          {t: 0.9 if i % 2 == 0 else 0.8 for i, t in enumerate(tasks)}, sha="abc1234", setup=PIXEL,
+                          skipped={("b2", "t5")})
+    cand = _measured_runs(tmp_path / "runs", ["c1", "c2"], {t: "failed" if t == "t9" else "passed" for t in tasks},
+                          {t: 0.6 if i % 2 == 0 else 0.7 for i, t in enumerate(tasks)}, sha="def5678",
+                          setup={**PIXEL, "platform": {"device": "emulator", "os": "android-15"}})
+    out = tmp_path / "o"
+    done = _run("compare", "--baseline", base[0], "--baseline", base[1], "--candidate", cand[0], "--candidate", cand[1],
+                "--output-dir", out)
+    assert done.returncode == 0, done.stderr  # both gate sections improve: pass
+    result = json.loads((out / "comparison.json").read_text())
+    assert result["improvements"] == ["t0", "t1", "t2", "t3", "t4", "t5"] and result["regressions"] == ["t9"]
+    assert (result["first_attempt"]["verdict"], result["quality"]["verdict"]) == ("improvement", "regression")
+    md = (out / "comparison.md").read_text()
+    top = md[:md.index("## Verdicts")]
+    assert "- The baseline's runs were measured with: suite version unknown; judge judge-a; platform pixel-8 / " \
+           "android-15; active skills calendar." in top
+    assert "- The candidate's runs were measured with: suite version unknown; judge judge-a; platform emulator / " \
+           "android-15; active skills calendar." in top
+    assert "- The platforms differ (pixel-8 / android-15 for the baseline, emulator / android-15 for the " \
+           "candidate)" in top
+    assert "- The code versions differ (abc1234 for the baseline, def5678 for the candidate): this compares two " \
+           "builds of the agent on one model." in top
+    # first attempt per task: +1 for t0..t5, 0 for t6..t8, -1 for t9: +50.0 pp, se = sqrt(4.5 / 9 / 10) = 0.2236,
+    # interval [+6.2 pp, +93.8 pp]; quality -0.3 on even tasks, -0.1 on odd ones: -0.200 +/- 0.065
+    assert "## Verdicts\n\n- First attempt (pass@1): **improvement**\n- pass@k (k=1): **improvement**\n" \
+           "- pass^k (k=1): **improvement**\n- Task success (task-weighted): **improvement**\n" \
+           "- Quality score: **regression**\n- Task wall time: **n/a**\n" in md
+    assert "| First attempt (pass@1) | 10 | 40.0% | 90.0% | +50.0 pp | [+6.2 pp, +93.8 pp] |" in md
+    assert "| Quality score | 10 | 0.850 | 0.650 | -0.200 | [-0.265, -0.135] |" in md
+    assert "Regressed: tasks whose first attempt succeeded in every baseline run and failed in every candidate run " \
+           "(1):" in md
+    assert "| `t9` | `b1` [`tasks/t9`](<../runs/b1/tasks/t9/>); `b2` [`tasks/t9`](<../runs/b2/tasks/t9/>) | " \
+           "`c1` [`tasks/t9`](<../runs/c1/tasks/t9/>); `c2` [`tasks/t9`](<../runs/c2/tasks/t9/>) |" in md
+    # b2's attempt 1 of t5 was skipped: it decided nothing and is not linked
+    assert "| `t5` | `b1` [`tasks/t5`](<../runs/b1/tasks/t5/>) | `c1` [`tasks/t5`](<../runs/c1/tasks/t5/>); " in md
+    links = re.findall(r"\]\(<([^>]+)>\)", md)
+    assert len(links) == 7 * 4 - 1
+    for link in links:
+        assert (out / unquote(link)).resolve().is_dir(), link
+        assert (out / unquote(link) / "history.json").is_file(), link

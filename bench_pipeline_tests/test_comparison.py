@@ -109,7 +109,7 @@ def test_the_reference_example_against_a_hand_written_candidate():
     # se = sqrt(2.75 / 3 / 4) = sqrt(11/48). Discordant: A, D (baseline only), B (candidate only):
     # m = 3, p = min(1, 2 * (C(3,0) + C(3,1)) / 8) = 1.
     fa = c["first_attempt"]
-    assert list(fa) == BINARY_KEYS
+    assert list(fa) == [*BINARY_KEYS, "planning"]  # the gate sections end with planning (planning.md)
     assert (fa["n"], fa["both_pass"], fa["baseline_only"], fa["candidate_only"], fa["both_fail"]) == (4, 1, 2, 1, 0)
     assert (fa["baseline_rate"], fa["candidate_rate"], fa["delta"]) == (0.75, 0.5, -0.25)
     se = math.sqrt(11 / 48)
@@ -118,6 +118,10 @@ def test_the_reference_example_against_a_hand_written_candidate():
     assert fa["ci95"]["lower"] == pytest.approx(-1.18826, abs=1e-5)  # not clamped to -1
     assert fa["mde80"] == approx(Z_SUM * se) and fa["mde80"] == pytest.approx(1.34116, abs=1e-5)
     assert fa["mcnemar_p"] == 1.0 and fa["verdict"] == "no_significant_change"
+    # planning.md section 1: T = ceil(4 * (mde80 / d)^2) = ceil(4 * Z_SUM^2 * (11/48) / d^2)
+    #   = 17987.02, 2877.92, 719.48 for 2, 5, 10 points
+    assert fa["planning"] == {"tasks_needed": [{"change": 0.02, "tasks": 17988}, {"change": 0.05, "tasks": 2878},
+                                               {"change": 0.10, "tasks": 720}]}
 
     # pass_at_k, Ek of both = A, B, C (D's attempt 2 is ineligible in the baseline). Every
     # task has a success in 1..2 in both runs: all concordant, delta 0, se 0, p 1.
@@ -140,12 +144,14 @@ def test_the_reference_example_against_a_hand_written_candidate():
     # b = 1/2, 1/2, 1, 1; c = 1/2, 1, 1/2, 1/2. d = 0, +1/2, -1/2, -1/2: delta = -1/8;
     # sum (d - delta)^2 = 0.015625 + 0.390625 + 0.140625 + 0.140625 = 0.6875, se = sqrt(0.6875 / 12).
     ts = c["task_success"]
-    assert list(ts) == MEAN_KEYS
+    assert list(ts) == [*MEAN_KEYS, "planning"]
     assert (ts["n"], ts["baseline_mean"], ts["candidate_mean"], ts["delta"]) == (4, 0.75, 0.625, -0.125)
     se = math.sqrt(0.6875 / 12)
     assert ts["se"] == approx(se) and ts["mde80"] == approx(Z_SUM * se)
     assert ts["ci95"] == {"lower": approx(-0.125 - Z_95 * se), "upper": approx(-0.125 + Z_95 * se)}
     assert ts["verdict"] == "no_significant_change"
+    # T = ceil(4 * Z_SUM^2 * (0.6875 / 12) / d^2) = 4496.75, 719.48, 179.87
+    assert [e["tasks"] for e in ts["planning"]["tasks_needed"]] == [4497, 720, 180]
 
     # quality: per-task means of eligible scores. b = 0.75, 0.625, 1, 1; c = 0.75, 1, 0.5, 0.5.
     # d = 0, +0.375, -0.5, -0.5: delta = -0.15625; deviations 0.15625, 0.53125, -0.34375, -0.34375,
@@ -254,13 +260,17 @@ def test_no_paired_task_gives_nulls_zero_counts_and_a_warning():
     c = compare(side({"a": [True, True]}), side({"b": [False, False]}))
     assert c["tasks"] == {"paired": 0, "only_baseline": ["a"], "only_candidate": ["b"]}
     assert c["warnings"] == ["no_paired_tasks"]
+    no_plan = {"planning": {"tasks_needed": [{"change": d, "tasks": None} for d in (0.02, 0.05, 0.10)]}}
     for name in ("first_attempt", "pass_at_k", "pass_pow_k"):
         assert c[name] == {"n": 0, "both_pass": 0, "baseline_only": 0, "candidate_only": 0, "both_fail": 0,
                            "baseline_rate": None, "candidate_rate": None, "delta": None, "se": None,
-                           "ci95": {"lower": None, "upper": None}, "mde80": None, "mcnemar_p": None, "verdict": None}
-    for section in (c["task_success"], c["quality"], *c["resources"].values()):
+                           "ci95": {"lower": None, "upper": None}, "mde80": None, "mcnemar_p": None, "verdict": None,
+                           **(no_plan if name == "first_attempt" else {})}
+    for name, section in (("task_success", c["task_success"]), ("quality", c["quality"]),
+                          *(("resource", s) for s in c["resources"].values())):
         assert section == {"n": 0, "baseline_mean": None, "candidate_mean": None, "delta": None, "se": None,
-                           "ci95": {"lower": None, "upper": None}, "mde80": None, "verdict": None}
+                           "ci95": {"lower": None, "upper": None}, "mde80": None, "verdict": None,
+                           **(no_plan if name == "task_success" else {})}
     assert c["regressions"] == c["improvements"] == []
     # disjoint task sets: nothing paired, so the gate cannot decide (comparison.md)
     assert c["gate"] == {"result": "inconclusive", "max_drop": None,

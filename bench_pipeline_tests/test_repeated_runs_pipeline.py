@@ -18,7 +18,7 @@ import pytest
 
 from bench_pipeline.generator import generate_runs
 from bench_pipeline.generator.world import BASE_TIME
-from bench_pipeline.repeats import suite_slug
+from bench_pipeline.system_folders import suite_slug
 
 ROOT = Path(__file__).resolve().parents[1]
 

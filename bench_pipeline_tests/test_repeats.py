@@ -61,7 +61,7 @@ THREE = [
 def test_three_runs_of_one_system_by_hand():
     doc = repeats(THREE)
     assert list(doc) == ["schema_version", "system", "warnings", "k", "runs", "tasks", "pooled", "between_runs",
-                         "stability"]
+                         "stability", "planning"]
     assert doc["system"] == {"suite": "suite", "model": "m", "git_sha": "s1"} and doc["warnings"] == [] and doc["k"] == 1
     # started_at ascending, null last
     assert doc["runs"] == [{"run_id": "r1", "started_at": "2026-11-01T00:00:00Z", "pass_at_1": 0.75},
@@ -211,7 +211,8 @@ def test_one_run_per_side_equals_the_positional_comparison(seed):
             "baseline_rate", "candidate_rate")
         assert (r["n"], r["baseline_mean"], r["candidate_mean"]) == (p["n"], p[mean_keys[0]], p[mean_keys[1]]), name
         assert (r["delta"], r["se"], r["ci95"], r["mde80"]) == (p["delta"], p["se"], p["ci95"], p["mde80"]), name
-        assert list(r) == ["n", "baseline_mean", "candidate_mean", "delta", "se", "ci95", "mde80", "verdict"]
+        assert list(r) == ["n", "baseline_mean", "candidate_mean", "delta", "se", "ci95", "mde80", "verdict",
+                           *(["planning"] if name in ("first_attempt", "task_success") else [])]
     for field in ("task_wall_ms", "total_tokens", "cost_usd"):
         assert repeated["resources"][field] == positional["resources"][field]
     assert repeated["regressions"] == positional["regressions"] and repeated["improvements"] == positional["improvements"]
@@ -268,7 +269,8 @@ def test_set_warnings_in_their_order_and_a_regression_fails_the_gate():
 
 
 def test_slugs_are_readable_safe_and_distinct():
-    from bench_pipeline.repeats import System, suite_slug, system_slug, system_slugs
+    from bench_pipeline.repeats import System
+    from bench_pipeline.system_folders import suite_slug, system_slug, system_slugs
 
     slug = system_slug(System("android-core", "agent/model large", "4f2c9e1"))
     assert slug.startswith("android-core--agent-model-large--4f2c9e1-") and len(slug.rsplit("-", 1)[1]) == 8

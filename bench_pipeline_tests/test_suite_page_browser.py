@@ -88,3 +88,50 @@ def test_an_inconclusive_gate_on_the_suite_page_is_neither_green_nor_red(browser
     assert inconclusive not in (w.page.evaluate(color, "td.gate-pass"), w.page.evaluate(color, "td.gate-fail"))
     assert_clean(w)
     w.page.close()
+
+
+def test_suite_page_planning_chart_shows_repeats_json_numbers(browser: Any, tmp_path: Path) -> None:
+    """Each system's runs per side for each change in first attempt, beside its noise floor, and
+    the chart of the detectable change against runs per side: drawn with a size, its points
+    where repeats.json's mde80_by_runs puts them, their numbers equal to repeats.json's."""
+    runs, systems = suite(tmp_path)
+    path = write_suite_page(tmp_path / "_suites" / "plan", SUITE, runs, systems)
+    w = open_report(browser, path)
+    page = w.page
+    cells = page.locator("#systems-table td[data-col=plan]")
+    assert cells.count() == len(systems)
+    # the column right after the noise floor's
+    after = page.evaluate("() => Array.from(document.querySelectorAll('#systems-table tbody tr')).map("
+                          "r => r.querySelector('td[data-col=noise]').nextElementSibling.dataset.col)")
+    assert after == ["plan"] * len(systems)
+    drawn = 0
+    for i, entry in enumerate(systems):
+        plan = entry.doc["planning"]["first_attempt"]
+        cell = cells.nth(i)
+        if plan["within_task_var"] is None:
+            assert cell.inner_text().strip() == "n/a: fewer than two runs of any task"
+            assert cell.locator("svg").count() == 0
+            continue
+        drawn += 1
+        lines = cell.locator(":scope > div").all_inner_texts()
+        assert lines == [f"{round(e['change'] * 100):d} pp: {e['runs_per_side']:,}" for e in plan["runs_needed"]]
+        chart = cell.locator("svg.mde")
+        box = chart.bounding_box()
+        assert box is not None and box["width"] > 150 and box["height"] > 60
+        points = chart.locator("circle.pt")
+        numbers = points.evaluate_all("ps => ps.map(p => [Number(p.dataset.runs), Number(p.dataset.mde80), "
+                                      "p.getBoundingClientRect().x, p.getBoundingClientRect().y, "
+                                      "p.querySelector('title').textContent])")
+        assert [(r, m) for r, m, *_ in numbers] == [(e["runs_per_side"], e["mde80"]) for e in plan["mde80_by_runs"]]
+        assert [t for *_, t in numbers] == [
+            f"{e['runs_per_side']} run{'' if e['runs_per_side'] == 1 else 's'} per side: {e['mde80'] * 100:.1f} pp"
+            for e in plan["mde80_by_runs"]]
+        # more runs per side: further right and lower (a smaller detectable change)
+        xs, ys = [x for _, _, x, _, _ in numbers], [y for _, _, _, y, _ in numbers]
+        assert xs == sorted(xs) and len(set(xs)) == len(xs) and ys == sorted(ys)
+        assert chart.locator("line.target").count() == len(plan["runs_needed"])
+    assert drawn == 2  # S1 and S2 have two runs; S3 and S4 one
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#systems").screenshot(path=str(ARTIFACTS / "suite-page-planning.png"))
+    assert_clean(w)
+    page.close()

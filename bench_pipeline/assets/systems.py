@@ -16,7 +16,7 @@ materialized before the pages are written, so a page that fails leaves them made
 system (suite, model, git sha), its run ids, its repeats.md and its repeats.json document.
 
 Files land under the output root: ``_systems/<system_slug>/`` and
-``_suites/<suite_slug>/index.html`` (``repeats.system_slugs`` / ``suite_slug``). Each refresh
+``_suites/<suite_slug>/index.html`` (``system_folders.system_slugs`` / ``suite_slug``). Each refresh
 rewrites the current ones atomically; a folder of a system or suite no longer in the catalog
 is left as it is (never delete what another run produced).
 """
@@ -36,8 +36,11 @@ from ..identity import read_json_object
 from ..object_store import location_text
 from ..output_root import OutputRoot
 from ..outputs import write_repeats_files
-from ..repeats import RepeatRun, System, group_systems, repeats, suite_slug, system_slugs
+from ..repeats import RepeatRun, System, group_systems, repeats
+from ..system_folders import suite_slug, system_slugs
 from ..reports.compared import NO_VARIATION, fmt_pct
+from ..reports.format import fmt_int
+from ..reports.planning_text import runs_per_side_for
 from ..reports.repeated import level_interval
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
@@ -126,12 +129,14 @@ def _order(entry: dict) -> tuple:
 
 def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
     """The systems as a markdown table: pooled first attempt with its interval (as repeats.md
-    shows it), noise floor, flip rate and runs pooled; the first ``limit`` by suite then pooled
-    first attempt."""
+    shows it), noise floor, the runs per side a comparison of the system needs to detect a
+    5-point change in first attempt (planning.md, n/a when its noise cannot be measured), flip
+    rate and runs pooled; the first ``limit`` by suite then pooled first attempt."""
     if not entries:
         return "No processed run yet."
-    lines = ["| suite | model | git sha | runs | first attempt (pooled) | 95% interval | noise floor | flip rate "
-             "| setup | folder |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| suite | model | git sha | runs | first attempt (pooled) | 95% interval | noise floor "
+             "| runs per side for 5 pp (first attempt) | flip rate | setup | folder |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for e in sorted(entries, key=_order)[:limit]:
         doc = e["doc"]
         fa, noise, flips = (doc["pooled"]["first_attempt"], doc["between_runs"]["noise_floor95"],
@@ -141,7 +146,7 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
         lines.append(" | ".join([
             f"| {_cell(e['suite'])}", _cell(e["model"]), _cell(e["git_sha"]), str(len(e["runs"])), fmt_pct(fa["mean"]),
             interval, f"{noise * 100:.1f} points" if noise is not None else "n/a (one run)",
-            fmt_pct(flips) if flips is not None else "n/a", _cell(e.get("setup")), f"`{e['slug']}` |"]))
+            fmt_int(runs_per_side_for(doc)), fmt_pct(flips) if flips is not None else "n/a", _cell(e.get("setup")), f"`{e['slug']}` |"]))
     if len(entries) > limit:
         lines += ["", f"... and {len(entries) - limit} more (every system has its folder under `{SYSTEMS_FOLDER}/`)."]
     return "\n".join(lines)
@@ -210,6 +215,7 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns, kept: dict[str, 
         "systems": len(entries),
         "runs_pooled": sum(len(e["runs"]) for e in entries),
         "systems_with_repeats": sum(1 for e in entries if len(e["runs"]) >= 2),
+        "systems_with_planning": sum(1 for e in entries if runs_per_side_for(e["doc"]) is not None),
         "systems_made": made,
         "systems_changed": changed,
         "systems_folder": dg.MetadataValue.path(output_root.url(SYSTEMS_FOLDER)),

@@ -16,6 +16,8 @@ The modules, in the order they build on one another:
 - ``view``: the view model both reports render, a package with one module per report
   section; ``view.run_view.build_view`` assembles them into a ``RunView``
   (``view.facts``: ``attempt_facts``, ``task_facts``);
+- ``planning_text`` and ``planning_chart``: planning in words and the suite page's chart of
+  the detectable change against runs per side (planning.md "Where a reader sees it");
 - ``compared``: the view of a comparison with a baseline (``comparison_view``): the
   reports' "Compared with <baseline>" section and comparison.md;
 - ``rows``: the table rows rendered in plain loops (the attempt table with its details,

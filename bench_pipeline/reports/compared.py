@@ -12,13 +12,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..comparison import BINARY_SECTIONS, Comparison, evidence_dir, left_out
+from ..comparison import BINARY_SECTIONS, Comparison, evidence_dir
+from ..comparison_left_out import left_out
 from ..identity import RunIdentity, differences
 from ..object_store import relative_link
 from ..stats import is_number
 from ..vocabulary import COMPARISON_RESOURCE_FIELDS
 from .charts import svg_delta_intervals
 from .format import FIELD_LABELS, NA, fmt_int, fmt_ms, fmt_pct, fmt_text, fmt_usd
+from .planning_text import comparison_planning
 from .setup_text import SETUP_WARNING_TEXT, difference_sentences, setup_facts, setup_rows
 from .view.evidence import evidence_href
 from .view.limits import LIST_CAP
@@ -104,7 +106,7 @@ def fmt_p(p: Any) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-#: Why a paired task is outside a section (``comparison.left_out`` codes), in words.
+#: Why a paired task is outside a section (``comparison_left_out.left_out`` codes), in words.
 LEFT_OUT_WORDS = {
     "attempt_1_missing": "attempt 1 is missing",
     "attempt_1_ineligible": "attempt 1 is not eligible",
@@ -155,6 +157,15 @@ def _mde_text(kind: str, s: Mapping[str, Any]) -> str:
     size = fmt_change(kind, s["mde80"], signed=False)
     return (f" The smallest true change this comparison detects with 80% power is {size}: a true change "
             f"smaller than that could easily go unseen, so this result says little about changes below {size}.")
+
+
+def zero_width_verdict(verdict: str | None, n: int) -> str:
+    """After a section of n tasks without variation (``no_variation``): why its interval verdict
+    is a regression or an improvement; '' for any other verdict."""
+    if verdict not in ("regression", "improvement"):
+        return ""
+    return (f" comparison.md's rule reads the zero-width interval as excluding zero, hence the verdict "
+            f"({VERDICT_WORDS[verdict]}); it rests on {fmt_int(n)} tasks without spread.")
 
 
 def _reading(name: str, s: Mapping[str, Any], k: Any, paired: int = 0,
@@ -209,9 +220,7 @@ def _reading(name: str, s: Mapping[str, Any], k: Any, paired: int = 0,
         text += (f" Every one of the {fmt_int(n)} paired tasks changed by exactly {fmt_change(kind, s['delta'])}, "
                  "so there is no variation between tasks to estimate an interval or a detectable change from "
                  "(both are shown as n/a); a handful of identical changes is not certainty.")
-        if verdict in ("regression", "improvement"):
-            text += (f" comparison.md's rule reads the zero-width interval as excluding zero, hence the verdict "
-                     f"({VERDICT_WORDS[verdict]}); it rests on {fmt_int(n)} tasks without spread.")
+        text += zero_width_verdict(verdict, n)
     else:
         interval = fmt_interval(kind, s["ci95"]["lower"], s["ci95"]["upper"])
         worse = "more per task is worse" if name in COMPARISON_RESOURCE_FIELDS else "higher is better"
@@ -472,6 +481,7 @@ def comparison_view(comparison: Comparison | None, out_dir: Path | None = None) 
                                    b["run_id"], c["run_id"]),
         "identity_notes": identity_notes(comparison.baseline.identity, comparison.candidate.identity),
         "rows": rows,
+        "planning": comparison_planning(r),
         "chart": svg_delta_intervals(chart_rows),
         "warnings": [{"code": w, "text": WARNING_TEXT[w].format(**facts)} for w in r["warnings"]],
         "regressions": _links(comparison, r["regressions"], out_dir),

@@ -26,8 +26,11 @@ from .compared import (
     gate_view,
     no_variation,
     run_folder_base,
+    zero_width_verdict,
 )
 from .format import fmt_int, fmt_pct, fmt_text
+from .planning_text import repeats_planning, set_planning
+from .repeated_verdicts import side_notes, single_pair_text, task_evidence
 from .setup_text import runs_setup_lines, set_setup_lines
 from .templates import _env
 from .view.evidence import evidence_href, link_href
@@ -143,6 +146,7 @@ def repeats_view(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Pat
                       "flip_rate": fmt_pct(st["flip_rate"])},  # a percent, as report.html shows it
         "flaky": flaky, "flaky_more": max(0, len(st["flaky_tasks"]) - LIST_CAP),
         "warnings": [{"code": w, "text": REPEATS_WARNING_TEXT[w]} for w in doc["warnings"]],
+        "planning": repeats_planning(doc),
     }
 
 
@@ -160,26 +164,22 @@ def _set_reading(name: str, s: Mapping[str, Any], single: Mapping[str, Any] | No
         text += " With fewer than two paired tasks there is no interval or verdict."
     elif no_variation(s):
         text += (f" Every paired task changed by exactly {fmt_change(kind, s['delta'])}: there is no variation to "
-                 "estimate an interval from (shown as n/a), which is not certainty.")
+                 "estimate an interval from (shown as n/a), which is not certainty." + zero_width_verdict(verdict, n))
     else:
         interval = fmt_interval(kind, s["ci95"]["lower"], s["ci95"]["upper"])
         if verdict in ("regression", "improvement"):
             text += f" The 95% interval {interval} excludes zero: {VERDICT_WORDS[verdict]}."
         else:
             text += f" The 95% interval {interval} includes zero: no significant change." + _mde_text(kind, s)
-    if single is not None and single["ci95"]["lower"] is not None and s["ci95"]["lower"] is not None \
-            and not no_variation(s):
-        width = s["ci95"]["upper"] - s["ci95"]["lower"]
-        single_width = single["ci95"]["upper"] - single["ci95"]["lower"]
-        text += (f" One run per side (the first of each) would have given {fmt_interval(kind, single['ci95']['lower'], single['ci95']['upper'])}"
-                 f", {fmt_change(kind, single_width, signed=False)} wide against {fmt_change(kind, width, signed=False)} pooled.")
-    return text
+    return text + single_pair_text(kind, s, single)
 
 
 def set_comparison_view(result: Mapping[str, Any], single: Mapping[str, Any] | None,
-                        baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun]) -> dict[str, Any]:
+                        baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun],
+                        out_dir: Path | None = None) -> dict[str, Any]:
     """What the repeated comparison.md shows. ``single``: ``compare_sets`` of the first run of
-    each side, for the interval a single pair of runs would have had."""
+    each side, for the interval a single pair of runs would have had; ``out_dir``: where the
+    file goes (evidence links are relative to it)."""
     k = result["k"]
     rows = []
     for name, s in _sections(result):
@@ -213,8 +213,11 @@ def set_comparison_view(result: Mapping[str, Any], single: Mapping[str, Any] | N
         "gate": {**gate_view(result), "margin": gate_view(result)["margin_text"]},
         "rows": rows,
         "warnings": [{"code": w, "text": SET_WARNING_TEXT[w]} for w in result["warnings"]],
-        "regressions": result["regressions"][:LIST_CAP], "regressions_more": max(0, len(result["regressions"]) - LIST_CAP),
-        "improvements": result["improvements"][:LIST_CAP],
+        "planning": set_planning(result),
+        "side_notes": side_notes(baseline, candidate),
+        "regressions": task_evidence(result["regressions"][:LIST_CAP], baseline, candidate, k, out_dir),
+        "regressions_more": max(0, len(result["regressions"]) - LIST_CAP),
+        "improvements": task_evidence(result["improvements"][:LIST_CAP], baseline, candidate, k, out_dir),
         "improvements_more": max(0, len(result["improvements"]) - LIST_CAP),
         "only_baseline": len(result["tasks"]["only_baseline"]), "only_candidate": len(result["tasks"]["only_candidate"]),
     }
@@ -228,7 +231,9 @@ def render_repeats_md(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir
 
 
 def render_set_comparison_md(result: Mapping[str, Any], single: Mapping[str, Any] | None,
-                             baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun]) -> str:
-    """comparison.md in the repeated form."""
+                             baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun],
+                             out_dir: Path | None = None) -> str:
+    """comparison.md in the repeated form (evidence links relative to ``out_dir``, where the
+    file goes)."""
     return _env(False).get_template("comparison_repeated.md.j2").render(
-        c=set_comparison_view(result, single, baseline, candidate))
+        c=set_comparison_view(result, single, baseline, candidate, out_dir))

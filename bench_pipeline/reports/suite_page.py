@@ -38,6 +38,7 @@ from ..task_groups import is_eligible
 from .charts import nice_step, svg_interval_bar
 from .compared import NO_VARIATION, fmt_change, fmt_level, run_folder_base
 from .format import fmt_ci, fmt_compact, fmt_int, fmt_pct, fmt_round, fmt_text, fmt_usd
+from .planning_text import suite_plan
 from .repeated import level_interval, noise_sentence, repeats_view, system_text
 from .templates import _asset, _env
 from .view.evidence import evidence_href, link_href
@@ -194,6 +195,7 @@ def _system_row(i: int, entry: SystemEntry, out_dir: Path) -> dict[str, Any]:
         else "n/a",
         "noise_runs": noise_runs(between["runs"]),
         "noise_sentence": noise_sentence(between),
+        "plan": suite_plan(doc, f"S{i}"),
         "flip_rate": shown["stability"]["flip_rate"],
         "cost": fmt_usd(cost), "cost_n": fmt_int(cost_n), "tokens": fmt_round(tokens), "tokens_n": fmt_int(tokens_n),
         "repeats_md": _href(out_dir, entry.repeats_md),

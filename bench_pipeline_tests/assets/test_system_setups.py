@@ -15,7 +15,8 @@ from bench_pipeline.assets import cross_run_assets, per_run_assets
 from bench_pipeline.frames import attempts_frame
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.pipeline import run_stages
-from bench_pipeline.repeats import System, system_slug
+from bench_pipeline.repeats import System
+from bench_pipeline.system_folders import system_slug
 from bench_pipeline.resources.io_managers import store_partition
 
 from ..dagster_helpers import make_resources

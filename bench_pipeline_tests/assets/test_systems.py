@@ -19,7 +19,8 @@ from bench_pipeline.generator import generate_runs
 from bench_pipeline.output_root import OutputRoot
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.pipeline import run_stages
-from bench_pipeline.repeats import System, suite_slug, system_slug
+from bench_pipeline.repeats import System
+from bench_pipeline.system_folders import suite_slug, system_slug
 from bench_pipeline.resources.io_managers import store_partition
 from bench_pipeline.stored_values import read_attempt_rows
 
@@ -119,6 +120,11 @@ def test_two_models_on_one_suite_are_two_systems_on_one_page(tmp_path, pages):
     assert table[0].startswith("| suite | model | git sha | runs | first attempt (pooled) | 95% interval |")
     assert table[2].startswith("| suite-a | model-b | sha1 | 1 | 100.0% |")  # the higher pooled first attempt first
     assert table[3].startswith("| suite-a | model-a | sha1 | 2 | 75.0% |")
+    # the runs per side for a 5-point change in first attempt: repeats.json's planning, n/a with one run
+    five = next(e["runs_per_side"] for e in docs[slug_a]["planning"]["first_attempt"]["runs_needed"] if e["change"] == 0.05)
+    assert table[0].split(" | ")[7] == "runs per side for 5 pp (first attempt)"
+    assert table[3].split(" | ")[7] == str(five) and table[2].split(" | ")[7] == "n/a"
+    assert sr["systems_with_planning"] == 1
     assert "runs_without_stored_attempts" not in sr
 
     (call,) = pages

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from bench_pipeline.comparison import Comparison, compare, left_out, make_side
+from bench_pipeline.comparison import Comparison, compare, make_side
+from bench_pipeline.comparison_left_out import left_out
 from bench_pipeline.identity import RunIdentity
 from bench_pipeline.reports import render_comparison_md
 from bench_pipeline.reports.compared import (

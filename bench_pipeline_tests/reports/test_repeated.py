@@ -104,9 +104,65 @@ def test_set_comparison_view_of_two_sides() -> None:
     view = set_comparison_view(compare_sets(base, cand), None, base, cand)
     assert view["baseline"] == {"runs": ["b1", "b2"], "count": 2, "systems": ["s / m / g"]}
     assert view["candidate"] == {"runs": ["c1"], "count": 1, "systems": ["s / m2 / g"]}
-    assert view["paired"] == "2" and view["regressions"] == ["a"] and view["only_baseline"] == 0
+    assert view["paired"] == "2" and view["only_baseline"] == 0
+    # the regressed task with attempt 1 in each run that decided it; no run folder and no
+    # evidence folder recorded here, so nothing to link
+    unlinked = {"text": "n/a (unavailable)", "folder": None, "href": None}
+    assert view["regressions"] == [{"task_id": "a",
+                                    "baseline": [{"run_id": "b1", **unlinked}, {"run_id": "b2", **unlinked}],
+                                    "candidate": [{"run_id": "c1", **unlinked}]}]
     first = view["rows"][0]
     # a: 1 -> 0, b: 1 -> 1: baseline 100.0%, candidate 50.0%, change -50.0 pp; no single-run comparison given
     assert (first["label"], first["n"], first["baseline"], first["candidate"], first["change"], first["single"]) == (
         "First attempt (pass@1)", "2", "100.0%", "50.0%", "-50.0 pp", "n/a")
     assert "100.0%" in render_set_comparison_md(compare_sets(base, cand), None, base, cand)
+
+
+def measured_run(run_id: str, tasks: dict[str, tuple[bool, float, int]]) -> RepeatRun:
+    """A run of one attempt per task, from {task: (success, quality score, wall ms)}."""
+    rows = [{"task_id": task, "attempt": 1, "line": line, "success": ok, "agent_eligible": True,
+             "quality_score": quality, "task_wall_ms": wall, "total_tokens": None, "cost_usd": None}
+            for line, (task, (ok, quality, wall)) in enumerate(tasks.items(), start=1)]
+    identity = RunIdentity(suite="s", model_name="m", git_sha="g", started_at=None)
+    return RepeatRun(make_side(rows, run_id=run_id, suite="s", metrics_k=1, identity=identity), None)
+
+
+def test_no_interval_from_a_pair_or_a_section_without_variation() -> None:
+    """The first run of each side agree on every first attempt (no variation in that pair), the
+    pooled runs do not; every task's wall time rises by exactly 100 ms: neither has an interval
+    to state, so no reading says what one pair of runs would have given there."""
+    quality_b = {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.6}
+    quality_c = {"a": 0.5, "b": 0.6, "c": 0.3, "d": 0.4}
+    outcomes = {"a": True, "b": True, "c": False, "d": False}
+    base = [measured_run(r, {t: (outcomes[t], quality_b[t], 1000) for t in outcomes}) for r in ("b1", "b2")]
+    cand = [measured_run("c1", {t: (outcomes[t], quality_c[t], 1100) for t in outcomes}),
+            measured_run("c2", {t: (ok, quality_c[t], 1100)
+                                for t, ok in {"a": False, "b": True, "c": True, "d": False}.items()})]
+    result, single = compare_sets(base, cand), compare_sets(base[:1], cand[:1])
+    assert single["first_attempt"]["ci95"] == {"lower": 0.0, "upper": 0.0}  # what the old sentence quoted
+    view = set_comparison_view(result, single, base, cand)
+    rows = {r["label"]: r for r in view["rows"]}
+    # pooled first attempt per task, baseline 1, 1, 0, 0 and candidate 1/2, 1, 1/2, 0: changes -0.5, 0, +0.5, 0,
+    # mean 0, se = sqrt(0.5 / 3 / 4) = 0.2041, 95% interval +/- 40.0 pp; the single pair changed nothing
+    first = rows["First attempt (pass@1)"]
+    assert (first["interval"], first["single"], first["verdict"]) == (
+        "[-40.0 pp, +40.0 pp]", "n/a (no variation)", "no significant change")
+    for label in ("First attempt (pass@1)", "pass@k (k=1)", "pass^k (k=1)", "Task success (task-weighted)",
+                  "Task wall time"):
+        assert "would have given" not in rows[label]["reading"], label
+    wall = rows["Task wall time"]
+    assert (wall["interval"], wall["single"], wall["verdict"]) == ("n/a (no variation)", "n/a (no variation)",
+                                                                   "regression")
+    assert wall["reading"] == (
+        "4 paired tasks: 1.0 s pooled over the baseline's runs, 1.1 s over the candidate's, a change of +100 ms. "
+        "Every paired task changed by exactly +100 ms: there is no variation to estimate an interval from (shown as "
+        "n/a), which is not certainty. comparison.md's rule reads the zero-width interval as excluding zero, hence "
+        "the verdict (regression); it rests on 4 tasks without spread.")
+    # quality varies in both: changes -0.4, -0.2, -0.4, -0.2, mean -0.3, se = sqrt(0.04 / 3 / 4) = 0.0577,
+    # interval -0.3 +/- 0.113 in the pooled runs and in the first pair alike
+    assert rows["Quality score"]["reading"].endswith(
+        "The 95% interval [-0.413, -0.187] excludes zero: regression. One run per side (the first of each) would "
+        "have given [-0.413, -0.187], 0.226 wide against 0.226 pooled.")
+    md = render_set_comparison_md(result, single, base, cand)
+    assert "[0.0 pp, 0.0 pp]" not in md and "0.0 pp wide" not in md
+    assert "- Quality score: **regression**\n- Task wall time: **regression**\n" in md

@@ -166,19 +166,19 @@ def test_systems_show_repeats_json_numbers(tmp_path):
         rough = " (rough: more runs make it firmer)" if runs <= 3 else ""
         assert row[5] == (f"{noise * 100:.1f} pp from {runs} runs{rough}" if noise is not None else "n/a")
         flip = doc["stability"]["flip_rate"]  # a percent, as report.html and repeats.md show it
-        assert row[6] == fmt_pct(flip)
+        assert row[7] == fmt_pct(flip)
     assert rows[0][1] == f"{SUITE} / alpha / sha-a" and rows[1][1] == f"{SUITE} / {HOSTILE_MODEL} / sha-b"
     assert [r[3].split()[0] for r in rows] == ["62.5%", "37.5%", "75.0%", "50.0%"]
     # z * sqrt 2 * sd, sd of 0.75 and 0.5 = 0.25 / sqrt 2; from two runs, a rough floor
     assert rows[0][5] == f"{Z_95 * 0.25 * 100:.1f} pp from 2 runs (rough: more runs make it firmer)"
-    assert rows[0][6] == "25.0%"  # 4 classified tasks, t2 flaky with flip 1: 1/4
+    assert rows[0][7] == "25.0%"  # 4 classified tasks, t2 flaky with flip 1: 1/4
     # mean cost and tokens per attempt, unknown as n/a (never $0)
-    assert [r[7] for r in rows] == ["$0.0200 8 attempts", "$0.0100 8 attempts", "n/a 0 attempts", "$0.0300 4 attempts"]
-    assert [r[8] for r in rows] == ["1,000 8 attempts", "n/a 0 attempts", "n/a 0 attempts", "n/a 0 attempts"]
+    assert [r[8] for r in rows] == ["$0.0200 8 attempts", "$0.0100 8 attempts", "n/a 0 attempts", "$0.0300 4 attempts"]
+    assert [r[9] for r in rows] == ["1,000 8 attempts", "n/a 0 attempts", "n/a 0 attempts", "n/a 0 attempts"]
     # Pareto by hand: S1 (62.5%, $0.02) and S2 (37.5%, $0.01) beat each other on one axis only;
     # S4 (50%, $0.03) is beaten by S1; S3 has no cost and is not placed
-    assert [r[9] for r in rows] == ["yes", "yes", "n/a", "no"]
-    assert all(r[10] == "repeats.md" for r in rows)
+    assert [r[10] for r in rows] == ["yes", "yes", "n/a", "no"]
+    assert all(r[11] == "repeats.md" for r in rows)
     assert Tables(html).links["systems-table"] == [[f"../../_systems/sys-{i}/repeats.md"] for i in range(1, 5)]
     assert "Mean cost and mean tokens per attempt: the mean over every eligible attempt" in html
 
@@ -194,6 +194,27 @@ def test_cost_chart_marks_pareto_and_lists_unknown_cost(tmp_path):
     side = html[html.index('id="not-drawn"'):]
     assert "<b>S3</b>" in side[:side.index("</ul>")] and "no cost recorded" in side[:side.index("</ul>")]
     assert "Here: S1, S2." in html
+
+
+def test_runs_per_side_beside_the_noise_floor_are_repeats_json_s(tmp_path):
+    html, systems = page(tmp_path)
+    cells = re.findall(r'<td class="num plan" data-col="plan">(.*?)</td>', html, re.S)
+    assert len(cells) == len(systems)
+    for cell, entry in zip(cells, systems):
+        plan = entry.doc["planning"]["first_attempt"]
+        if plan["within_task_var"] is None:  # S3 and S4: one run each, the noise cannot be measured
+            assert cell == '<span class="muted small">n/a: fewer than two runs of any task</span>'
+            continue
+        lines = re.findall(r"<div>(.*?)</div>", cell)
+        assert lines == [f"{round(e['change'] * 100):d} pp: {e['runs_per_side']:,}" for e in plan["runs_needed"]]
+        points = re.findall(r'data-runs="(\d+)" data-mde80="([^"]+)"><title>(.*?)</title>', cell)
+        assert [(int(r), float(m)) for r, m, _ in points] == [(e["runs_per_side"], e["mde80"])
+                                                              for e in plan["mde80_by_runs"]]
+        assert [t for _, _, t in points][:2] == [f"1 run per side: {plan['mde80_by_runs'][0]['mde80'] * 100:.1f} pp",
+                                                 f"2 runs per side: {plan['mde80_by_runs'][1]['mde80'] * 100:.1f} pp"]
+    # S1: t2 flips (1, 0) over two runs: within = (1/2) / 4 = 1/8; runs(d) = ceil(2 (1/8) zp^2 / (4 d^2))
+    assert re.findall(r"<div>(.*?)</div>", cells[0]) == ["2 pp: 1,227", "5 pp: 197", "10 pp: 50"]
+    assert 'id="plan-note"' in html and "when the change is the same on every task" in html
 
 
 def test_best_system_sentence_within_noise(tmp_path):
@@ -231,7 +252,7 @@ def test_best_system_beyond_noise_and_tokens_axis(tmp_path):
     assert "do not overlap; but whether two separate intervals overlap is not a test" in sentence
     assert "The gap exceeds the larger noise floor of the two, 0.0 pp" in sentence
     assert "Mean tokens per attempt" in html and "Here: S1, S2." in html  # S2 is cheaper
-    assert Tables(html).tables["systems-table"][1][8] == "500 30 attempts"
+    assert Tables(html).tables["systems-table"][1][9] == "500 30 attempts"
     assert "<p>No flaky task in any system.</p>" in html
 
 

@@ -1,0 +1,64 @@
+"""The folders of the cross-run outputs: a suite's page under ``<output root>/_suites/`` and a
+system's repeats.json and repeats.md under ``<output root>/_systems/`` (repeats.py's systems),
+named readably and told apart by a hash of the exact values. ``repeats`` re-exports them."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .repeats import System
+
+
+def _slug_part(value: str | None, unknown: str = "unknown") -> str:
+    """A readable, filesystem-safe piece: letters, digits, ``.``, ``_`` and ``-`` kept, every
+    other run of characters one ``-``, at most 40 characters."""
+    text = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in (value or unknown))
+    text = "-".join(p for p in text.split("-") if p).strip(".-") or unknown
+    return text[:40]
+
+
+def _digest(*values: str | None) -> str:
+    return hashlib.sha256("\x00".join(v if v is not None else "\x01" for v in values).encode()).hexdigest()[:8]
+
+
+def suite_slug(suite: str | None) -> str:
+    """The folder of a suite's page under ``<output root>/_suites/``: the suite name made
+    filesystem-safe, then ``-`` and 8 hex digits of a hash of the exact name (two names that
+    read alike never share a folder)."""
+    return f"{_slug_part(suite)}-{_digest(suite)}"
+
+
+def system_slug(system: System, with_setup: bool = False) -> str:
+    """The folder of a system under ``<output root>/_systems/``: ``<suite>--<model>--<git sha>``
+    made filesystem-safe (``unknown`` for an unknown part, the run id beside it for a run that
+    is a system of its own; then, ``with_setup``, the judge model (``no-judge`` when it was off)
+    and the platform), then ``-`` and 8 hex digits of a hash of the exact values (the setup
+    key's among them ``with_setup``). ``system_slugs`` adds the setup only where it tells two
+    systems apart."""
+    parts = [_slug_part(system.suite), _slug_part(system.model), _slug_part(system.git_sha)]
+    if system.alone is not None:
+        parts.append(_slug_part(system.alone))
+    values = [system.suite, system.model, system.git_sha, system.alone]
+    if with_setup:
+        enabled, judge, device, os_name = system.setup
+        parts.append(_slug_part("no-judge" if enabled is False else judge) + "--"
+                     + _slug_part(".".join(p for p in (device, os_name) if p is not None) or None))
+        values += ["setup", *(repr(v) for v in system.setup)]
+    return "--".join(parts) + "-" + _digest(*values)
+
+
+def system_slugs(systems: Iterable[System]) -> dict[System, str]:
+    """Each system's folder: ``system_slug`` without its setup when no other system of the
+    same suite, model and git sha is listed (most agents are measured one way: their folder
+    is the one they had before setups were part of systems, and the same whichever layout
+    recorded them), else with it (the same agent judged by another judge or on another
+    device gets a folder of its own)."""
+    systems = list(systems)
+    bases: dict[str, int] = {}
+    for system in systems:
+        base = system_slug(system)
+        bases[base] = bases.get(base, 0) + 1
+    return {s: system_slug(s, with_setup=bases[system_slug(s)] > 1) for s in systems}
