@@ -244,8 +244,9 @@ def _kept(before: dict | None, versions: dict[str, str | None]) -> bool:
 def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str, str | None],
                kept: dict[str, dict]) -> dict[str, dict]:
     """{run id: what the suite page shows of its comparison: ``gate``, ``gate_reasons``,
-    ``gate_mde80`` and ``baseline`` (its comparison.json's gate.result, gate.reasons, the mde80
-    of first_attempt and task_success, and baseline.run_id; None / empty without one) and
+    ``gate_mde80``, ``baseline`` and ``warnings`` (its comparison.json's gate.result,
+    gate.reasons, the mde80 of first_attempt and task_success, baseline.run_id and warnings;
+    None / empty without one) and
     ``report`` (its report.html's absolute path, None without one)}. Read from the output root
     (a bucket's: comparison.json through local copies, report.html's existence from the
     listing) only for the runs whose comparison's data version (``comparisons``) is not the one
@@ -266,10 +267,12 @@ def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str,
         gate = comparison.get("gate") if isinstance(comparison.get("gate"), dict) else {}
         baseline = comparison.get("baseline") if isinstance(comparison.get("baseline"), dict) else {}
         reasons = gate.get("reasons") if isinstance(gate.get("reasons"), list) else []
+        warnings = comparison.get("warnings") if isinstance(comparison.get("warnings"), list) else []
         mde = {section: (comparison.get(section) or {}).get("mde80") if isinstance(comparison.get(section), dict)
                else None for section in ("first_attempt", "task_success")}
         shown[run_id] = {"gate": gate.get("result"), "gate_reasons": [r for r in reasons if isinstance(r, str)],
                          "gate_mde80": mde, "baseline": baseline.get("run_id"),
+                         "warnings": [w for w in warnings if isinstance(w, str)],
                          "report": str(folder / "report.html") if output_root.has(name, "report.html") else None}
     return shown
 

@@ -104,6 +104,21 @@ def runs_setup_lines(runs: Sequence[RepeatRun], what: str = "The runs") -> list[
     return [f"{', '.join(ids)} measured with: {setup_words(setup)}." for setup, ids in groups]
 
 
+#: The setup warnings (comparison.md "The measurement setup") and the part each names, plural.
+SETUP_PARTS = {"suite_version_differs": "suite versions", "judge_differs": "judges",
+               "platform_differs": "platforms", "skills_differs": "active skills"}
+
+
+def setup_note(warnings: Sequence[str]) -> str:
+    """A comparison's setup warnings in a few words for a table cell ('' without any):
+    ``measured another way than its baseline: the judges and platforms differ``."""
+    parts = [SETUP_PARTS[code] for code in warnings if code in SETUP_PARTS]
+    if not parts:
+        return ""
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"measured another way than its baseline: the {listed} differ"
+
+
 def set_setup_lines(baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun]) -> list[str]:
     """The top of the repeated comparison: each side's setup, then every difference between
     the sides in words (and within a side, which the warnings name)."""
@@ -113,9 +128,7 @@ def set_setup_lines(baseline: Sequence[RepeatRun], candidate: Sequence[RepeatRun
         lines += list(difference_sentences(b_groups[0][0], c_groups[0][0]).values())
     else:
         every = [s for s, _ in b_groups + c_groups]
-        parts = {"suite_version_differs": "suite versions", "judge_differs": "judges",
-                 "platform_differs": "platforms", "skills_differs": "active skills"}
-        differ = [parts[code] for code in differs_among(every)]
+        differ = [SETUP_PARTS[code] for code in differs_among(every)]
         if differ:
             lines.append(f"The runs differ in their {', '.join(differ)}: the pooled values mix those changes with the "
                          "agent's (a comparison across judges or devices measures both at once).")

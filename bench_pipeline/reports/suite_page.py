@@ -40,6 +40,7 @@ from .compared import NO_VARIATION, fmt_change, fmt_level, run_folder_base
 from .format import fmt_ci, fmt_compact, fmt_int, fmt_pct, fmt_round, fmt_text, fmt_usd
 from .planning_text import suite_plan
 from .repeated import level_interval, noise_sentence, repeats_view, system_text
+from .setup_text import setup_note
 from .templates import _asset, _env
 from .view.evidence import evidence_href, link_href
 from .view.limits import LIST_CAP
@@ -362,6 +363,8 @@ def _run_rows(out_dir: Path, runs: Sequence[Mapping[str, Any]], labels: Mapping[
             "gate_css": gate if gate in ("pass", "fail", "inconclusive") else "na",
             "gate_why": gate_reasons_text(r.get("gate_reasons") or [], r.get("gate_mde80") or {})
             if baseline is not None else "",
+            # a pinned baseline measured another way: said next to the gate, never silently
+            "setup_note": setup_note(r.get("warnings") or []) if baseline is not None else "",
             "bar": svg_interval_bar(_num(r.get("pass_at_1")), lower, upper, label=run_id, width=360),
         })
     return rows

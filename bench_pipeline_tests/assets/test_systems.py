@@ -274,7 +274,7 @@ def test_suite_runs_read_each_runs_gate_and_baseline(tmp_path):
     assert r2["gate_reasons"] == [] and r2["gate_mde80"] == {"first_attempt": None, "task_success": None}
     (out / "r2" / "comparison.json").write_text(json.dumps({
         "baseline": {"run_id": "r1"}, "first_attempt": {"mde80": 0.3}, "task_success": {"mde80": 0.2},
-        "gate": {"result": "inconclusive", "reasons": ["task_success_below_margin"]}}))
+        "gate": {"result": "inconclusive", "reasons": ["task_success_below_margin"]}, "warnings": ["judge_differs"]}))
     r2 = systems.suite_runs(rows, systems.shown_runs(rows, OutputRoot(str(out)), {}, {}))["a"][1]
     assert (r2["gate"], r2["gate_reasons"]) == ("inconclusive", ["task_success_below_margin"])
     # kept from an earlier refresh while its comparison's data version is unchanged: not read again
@@ -282,6 +282,7 @@ def test_suite_runs_read_each_runs_gate_and_baseline(tmp_path):
     assert systems.shown_runs(rows, OutputRoot(str(out)), {"r2": "v1"}, kept)["r2"]["gate"] == "pass"
     assert systems.shown_runs(rows, OutputRoot(str(out)), {"r2": "v2"}, kept)["r2"]["gate"] == "inconclusive"
     assert r2["gate_mde80"] == {"first_attempt": 0.3, "task_success": 0.2}
+    assert r2["warnings"] == ["judge_differs"]  # the page says the comparison crossed setups
 
 
 def test_stored_frames_give_plain_values_and_the_evidence_folder(tmp_path):

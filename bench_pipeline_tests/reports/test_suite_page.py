@@ -145,6 +145,20 @@ def test_an_inconclusive_gate_is_neither_green_nor_red_and_says_what_is_missing(
     assert "var(--pass)" not in rule and "var(--fail)" not in rule
 
 
+def test_a_comparison_across_setups_says_so_next_to_its_gate(tmp_path):
+    """A run compared with a baseline measured another way (a pin across judges or devices)
+    says which parts differ beside its gate; one compared within its setup says nothing more."""
+    runs, systems = suite(tmp_path)
+    by_id = {r["run_id"]: r for r in runs}
+    by_id["b2"].update(gate="pass", baseline="a2", warnings=["metrics_k_differs", "judge_differs", "platform_differs"])
+    by_id["c1"].update(gate="pass", baseline="a1", warnings=["skills_differs"])
+    html = write_suite_page(tmp_path / "_suites" / "setups", SUITE, runs, systems).read_text(encoding="utf-8")
+    rows = {r[0]: r for r in Tables(html).tables["runs-table"]}
+    assert rows["b2"][8] == "pass vs a2 measured another way than its baseline: the judges and platforms differ"
+    assert rows["c1"][8] == "pass vs a1 measured another way than its baseline: the active skills differ"
+    assert rows["a2"][8] == "fail vs a1"
+
+
 def test_both_intervals_of_a_run_say_which_they_are(tmp_path):
     html, _ = page(tmp_path)
     assert "95% interval (clustered by task, runs pooled)" in html
