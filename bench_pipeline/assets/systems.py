@@ -42,6 +42,7 @@ from ..reports.compared import NO_VARIATION, fmt_pct
 from ..reports.format import fmt_int
 from ..reports.planning_text import runs_per_side_for
 from ..reports.repeated import level_interval
+from ..reports.suite_page import SystemEntry, page_summary, write_suite_page
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
 from ..stored_values import FRAME_ERRORS, read_attempt_rows, stored_frame_path
@@ -154,10 +155,13 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
 
 def _entry(system: System, slug: str, doc: dict, repeats_md: Path, members: Members) -> dict:
     """A system in system_repeats' value: ``runs`` are the runs pooled, ``left_out`` {run id:
-    why not} (system_members.py), ``setup`` its setup key in words (None when unrecorded)."""
+    why not} (system_members.py), ``setup`` its setup key in words (None when unrecorded),
+    ``page`` what its suite's page shows of its runs (suite_page.page_summary: the page is
+    made again from it without reading the runs)."""
     return {"slug": slug, "suite": system.suite, "model": system.model, "git_sha": system.git_sha,
             "setup": system.setup_text, "runs": [r["run_id"] for r in doc["runs"]],
-            "left_out": members.left_out, "repeats_md": str(repeats_md), "doc": doc}
+            "left_out": members.left_out, "repeats_md": str(repeats_md), "doc": doc,
+            "page": page_summary(members.pooled)}
 
 
 def split_members(settings: PipelineSettings, members: list[RepeatRun]) -> Members:
@@ -294,8 +298,6 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: Sto
     value) and their runs, written again only when what it shows changed since the last
     refresh (``kept``: {suite slug: the key of what its page showed}): the pages'
     materialization metadata and what to keep."""
-    from ..reports.suite_page import SystemEntry, write_suite_page
-
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
     shown = shown_runs(records, output_root, runs.comparisons, runs.kept)
     for row in records:
@@ -308,10 +310,8 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: Sto
         key = _page_key(suite_rows, suite_systems, runs)
         path = output_root.staged() / SUITES_FOLDER / slug / "index.html"
         if key is None or kept.get(slug) != key:
-            loaded = {run.run_id: run for run in runs.full([r for e in suite_systems for r in e["runs"]])}
-            entries = [SystemEntry(e["slug"], e["doc"], [loaded[r] for r in e["runs"] if r in loaded],
-                                   Path(e["repeats_md"]), setup=e.get("setup"), left_out=e.get("left_out") or {})
-                       for e in suite_systems]
+            entries = [SystemEntry(e["slug"], e["doc"], [], Path(e["repeats_md"]), setup=e.get("setup"),
+                                   left_out=e.get("left_out") or {}, summary=e["page"]) for e in suite_systems]
             path = write_suite_page(output_root.staged() / SUITES_FOLDER / slug, suite, suite_rows, entries)
             written += 1
         if key is not None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,9 @@ MEAN_NOTE = ("Mean cost and mean tokens per attempt: the mean over every eligibl
 class SystemEntry:
     """A system of the suite: its folder name, repeats.json, its runs (those pooled) and its
     repeats.md; ``setup``: its setup key in words (repeats.System.setup_text); ``left_out``:
-    {run id: why it is not pooled} (system_members.Members.left_out)."""
+    {run id: why it is not pooled} (system_members.Members.left_out). ``summary``: what the
+    page shows of the runs (``page_summary``), when it was made before; else it is made from
+    ``runs``."""
 
     slug: str
     doc: dict
@@ -72,6 +74,30 @@ class SystemEntry:
     repeats_md: Path | None = None
     setup: str | None = None
     left_out: Mapping[str, str] = field(default_factory=dict)
+    summary: Mapping[str, Any] | None = None
+
+    def page(self) -> Mapping[str, Any]:
+        return self.summary if self.summary is not None else page_summary(self.runs)
+
+
+def page_summary(runs: Sequence[RepeatRun]) -> dict[str, Any]:
+    """What a suite page shows of a system's runs, in plain JSON values, so that the catalog
+    refresh keeps it with the system and makes a page again without reading the runs: each
+    run's id and folder, the mean cost and tokens per attempt with their counts
+    (``mean_per_attempt``), each task's eligible attempts and successes over the runs
+    (``task_outcomes``), and per task attempt 1's evidence folder in each run that has the task
+    (``[run index, folder or None]``, in run order)."""
+    cost, cost_n = mean_per_attempt(runs, "cost_usd")
+    tokens, tokens_n = mean_per_attempt(runs, "total_tokens")
+    tasks = sorted({task_id for run in runs for task_id in run.side.tasks})
+    return {
+        "runs": [{"run_id": str(run.run_id), "run_dir": str(run.side.run_dir) if run.side.run_dir is not None else None}
+                 for run in runs],
+        "cost": [cost, cost_n], "tokens": [tokens, tokens_n],
+        "outcomes": {task_id: list(counts) for task_id, counts in task_outcomes(runs).items()},
+        "evidence": {task_id: [[i, evidence_dir(run.side, task_id, 1)] for i, run in enumerate(runs)
+                               if task_id in run.side.tasks] for task_id in tasks},
+    }
 
 
 # --- pure functions --------------------------------------------------------------------------
@@ -173,12 +199,11 @@ def svg_cost_capability(points: Sequence[Mapping[str, Any]], field: str, width: 
 # --- the view --------------------------------------------------------------------------------
 
 def _system_row(i: int, entry: SystemEntry, out_dir: Path) -> dict[str, Any]:
-    doc = entry.doc
-    shown = repeats_view(doc, entry.runs, out_dir)
+    doc, page = entry.doc, entry.page()
+    shown = repeats_view(doc, [], out_dir)  # the document's part: flip rate and warnings
     fa, ts = doc["pooled"]["first_attempt"], doc["pooled"]["task_success"]
     between = doc["between_runs"]
-    cost, cost_n = mean_per_attempt(entry.runs, "cost_usd")
-    tokens, tokens_n = mean_per_attempt(entry.runs, "total_tokens")
+    (cost, cost_n), (tokens, tokens_n) = page["cost"], page["tokens"]
 
     def interval(s: Mapping[str, Any]) -> str:
         return NO_VARIATION if s["n"] >= 2 and s["se"] == 0 else level_interval("rate", s["ci95"]["lower"], s["ci95"]["upper"])
@@ -188,8 +213,8 @@ def _system_row(i: int, entry: SystemEntry, out_dir: Path) -> dict[str, Any]:
         "setup": entry.setup,
         "left_out": [f"{run_id}: {why}" for run_id, why in entry.left_out.items()],
         "runs": fmt_int(len(doc["runs"])), "run_ids": [r["run_id"] for r in doc["runs"]],
-        "run_dirs": [location_text(r.side.run_dir) if r.side.run_dir is not None else str(r.run_id)
-                     for r in entry.runs],
+        "run_dirs": [location_text(Path(r["run_dir"])) if r["run_dir"] is not None else r["run_id"]
+                     for r in page["runs"]],
         "fa": fmt_level("rate", fa["mean"]), "fa_interval": interval(fa), "fa_n": fmt_int(fa["n"]),
         "ts": fmt_level("rate", ts["mean"]), "ts_interval": interval(ts), "ts_n": fmt_int(ts["n"]),
         "noise": fmt_change("rate", between["noise_floor95"], signed=False) if between["noise_floor95"] is not None
@@ -294,21 +319,21 @@ def _flaky(systems: Sequence[SystemEntry], rows: Sequence[Mapping[str, Any]], ou
         for t in entry.doc["stability"]["flaky_tasks"]:
             flips.setdefault(t["task_id"], {})[row["label"]] = t["flip"]
     order = sorted(flips, key=lambda t: (-max(flips[t].values()), t))
-    outcomes = [task_outcomes(entry.runs) for entry in systems]
+    pages = [entry.page() for entry in systems]
     tasks = []
     for task_id in order[:LIST_CAP]:
         cells = []
-        for row, seen in zip(rows, outcomes):
+        for row, page in zip(rows, pages):
             f = flips[task_id].get(row["label"])
-            cells.append(fmt_pct(f) if f is not None else "stable" if seen.get(task_id, (0, 0))[0] >= 2 else "n/a")
+            seen = page["outcomes"].get(task_id, (0, 0))[0]
+            cells.append(fmt_pct(f) if f is not None else "stable" if seen >= 2 else "n/a")
         links = []
-        for entry, row in zip(systems, rows):
-            for run in entry.runs:
-                if task_id in run.side.tasks:
-                    folder = evidence_dir(run.side, task_id, 1)
-                    base = run_folder_base(run.side.run_dir, out_dir)
-                    links.append({"run_id": fmt_text(run.run_id), "label": row["label"], "folder": folder or "n/a",
-                                  "href": evidence_href(base, folder)})
+        for page, row in zip(pages, rows):
+            for i, folder in page["evidence"].get(task_id, []):
+                run = page["runs"][i]
+                base = run_folder_base(Path(run["run_dir"]), out_dir) if run["run_dir"] is not None else None
+                links.append({"run_id": fmt_text(run["run_id"]), "label": row["label"], "folder": folder or "n/a",
+                              "href": evidence_href(base, folder)})
         tasks.append({"task_id": task_id, "cells": cells, "links": links[:LIST_CAP],
                       "links_more": max(0, len(links) - LIST_CAP)})
     return {"tasks": tasks, "more": max(0, len(order) - LIST_CAP)}
@@ -374,8 +399,9 @@ def suite_view(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any
                systems: Sequence[SystemEntry]) -> dict[str, Any]:
     """What the suite page shows (strings raw, numbers formatted; escaped where rendered)."""
     out_dir = Path(out_dir)
+    systems = [replace(entry, summary=entry.page()) for entry in systems]  # each made once
     rows = [_system_row(i, entry, out_dir) for i, entry in enumerate(systems, start=1)]
-    labels = {run.run_id: row["label"] for entry, row in zip(systems, rows) for run in entry.runs}
+    labels = {run["run_id"]: row["label"] for entry, row in zip(systems, rows) for run in entry.page()["runs"]}
     labels.update({run_id: f"{row['label']} (not pooled: {why})" for entry, row in zip(systems, rows)
                    for run_id, why in entry.left_out.items()})
     chart = _chart(rows)

@@ -47,7 +47,7 @@ def pages(monkeypatch):
         (Path(out_dir) / "index.html").write_text("page")
         return Path(out_dir) / "index.html"
 
-    monkeypatch.setattr("bench_pipeline.reports.suite_page.write_suite_page", record)
+    monkeypatch.setattr("bench_pipeline.assets.systems.write_suite_page", record)
     return calls
 
 
@@ -134,12 +134,13 @@ def test_two_models_on_one_suite_are_two_systems_on_one_page(tmp_path, pages):
     assert (first["model"], first["git_sha"], first["gate"], first["baseline"]) == ("model-a", "sha1", None, None)
     assert first["report"] == (tmp_path / "reports" / "a1" / "report.html").absolute() and first["report"].is_file()
     assert type(first["pass_at_1"]) is float and type(first["attempts"]) is int
-    assert [(s.slug, [r.run_id for r in s.runs]) for s in call["systems"]] == [(slug_a, ["a1", "a2"]), (slug_b, ["b1"])]
+    # each system with what its page shows of its runs, made when the system was (no frame read for the page)
+    assert [(s.slug, [r["run_id"] for r in s.page()["runs"]]) for s in call["systems"]] == [
+        (slug_a, ["a1", "a2"]), (slug_b, ["b1"])]
     entry = call["systems"][0]
     assert entry.doc == docs[slug_a] and entry.repeats_md == tmp_path / "reports" / "_systems" / slug_a / "repeats.md"
-    assert entry.runs[0].side.run_dir == tmp_path / "runs" / "a1"  # for evidence links
-    assert entry.runs[0].side.tasks["t2"][1]["success"] is False
-    assert entry.runs[0].side.tasks["t2"][1]["agent_eligible"] is True
+    assert entry.page()["runs"][0]["run_dir"] == str(tmp_path / "runs" / "a1")  # for evidence links
+    assert entry.page()["outcomes"]["t2"] == [2, 1]  # t2: failed in a1, passed in a2 (eligible both times)
     sp = meta["suite_pages"]
     assert sp["pages_written"] == 1 and suite_slug("suite-a") in sp["pages"]
 
@@ -222,7 +223,6 @@ def test_the_refresh_is_behind_until_every_one_of_its_assets_is_made(tmp_path, p
     the pages were never made. A refresh that fails part-way keeps the key (the sensor does
     not request it again); a complete one brings it up to date, and a new run puts it behind
     with a new key."""
-    import bench_pipeline.reports.suite_page as suite_page
 
     resources = make_resources(tmp_path)
     make_run(tmp_path / "runs", [row("a"), row("b", status="failed")], run_id="r1")
@@ -236,12 +236,12 @@ def test_the_refresh_is_behind_until_every_one_of_its_assets_is_made(tmp_path, p
                           resources=resources).success
     assert catalog_behind(instance) == before  # the systems and pages are still missing: the same key
 
-    recorder = suite_page.write_suite_page
+    recorder = systems.write_suite_page
 
     def broken(*args):
         raise RuntimeError("the page cannot be written")
 
-    monkeypatch.setattr(suite_page, "write_suite_page", broken)
+    monkeypatch.setattr("bench_pipeline.assets.systems.write_suite_page", broken)
     failed = dg.materialize([*per_run_assets, *cross_run_assets], selection=REFRESH, instance=instance,
                             resources=resources, raise_on_error=False)
     assert not failed.success
@@ -249,7 +249,7 @@ def test_the_refresh_is_behind_until_every_one_of_its_assets_is_made(tmp_path, p
     assert made == {"run_catalog", "system_repeats"}
     assert catalog_behind(instance) == before  # no new key: no refresh storm from a failing page
 
-    monkeypatch.setattr(suite_page, "write_suite_page", recorder)
+    monkeypatch.setattr("bench_pipeline.assets.systems.write_suite_page", recorder)
     _refresh(instance, resources)
     assert catalog_behind(instance) is None
     assert dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources).success
