@@ -306,3 +306,78 @@ def test_main_command_with_every_root_in_a_bucket(s3_server, tmp_path):
     assert ("error: the runs root s3://no-such-bucket-for-bench/runs cannot be listed: the bucket "
             "'no-such-bucket-for-bench' does not exist") in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_every_root_in_a_bucket_a_rejudged_baseline_is_followed_and_the_refresh_keeps_the_rest(
+        bucket, tmp_path, monkeypatch):
+    """Every root in a bucket: a run's baseline is re-judged; the comparison sensor asks for its
+    successor again, whose comparison then equals a `bench-pipeline compare` of the two run
+    folders from scratch; the catalog refresh after it reads only the changed runs and leaves
+    the bucket as a refresh from scratch leaves it, byte for byte."""
+    from bench_pipeline.assets import cross_run_assets
+    from bench_pipeline.assets.refresh_state import FROM_SCRATCH_TAG
+    from bench_pipeline.cli import main as cli_main
+    from bench_pipeline.sensors import comparison_sensor
+
+    for var in LANGFUSE:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("BENCH_BASELINES", str(tmp_path / "baselines.json"))
+    runs = tmp_path / "generated"
+    r0, r1, r2 = generate_runs(runs, runs=3, seed=21, tasks=6, repeats=2, history_messages=6, edge_cases=False)
+    bucket.upload_folder(runs, "runs")
+    settings = PipelineSettings(runs_root=bucket.url("runs"), output_root=bucket.url("reports"),
+                                storage_base=bucket.url("storage"), quiet_seconds=300)
+    resources = resources_for(settings)
+
+    def refresh(scratch: bool = False) -> dict:
+        outcome = dg.materialize(cross_run_assets, instance=instance, resources=resources,
+                                 tags={FROM_SCRATCH_TAG: "from_scratch"} if scratch else {})
+        assert outcome.success
+        return {e.asset_key.path[-1]: {k: v.value for k, v in e.materialization.metadata.items()}
+                for e in outcome.get_asset_materialization_events()}
+
+    def made() -> dict[str, bytes]:
+        keys = [k for k in bucket.keys() if k.startswith(("reports/_systems/", "reports/_suites/", "storage/run_catalog",
+                                                           "storage/suite_trends", "storage/system_repeats",
+                                                           "storage/cross_run_state/"))]
+        return {k: bucket.get(k) for k in keys}
+
+    with dg.instance_for_test() as instance:
+        first = tick(instance, settings)
+        assert process_requests(instance, resources, first) == sorted([r0.name, r1.name, r2.name])
+        assert json.loads(bucket.get(f"reports/{r1.name}/comparison.json"))["baseline"]["run_id"] == r0.name
+        refresh()
+        with dg.build_sensor_context(instance=instance, resources={"settings": settings}) as ctx:
+            quiet = comparison_sensor(ctx)
+        assert quiet.run_requests == []
+
+        # r0 re-judged in the bucket: every first attempt fails now
+        rows = [json.loads(line) for line in (r0 / "results.jsonl").read_text().splitlines() if line.strip()]
+        for row in rows:
+            if row["attempt"] == 1:
+                row.update(status="failed", success=False, failure_class="agent")
+        (r0 / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        bucket.put(f"runs/{r0.name}/results.jsonl", (r0 / "results.jsonl").read_bytes())
+        again = tick(instance, settings, first.cursor)
+        assert process_requests(instance, resources, again) == [r0.name]
+        with dg.build_sensor_context(instance=instance, cursor=quiet.cursor, resources={"settings": settings}) as ctx:
+            behind = comparison_sensor(ctx)
+        assert [r.partition_key for r in behind.run_requests] == [r1.name]  # exactly its successor
+        assert process_requests(instance, resources, behind) == [r1.name]
+
+        got = json.loads(bucket.get(f"reports/{r1.name}/comparison.json"))
+        assert cli_main(["compare", str(r0), str(r1), "--output-dir", str(tmp_path / "fresh")]) in (0, 1, 3)
+        fresh = json.loads((tmp_path / "fresh" / "comparison.json").read_bytes())
+        assert {k: v for k, v in got.items() if k != "inputs"} == fresh
+
+        incremental = refresh()
+        # r0's stored values changed; r1 was processed again with the same values, only its
+        # comparison changed: one catalog row read, the page made again (it shows r1's gate)
+        assert incremental["run_catalog"]["runs_read"] == 1
+        assert incremental["system_repeats"]["systems_made"] == 1  # r0's system; r1's values are as they were
+        assert incremental["suite_pages"]["pages_written"] == 1
+        after = made()
+        scratch = refresh(scratch=True)
+        assert scratch["run_catalog"]["runs_kept"] == 0
+        assert made() == after

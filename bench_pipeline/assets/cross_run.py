@@ -197,6 +197,7 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
             manifest = {}
         rows[run_id] = catalog_row(run_id, documents[run_id], manifest if isinstance(manifest, dict) else {},
                                    versions[run_id])
+    rows = {run_id: rows[run_id] for run_id in versions if run_id in rows}  # in partition order, however made
     save_state(settings.storage_base, "run_catalog", rows)
     frame = catalog_frame(list(rows.values()))
     behind = runs_behind_formula(frame, FORMULA_VERSION)
