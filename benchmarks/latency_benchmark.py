@@ -25,7 +25,8 @@ Each round prints the total and where the time went, from the Dagster run's even
 ``sensor`` (manifest written -> run created by the sensor's tick), ``queue`` (created ->
 dequeued by the run coordinator), ``launch`` (dequeued -> the run process executing: a
 new Python process that imports Dagster and the definitions), ``step`` (-> the step
-starts) and ``work`` (step start -> report.html written). Then the median and range.
+starts) and ``work`` (step start -> report.html written), and on disk ``page`` (report.html ->
+the suite page listing the run: the catalog sensor's refresh). Then the median and range.
 
     .venv/bin/python benchmarks/latency_benchmark.py [--rounds 7] [--bucket] [--workdir DIR] [--keep]
 """
@@ -192,7 +193,27 @@ def one_round(instance, runs_root: Path, reports: Path, number: int, timeout: fl
     if not wait_for(report, timeout):
         raise SystemExit(f"round {number}: no report.html for {run_dir.name} within {timeout:.0f} s")
     done = report.stat().st_mtime
-    return done - ready, phases(instance, run_dir.name, ready, done)
+    parts = phases(instance, run_dir.name, ready, done)
+    page = suite_page_with(reports, run_dir.name, done, timeout)
+    if parts is not None and page is not None:
+        parts["page"] = page - done  # report.html -> the suite page that lists the run
+    return done - ready, parts
+
+
+def suite_page_with(reports: Path, run_id: str, since: float, timeout: float) -> float | None:
+    """When a suite page listing ``run_id`` was written (its modification time, at or after
+    ``since``: the catalog sensor's refresh after the run); None after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for page in (reports / "_suites").glob("*/index.html"):
+            try:
+                written = page.stat().st_mtime
+                if written >= since and run_id in page.read_text(encoding="utf-8", errors="replace"):
+                    return written
+            except OSError:
+                continue
+        time.sleep(0.2)
+    return None
 
 
 class BucketRoots:
@@ -272,7 +293,7 @@ def main() -> None:
         instance = open_instance(workdir)
         if not wait_idle(instance, 240):
             raise SystemExit("the sample runs were not processed:\n" + ui.log.read_text(errors="replace")[-3000:])
-        totals, split = [], {p: [] for p in PHASES}
+        totals, split = [], {p: [] for p in (*PHASES, "page")}
         for number in range(1, args.rounds + 1):
             if not wait_idle(instance, 180):
                 print(f"round {number}: the instance did not become idle within 180 s; measuring anyway", flush=True)
@@ -292,7 +313,7 @@ def main() -> None:
                   flush=True)
         where = "in the bucket" if roots else "on disk"
         print(f"new run -> report.html ({where}), {len(totals)} rounds: {fmt(totals)}; target <= {target} s")
-        for name in PHASES:
+        for name in (*PHASES, "page"):
             if split[name]:
                 print(f"  {name:<6} {fmt(split[name])}")
         gaps, took = sensor_ticks(instance)
