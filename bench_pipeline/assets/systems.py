@@ -147,7 +147,8 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
         lines.append(" | ".join([
             f"| {_cell(e['suite'])}", _cell(e["model"]), _cell(e["git_sha"]), str(len(e["runs"])), fmt_pct(fa["mean"]),
             interval, f"{noise * 100:.1f} points" if noise is not None else "n/a (one run)",
-            fmt_int(runs_per_side_for(doc)), fmt_pct(flips) if flips is not None else "n/a", _cell(e.get("setup")), f"`{e['slug']}` |"]))
+            fmt_int(runs_per_side_for(doc)), fmt_pct(flips) if flips is not None else "n/a", _cell(e.get("setup")),
+            f"`{e['slug']}` |"]))
     if len(entries) > limit:
         lines += ["", f"... and {len(entries) - limit} more (every system has its folder under `{SYSTEMS_FOLDER}/`)."]
     return "\n".join(lines)
@@ -157,7 +158,8 @@ def _entry(system: System, slug: str, doc: dict, repeats_md: Path, members: Memb
     """A system in system_repeats' value: ``runs`` are the runs pooled, ``left_out`` {run id:
     why not} (system_members.py), ``setup`` its setup key in words (None when unrecorded),
     ``page`` what its suite's page shows of its runs (suite_page.page_summary: the page is
-    made again from it without reading the runs)."""
+    made again from it without reading the runs; kept with the system for the next refresh,
+    not part of system_repeats' value)."""
     return {"slug": slug, "suite": system.suite, "model": system.model, "git_sha": system.git_sha,
             "setup": system.setup_text, "runs": [r["run_id"] for r in doc["runs"]],
             "left_out": members.left_out, "repeats_md": str(repeats_md), "doc": doc,
@@ -201,7 +203,8 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns, kept: dict[str, 
     for slug, (system, members) in systems.items():
         versions = {m.run_id: runs.versions.get(m.run_id) for m in members}
         if slug not in remade:
-            value[slug], state[slug] = kept[slug]["entry"], kept[slug]
+            state[slug] = kept[slug]
+            value[slug] = {k: v for k, v in kept[slug]["entry"].items() if k != "page"}
             continue
         split = split_members(settings, runs.full(m.run_id for m in members))
         doc = repeats(split.pooled)
@@ -211,8 +214,9 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns, kept: dict[str, 
                                       _reports(output_root, split.pooled), notes=split.notes())
         changed += written["repeats.json"].read_bytes() != was
         made += 1
-        value[slug] = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]), split)
-        state[slug] = {"versions": versions, "entry": value[slug]}
+        entry = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]), split)
+        state[slug] = {"versions": versions, "entry": entry}  # with what the suite page shows of its runs
+        value[slug] = {k: v for k, v in entry.items() if k != "page"}
     output_root.publish()
     entries = list(value.values())
     metadata = {
@@ -294,10 +298,10 @@ def suite_runs(catalog_rows: list[dict], shown: dict[str, dict]) -> dict[Any, li
 
 def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: StoredRuns, systems: dict[str, dict],
                       kept: dict[str, str]) -> tuple[dict, dict]:
-    """One page per suite of the catalog rows ``records``, with its systems (system_repeats'
-    value) and their runs, written again only when what it shows changed since the last
-    refresh (``kept``: {suite slug: the key of what its page showed}): the pages'
-    materialization metadata and what to keep."""
+    """One page per suite of the catalog rows ``records``, with its systems (``systems``:
+    system_repeats' entries with what each page shows of their runs), written again only
+    when what it shows changed since the last refresh (``kept``: {suite slug: the key of what
+    its page showed}): the pages' materialization metadata and what to keep."""
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
     shown = shown_runs(records, output_root, runs.comparisons, runs.kept)
     for row in records:
@@ -377,7 +381,8 @@ def systems_and_suite_pages(context: dg.AssetExecutionContext, settings: Pipelin
     value, metadata, systems_state = write_systems(settings, runs, kept.get("systems") or {})
     metadata["runs_read"] = sum(1 for run in runs.loaded.values() if run is not None)
     yield dg.Output(value, output_name="system_repeats", metadata=metadata)
-    pages, pages_state = write_suite_pages(settings, records, runs, value, kept.get("pages") or {})
+    entries = {slug: kept_system["entry"] for slug, kept_system in systems_state.items()}
+    pages, pages_state = write_suite_pages(settings, records, runs, entries, kept.get("pages") or {})
     save_state(settings.storage_base, "systems_and_suite_pages",
                {"runs": runs.state, "systems": systems_state, "pages": pages_state})
     yield dg.MaterializeResult(asset_key="suite_pages", metadata=pages)

@@ -327,15 +327,17 @@ def _flaky(systems: Sequence[SystemEntry], rows: Sequence[Mapping[str, Any]], ou
             f = flips[task_id].get(row["label"])
             seen = page["outcomes"].get(task_id, (0, 0))[0]
             cells.append(fmt_pct(f) if f is not None else "stable" if seen >= 2 else "n/a")
-        links = []
+        links, found = [], 0  # the first LIST_CAP links are made, the rest only counted
         for page, row in zip(pages, rows):
             for i, folder in page["evidence"].get(task_id, []):
+                found += 1
+                if found > LIST_CAP:
+                    continue
                 run = page["runs"][i]
                 base = run_folder_base(Path(run["run_dir"]), out_dir) if run["run_dir"] is not None else None
                 links.append({"run_id": fmt_text(run["run_id"]), "label": row["label"], "folder": folder or "n/a",
                               "href": evidence_href(base, folder)})
-        tasks.append({"task_id": task_id, "cells": cells, "links": links[:LIST_CAP],
-                      "links_more": max(0, len(links) - LIST_CAP)})
+        tasks.append({"task_id": task_id, "cells": cells, "links": links, "links_more": max(0, found - LIST_CAP)})
     return {"tasks": tasks, "more": max(0, len(order) - LIST_CAP)}
 
 
