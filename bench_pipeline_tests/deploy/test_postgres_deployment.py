@@ -206,6 +206,22 @@ def _wait_until_quiet(pg_env: dict, services: list[Service], quiet: float, timeo
     raise AssertionError(f"runs did not settle in {timeout}s: {seen}")
 
 
+def _wait_for_no_run_in_flight(pg_env: dict, quiet: float = 8, timeout: float = 180) -> None:
+    """Until no run of any job (the catalog sensor's refreshes included) has been queued or
+    under way for ``quiet`` seconds (longer than the sensors' loop): stopping the services then
+    interrupts nothing."""
+    deadline, since = time.monotonic() + timeout, time.monotonic()
+    while time.monotonic() < deadline:
+        busy = _query(pg_env, "SELECT count(*) FROM runs WHERE status IN ('QUEUED', 'NOT_STARTED', 'STARTING', "
+                              "'STARTED', 'CANCELING')")[0][0]
+        if busy:
+            since = time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"runs still in flight after {timeout}s")
+
+
 def _run_tags(pg_env: dict, run_ids: list[str]) -> dict[str, dict[str, str]]:
     tags: dict[str, dict[str, str]] = {run_id: {} for run_id in run_ids}
     for run_id, key, value in _query(pg_env, "SELECT run_id, key, value FROM run_tags WHERE run_id = ANY(%s)", (run_ids,)):
@@ -384,6 +400,7 @@ def test_pipeline_on_postgres_with_daemon_queue_and_backfill(tmp_path, postgres_
     except BaseException:
         _stop_all([daemon, code], strict=False)  # best effort: the test has failed already
         raise
+    _wait_for_no_run_in_flight(pg_env)  # the catalog sensor's last refresh, requested after the backfill
     stopped = _stop_all([daemon, code], strict=True)
     print(f"\nsensor runs done after {first_phase:.1f}s, backfill done after {backfill_done:.1f}s, "
           f"stopped in {', '.join(f'{k} {v:.1f}s' for k, v in stopped.items())}; load average {os.getloadavg()[0]:.1f}")
