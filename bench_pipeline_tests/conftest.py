@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing.forkserver
 import os
+import subprocess
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -42,7 +43,16 @@ def s3_server() -> Iterator[S3Server]:
                     os.environ[k] = v
             multiprocessing.forkserver._forkserver._stop()
     finally:
-        process.terminate()
+        _stop_server(process)
+
+
+def _stop_server(process) -> None:
+    """SIGTERM, and SIGKILL when the server has not ended 10 s later (a loaded machine)."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
         process.wait(timeout=10)
 
 
@@ -66,8 +76,7 @@ def gcs_server() -> Iterator[GcsServer]:
                     os.environ[k] = v
             multiprocessing.forkserver._forkserver._stop()
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        _stop_server(process)
 
 
 @pytest.fixture()
