@@ -36,21 +36,6 @@ def _no_langfuse(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
-@pytest.fixture()
-def pages(monkeypatch):
-    """The suite page's inputs, recorded (the page is rendered from them here, once)."""
-    calls = []
-
-    def record(out_dir, suite, runs, systems_):
-        calls.append({"out_dir": Path(out_dir), "suite": suite, "runs": runs, "systems": systems_})
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / "index.html").write_text("page")
-        return Path(out_dir) / "index.html"
-
-    monkeypatch.setattr("bench_pipeline.assets.systems.write_suite_page", record)
-    return calls
-
-
 def _store(resources, run_dir: Path) -> None:
     """A run processed as the per-run step does, its values stored where the IO managers keep them."""
     settings = resources["settings"]

@@ -36,21 +36,6 @@ def _no_langfuse(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
-@pytest.fixture()
-def pages(monkeypatch):
-    """write_suite_page replaced by a recorder of its inputs (the page itself has tests of its own)."""
-    calls = []
-
-    def record(out_dir, suite, runs, systems_):
-        calls.append({"out_dir": Path(out_dir), "suite": suite, "runs": runs, "systems": systems_})
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / "index.html").write_text("page")
-        return Path(out_dir) / "index.html"
-
-    monkeypatch.setattr("bench_pipeline.assets.systems.write_suite_page", record)
-    return calls
-
-
 def _store(resources, run_dir: Path) -> str:
     """A run processed as the per-run step does (run_stages into its output folder, its
     attempt_metrics and capability_aggregates stored where the IO managers keep them)."""

@@ -1,0 +1,22 @@
+"""Fixtures shared by the cross-run asset tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture()
+def pages(monkeypatch):
+    """write_suite_page replaced by a recorder of its inputs (the page itself has tests of its own)."""
+    calls = []
+
+    def record(out_dir, suite, runs, systems_):
+        calls.append({"out_dir": Path(out_dir), "suite": suite, "runs": runs, "systems": systems_})
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "index.html").write_text("page")
+        return Path(out_dir) / "index.html"
+
+    monkeypatch.setattr("bench_pipeline.assets.systems.write_suite_page", record)
+    return calls
