@@ -91,6 +91,12 @@ def _started(run: RunInfo) -> str:
     return f"started_at {run.started_at}" if run.started_at else "no started_at"
 
 
+def _named_ids(ids: list[str]) -> str:
+    """The first NAMED_RUNS run ids quoted, and how many more there are."""
+    named = ", ".join(repr(i) for i in ids[:NAMED_RUNS])
+    return named + (f" and {len(ids) - NAMED_RUNS} more" if len(ids) > NAMED_RUNS else "")
+
+
 def other_setups_note(candidate: RunInfo, runs: list[RunInfo]) -> str:
     """`` Runs of suite ... with another setup ...``: the suite's runs measured with another
     setup key than the candidate's, grouped by setup (each named, the first NAMED_RUNS of a
@@ -100,11 +106,7 @@ def other_setups_note(candidate: RunInfo, runs: list[RunInfo]) -> str:
     groups: dict[SetupKey, list[str]] = {}
     for run in sorted(runs, key=lambda r: r.order):
         groups.setdefault(run.setup, []).append(run.run_id)
-    parts = []
-    for key, ids in groups.items():
-        named = ", ".join(repr(i) for i in ids[:NAMED_RUNS])
-        more = f" and {len(ids) - NAMED_RUNS} more" if len(ids) > NAMED_RUNS else ""
-        parts.append(f"{named}{more} ({key_text(key)})")
+    parts = [f"{_named_ids(ids)} ({key_text(key)})" for key, ids in groups.items()]
     return (f". {len(runs)} run(s) of suite {candidate.suite!r} were measured with another setup than this one's "
             f"({key_text(candidate.setup)}) and are not compared with by default (the change of judge or platform "
             f"would be mixed with the agent's): {'; '.join(parts)}. To compare across setups anyway, pin one in "
@@ -129,11 +131,7 @@ def no_earlier_reason(candidate: RunInfo, others: list[RunInfo]) -> str:
         else:
             why = "started later" if run.order > candidate.order else "not earlier"
         groups.setdefault(why, []).append(run.run_id)
-    parts = []
-    for why, ids in groups.items():
-        named = ", ".join(repr(i) for i in ids[:NAMED_RUNS])
-        more = f" and {len(ids) - NAMED_RUNS} more" if len(ids) > NAMED_RUNS else ""
-        parts.append(f"{named}{more}: {why}")
+    parts = [f"{_named_ids(ids)}: {why}" for why, ids in groups.items()]
     return (f"no baseline: none of the {len(others)} other run(s) of suite {suite!r} is an earlier processed "
             f"run than this one ({candidate.run_id!r}, {_started(candidate)}): {'; '.join(parts)}. "
             f"To compare with one of them, pin it in the baselines file ({{\"{suite}\": \"<run id>\"}}, "

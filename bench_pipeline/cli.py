@@ -110,7 +110,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not repeated and (args.baseline_run_dir is None or args.candidate_run_dir is None):
         _say("error: compare needs BASELINE_RUN_DIR and CANDIDATE_RUN_DIR (or --baseline/--candidate)")
         return 2
-    if not _read_detect(args):
+    if not (_read_detect(args) and _read_max_drop(args)):
         return 2
     with gc_paused():  # one pause for the whole command: see bulk.py
         if repeated:
@@ -122,7 +122,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from .bulk import default_workers
-    from .comparison import Comparison, ComparisonInputError, check_max_drop, side_from_output, side_from_processed
+    from .comparison import Comparison, ComparisonInputError, side_from_output, side_from_processed
     from .outputs import write_comparison_files
     from .pipeline import run_stages
     from .reports.compared import gate_statement
@@ -130,11 +130,7 @@ def _compare(args: argparse.Namespace) -> int:
     started = time.monotonic()
     out = Path(args.output_dir)
     baseline_run, candidate_run = Path(args.baseline_run_dir), Path(args.candidate_run_dir)
-    try:
-        max_drop = check_max_drop(args.max_drop)
-    except ValueError as exc:
-        _say(f"error: --max-drop: {exc}")
-        return 2
+    max_drop = args.max_drop
     workers = args.workers or default_workers()
     try:
         check_run_folders([baseline_run, candidate_run], distinct=False)  # both before either is processed
@@ -270,6 +266,19 @@ def _read_detect(args: argparse.Namespace) -> bool:
         args.targets = parse_detect(args.detect)
     except ValueError as exc:
         _say(f"error: {exc}")
+        return False
+    return True
+
+
+def _read_max_drop(args: argparse.Namespace) -> bool:
+    """``args.max_drop`` checked (comparison.check_max_drop); False, with the one-line error
+    said, for a bad value (the command's exit 2)."""
+    from .comparison import check_max_drop
+
+    try:
+        args.max_drop = check_max_drop(args.max_drop)
+    except ValueError as exc:
+        _say(f"error: --max-drop: {exc}")
         return False
     return True
 
