@@ -86,9 +86,12 @@ class Service:
                 try:
                     self.proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
+                    left = subprocess.run(["ps", "-o", "pid,ppid,stat,etime,args", "-g", str(self.proc.pid)],
+                                          capture_output=True, text=True, check=False).stdout
                     os.killpg(self.proc.pid, signal.SIGKILL)
                     self.proc.wait(timeout=10)
-                    raise AssertionError(f"{self.name} did not stop within {timeout}s of SIGTERM:\n{self.tail()}")
+                    raise AssertionError(f"{self.name} did not stop within {timeout}s of SIGTERM; its processes "
+                                         f"then:\n{left}\n{self.tail()}")
             # Nothing it started (code servers, run workers) is left behind.
             deadline = time.monotonic() + 15
             while _group_alive(self.proc.pid):
@@ -206,14 +209,19 @@ def _wait_until_quiet(pg_env: dict, services: list[Service], quiet: float, timeo
     raise AssertionError(f"runs did not settle in {timeout}s: {seen}")
 
 
-def _wait_for_no_run_in_flight(pg_env: dict, quiet: float = 8, timeout: float = 180) -> None:
-    """Until no run of any job (the catalog sensor's refreshes included) has been queued or
-    under way for ``quiet`` seconds (longer than the sensors' loop): stopping the services then
-    interrupts nothing."""
+#: The statuses of a run not finished yet, and of one launched (its process is the code server's).
+IN_FLIGHT = ("QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING")
+LAUNCHED = ("STARTING", "STARTED", "CANCELING")
+
+
+def _wait_for_no_run_in_flight(pg_env: dict, quiet: float = 8, timeout: float = 180,
+                               statuses: tuple[str, ...] = IN_FLIGHT) -> None:
+    """Until no run of any job (the catalog sensor's refreshes included) has had one of
+    ``statuses`` for ``quiet`` seconds (longer than the sensors' loop): stopping the services
+    then interrupts nothing."""
     deadline, since = time.monotonic() + timeout, time.monotonic()
     while time.monotonic() < deadline:
-        busy = _query(pg_env, "SELECT count(*) FROM runs WHERE status IN ('QUEUED', 'NOT_STARTED', 'STARTING', "
-                              "'STARTED', 'CANCELING')")[0][0]
+        busy = _query(pg_env, f"SELECT count(*) FROM runs WHERE status IN {statuses!r}")[0][0]
         if busy:
             since = time.monotonic()
         elif time.monotonic() - since >= quiet:
@@ -401,6 +409,11 @@ def test_pipeline_on_postgres_with_daemon_queue_and_backfill(tmp_path, postgres_
         _stop_all([daemon, code], strict=False)  # best effort: the test has failed already
         raise
     _wait_for_no_run_in_flight(pg_env)  # the catalog sensor's last refresh, requested after the backfill
-    stopped = _stop_all([daemon, code], strict=True)
+    # The daemon first: then no sensor tick or queue launches a run the code server would wait
+    # for (its gRPC server ends once the runs it started have ended), and none launched just
+    # before is still running when the code server is stopped.
+    stopped = _stop_all([daemon], strict=True)
+    _wait_for_no_run_in_flight(pg_env, quiet=1, statuses=LAUNCHED)
+    stopped |= _stop_all([code], strict=True)
     print(f"\nsensor runs done after {first_phase:.1f}s, backfill done after {backfill_done:.1f}s, "
           f"stopped in {', '.join(f'{k} {v:.1f}s' for k, v in stopped.items())}; load average {os.getloadavg()[0]:.1f}")
