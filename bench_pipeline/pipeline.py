@@ -82,7 +82,7 @@ def run_stages(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
     keep_evidence: bool = False,
-    baseline: Side | None = None,
+    baseline: Side | Callable[[], Side | None] | None = None,
     max_drop: float | None = None,
     baseline_run_dir: Path | None = None,
     run_files: Sequence[dict] = (),
@@ -98,7 +98,9 @@ def run_stages(
 
     With ``baseline`` (a processed run as a comparison side, read by the caller before any
     work: ``comparison.side_from_output`` of its output folder on the command line,
-    ``stored_values.stored_baseline`` of its stored stage values in the Dagster step), the run
+    ``stored_values.stored_baseline`` of its stored stage values in the Dagster step), or a
+    function that gives it (or None: no comparison) when it is needed, right after stage 4
+    (the Dagster step's, which waits there for a baseline processed beside this run), the run
     is compared with that baseline after stage 4 (comparison.md of the specification,
     ``max_drop`` the gate's non-inferiority margin): ``RunResult.comparison`` holds
     comparison.json's content and, with ``out_dir``, both reports get their "Compared with
@@ -117,13 +119,12 @@ def run_stages(
     """
     raw = read_run(run_dir)
     raw.run_files.extend(run_files)
-    if baseline is not None:
-        check_max_drop(max_drop)
-        baseline = _with_run_dir(baseline, baseline_run_dir, raw.run_dir)
+    check_max_drop(max_drop)
     if out_dir is None:
         chunks = derive_chunks(raw, _Derived(), progress, workers)
         attempts = [a for derived, _ in chunks for a in derived]
         processed, _ = _run_level(raw, attempts, workers, None, [])
+        baseline = _baseline_side(baseline, baseline_run_dir, raw.run_dir)
         compared = _compared(baseline, processed, max_drop, comparison_inputs, targets)
         return RunResult(processed, {}, compared.result if compared else None)
     chunks = derive_chunks(raw, _Render(duplicate_lines(raw.duplicate_rows), keep_evidence), progress, workers)
@@ -135,6 +136,7 @@ def run_stages(
     attempts_path = out_dir / "attempts.jsonl"
     processed, parts = _run_level(raw, attempts, workers, attempts_path, [r.attempt_lines for _, r in chunks])
     rows = join_attempt_rows([r.rows for _, r in chunks])
+    baseline = _baseline_side(baseline, baseline_run_dir, raw.run_dir)
     compared = _compared(baseline, processed, max_drop, comparison_inputs, targets)
     written = write_run_outputs(out_dir, processed, workers, rows, attempts_path, parts, compared)
     return RunResult(processed, written, compared.result if compared else None)
@@ -150,6 +152,15 @@ def _compared(baseline: Side | None, processed: ProcessedRun, max_drop: float | 
     if inputs is not None:
         compared.result["inputs"] = inputs
     return compared
+
+
+def _baseline_side(baseline: Side | Callable[[], Side | None] | None, run_dir: Path | None,
+                   candidate_run_dir: Path) -> Side | None:
+    """The baseline as a side with its run folder (``_with_run_dir``); a function giving it
+    is called here."""
+    if callable(baseline):
+        baseline = baseline()
+    return _with_run_dir(baseline, run_dir, candidate_run_dir) if baseline is not None else None
 
 
 def _with_run_dir(side: Side, run_dir: Path | None, candidate_run_dir: Path) -> Side:

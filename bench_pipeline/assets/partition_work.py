@@ -36,7 +36,7 @@ import pandera.errors
 
 from .. import object_store
 from ..bulk import can_fork, default_workers, fork_map, fork_server_context, gc_paused
-from ..comparison import ComparisonInputError
+from ..comparison import ComparisonInputError, Side
 from ..comparison_inputs import ComparisonInputs
 from ..data_quality import data_quality_findings
 from ..derivation import PARALLEL_MIN_ROWS, workers_for
@@ -127,10 +127,14 @@ class StagesStored:
 @gc_paused()
 def process_partition(job: PartitionJob, log: Callable[[str], None],
                       outputs_ready: Callable[[], None] | None = None,
-                      stages_stored: Callable[[StagesStored], None] | None = None) -> PartitionOutcome:
+                      stages_stored: Callable[[StagesStored], None] | None = None,
+                      baseline_stored: Callable[[str], None] | None = None) -> PartitionOutcome:
     """Stages 1-6 for one run partition; never raises for a broken run (see module doc).
 
-    After ``run_stages``, the stage frames are validated and stored while the run is
+    The baseline's stored values are read when the comparison needs them, after stage 4;
+    with ``job.after`` (the baseline is a partition of this step, processed beside this
+    one), ``baseline_stored(job.after)`` first waits until that partition's values are
+    stored. After ``run_stages``, the stage frames are validated and stored while the run is
     published (two processes for a large run, as ``pipeline.run_stages`` splits its own
     work; one after the other otherwise, storing first). ``stages_stored`` is called as soon
     as they are stored, from whichever process stored them. The collector stays paused
@@ -140,23 +144,30 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
     outcome = PartitionOutcome(job.key, job.fingerprint)
     progress = _every_tenth(lambda done, total: log(f"{job.key}: attempts derived: {done}/{total}"))
     baseline_reason = job.baseline_reason
+    inputs = job.comparison_inputs
     if job.source_error is not None:  # the run's objects could not be fetched (bucket_io)
         outcome.failed_stage, outcome.error = STAGES[0], job.source_error
         outcome.seconds = time.monotonic() - started
         return outcome
-    try:
-        baseline_run_dir = Path(job.baseline_run_dir) if job.baseline_run_dir else None
-        inputs = job.comparison_inputs
-        try:  # the baseline's stored values, as its own processing stored them
-            baseline = stored_baseline(job.storage_base, job.baseline) if job.baseline else None
+
+    def baseline() -> Side | None:
+        """The baseline's stored values, as its own processing stored them (None: no comparison)."""
+        nonlocal baseline_reason, inputs
+        if job.after is not None and baseline_stored is not None:
+            baseline_stored(job.after)
+        try:
+            return stored_baseline(job.storage_base, job.baseline)
         except ComparisonInputError as exc:  # they cannot be read: no comparison
-            baseline = None
             baseline_reason = f"no baseline: the stored values of baseline {job.baseline!r} cannot be read ({exc})"
             if inputs is not None:
                 inputs = replace(inputs, baseline=None, baseline_version=None, baseline_choice=baseline_reason)
+            return None
+
+    try:
+        baseline_run_dir = Path(job.baseline_run_dir) if job.baseline_run_dir else None
         result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
-                            progress=progress, baseline=baseline, baseline_run_dir=baseline_run_dir,
-                            run_files=job.run_files,
+                            progress=progress, baseline=baseline if job.baseline else None,
+                            baseline_run_dir=baseline_run_dir, run_files=job.run_files,
                             comparison_inputs=inputs.record() if inputs is not None else None)
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
         outcome.failed_stage, outcome.error = STAGES[0], _failure(job, STAGES[0], exc)
@@ -504,8 +515,9 @@ def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
     """Each job's outcome as soon as it is done (any order). Jobs run in up to ``processes``
     (default: one per core) fresh worker processes, one partition per process, or in this
     process when ``in_worker_processes`` says they are not worth it. A job whose ``after``
-    names another job of the list starts once that one's stage values are stored (a run is
-    compared with its baseline's stored values as this step makes them). ``on_ready(key)`` is
+    names another job of the list is processed beside it and compared once that one's stage
+    values are stored (a run is compared with its baseline's stored values as this step makes
+    them); here, in this process, after it. ``on_ready(key)`` is
     called in this process once a partition's metrics.json and attempts.jsonl are written
     (the step uploads outputs meant for a bucket there).
 
@@ -521,24 +533,17 @@ def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
     yield from _pooled(jobs, log, processes or default_workers(), ready)
 
 
-def startable(waiting: list[PartitionJob], keys: set[str], done: set[str], busy: bool) -> list[PartitionJob]:
-    """The jobs of ``waiting`` that may start: those whose ``after`` is done or not one of
-    ``keys`` (the jobs of the step). When none may and no job is under way (``busy``), the
-    first waiting one: a cycle of ``after`` links (possible only with pinned baselines) is
-    broken in list order."""
-    ready = [job for job in waiting if job.after not in keys or job.after in done]
-    return ready or ([] if busy else waiting[:1])
-
-
 def in_dependency_order(jobs: list[PartitionJob]) -> list[PartitionJob]:
     """``jobs`` with each one after the job its ``after`` names (when that is in the list),
-    otherwise in their own order (``startable``, one job at a time)."""
+    otherwise in their own order; a cycle of ``after`` links (possible only with pinned
+    baselines) is broken in list order."""
     keys = {job.key for job in jobs}
     done: set[str] = set()
     ordered: list[PartitionJob] = []
     waiting = list(jobs)
     while waiting:
-        for job in startable(waiting, keys, done, busy=False):
+        ready = [job for job in waiting if job.after not in keys or job.after in done] or waiting[:1]
+        for job in ready:
             ordered.append(job)
             done.add(job.key)
             waiting.remove(job)
@@ -546,64 +551,82 @@ def in_dependency_order(jobs: list[PartitionJob]) -> list[PartitionJob]:
 
 
 _messages: Any = None  # a worker's queue of log lines for the step (set by _start_worker)
+_stored: dict[str, Any] = {}  # a worker's view of the step's partitions: {key: Event set once stored}
+
+#: The longest a worker waits for its baseline's values before comparing with what is stored
+#: (a safeguard: the baseline was started first, and its event is set even when it fails; a
+#: comparison made early is behind its inputs, and comparison_sensor makes it again).
+BASELINE_WAIT_SECONDS = 3600
 
 
-def _start_worker(messages: Any) -> None:
-    global _messages
-    _messages = messages
+def _start_worker(messages: Any, stored: dict[str, Any]) -> None:
+    global _messages, _stored
+    _messages, _stored = messages, stored
 
 
 def _worker_log(line: str) -> None:
     _messages.put(("log", line))
 
 
+def _wait_stored(candidate: str, key: str) -> None:
+    """Wait until partition ``key`` of this step (``candidate``'s baseline) has its values
+    stored (or has ended)."""
+    if not _stored[key].is_set():
+        _worker_log(f"{candidate}: waiting for its baseline {key}'s values to be stored, to compare with them")
+    if not _stored[key].wait(BASELINE_WAIT_SECONDS):
+        _worker_log(f"{candidate}: baseline {key} not stored after {BASELINE_WAIT_SECONDS} s; comparing with its "
+                    "values as stored now")
+
 
 def _work(job: PartitionJob) -> PartitionOutcome:
     """A worker's job: one partition. Its messages to the step (log lines, outputs ready,
     stages stored) go through the queue, from this process or from the child it forks."""
     return process_partition(job, _worker_log, lambda: _messages.put(("ready", job.key)),
-                             lambda early: _messages.put(("stored", early)))
+                             lambda early: _messages.put(("stored", early)),
+                             lambda baseline: _wait_stored(job.key, baseline))
+
+
+def side_by_side(jobs: list[PartitionJob]) -> list[PartitionJob]:
+    """``jobs`` in dependency order, each with ``after`` kept only when it names a job before
+    it (a cycle of pinned baselines is broken in list order): started in this order, every
+    job a worker waits for was started before it, so none waits for ever."""
+    ordered, seen = [], set()
+    for job in in_dependency_order(jobs):
+        ordered.append(job if job.after is None or job.after in seen else replace(job, after=None))
+        seen.add(job.key)
+    return ordered
 
 
 def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int,
             ready: Callable[[str], None]) -> Iterator[PartitionOutcome | StagesStored]:
+    """Every job started at once, in ``side_by_side`` order: a run processed beside its
+    baseline derives its stages at the same time and waits only to be compared."""
     context = fork_server_context()
     # A SimpleQueue writes from the calling thread: a Queue would start a feeder thread in the
     # worker, which then could no longer fork for its large run (bulk.can_fork).
     messages = context.SimpleQueue()
+    stored = {job.key: context.Event() for job in jobs}
     pool = ProcessPoolExecutor(min(processes, len(jobs)), mp_context=context, initializer=_start_worker,
-                               initargs=(messages,), max_tasks_per_child=1)
+                               initargs=(messages, stored), max_tasks_per_child=1)
     # Even split of the cores: a worker forks for a large run only when it has cores to itself.
     per_job = max(1, processes // min(processes, len(jobs)))
-    keys = {job.key for job in jobs}
-    waiting = in_dependency_order(jobs)
-    futures: dict[Future, PartitionJob] = {}
-    finished: set[str] = set()  # partitions whose stored values a run compared with them can read
-
-    def submit_ready() -> None:
-        for job in startable(waiting, keys, finished, busy=any(not f.done() for f in futures)):
-            waiting.remove(job)
-            futures[pool.submit(_work, replace(job, workers=per_job))] = job
-
+    futures = {pool.submit(_work, replace(job, workers=per_job)): job for job in side_by_side(jobs)}
     try:
-        submit_ready()
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            stored = _drain(messages, log, ready)
-            finished |= {early.outcome.key for early in stored}
-            yield from stored  # before the outcomes: a partition's are sent before it ends
+            early = _drain(messages, log, ready)
+            for value in early:
+                stored[value.outcome.key].set()
+            yield from early  # before the outcomes: a partition's are sent before it ends
             for future in done:
                 job = futures[future]
-                finished.add(job.key)
+                stored[job.key].set()  # ended, stored or not: a run compared with it goes on
                 try:
                     yield future.result()
                 except BrokenProcessPool as exc:
                     yield PartitionOutcome(job.key, job.fingerprint, failed_stage=STAGES[0],
                                            error=f"{job.run_dir}: the worker process processing it died ({exc})")
-            before = set(futures)
-            submit_ready()
-            pending |= set(futures) - before
         yield from _drain(messages, log, ready)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

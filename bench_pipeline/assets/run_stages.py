@@ -174,7 +174,7 @@ def partition_jobs(keys: list[str], settings: PipelineSettings, target, workers:
     """One job per partition key, each with its baseline (baselines.py) and the inputs its
     comparison records (comparison_inputs.py: the data versions of both runs' stored values,
     the baseline's from ``instance``). The runs of this step count as processed: a run whose
-    baseline is among them waits for its stored values (``after``). Runs and outputs in a bucket are made
+    baseline is among them is compared once that one's values are stored (``after``). Runs and outputs in a bucket are made
     local first (bucket_io.prepare)."""
     with object_store.shared(settings.runs_root, settings.output_root):
         return _partition_jobs(keys, settings, target, workers, instance)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench_pipeline.assets.partition_work import (STAGES, STORED_STAGES, PartitionJob, PartitionOutcome, StagesStored,
-                                                  in_dependency_order, run_partitions, startable)
+                                                  in_dependency_order, run_partitions, side_by_side)
 from bench_pipeline.publication.settings import LangfuseSettings
 
 from ..dagster_helpers import make_resources
@@ -22,19 +22,15 @@ def test_a_run_is_processed_after_its_baseline_in_the_same_step():
     assert [j.key for j in in_dependency_order(cycle)] == ["p", "q"]
 
 
-def test_a_job_may_start_once_its_baseline_is_done_or_not_in_the_step():
-    waiting = [job("c", after="b"), job("b", after="a"), job("x", after="elsewhere")]
-    keys = {"a", "b", "c", "x"}
-    assert [j.key for j in startable(waiting, keys, done=set(), busy=True)] == ["x"]
-    assert [j.key for j in startable(waiting, keys, done={"a"}, busy=True)] == ["b", "x"]
-    assert [j.key for j in startable(waiting, keys, done={"a", "b"}, busy=False)] == ["c", "b", "x"]
-
-
-def test_a_cycle_is_broken_in_list_order_only_when_nothing_runs():
+def test_jobs_start_together_and_wait_only_for_a_baseline_started_before_them():
+    """Every job starts at once in dependency order; a job keeps ``after`` (it waits, before
+    its comparison, for that job's stored values) only when that job starts before it, so a
+    cycle of pinned baselines cannot make two workers wait for each other."""
+    jobs = [job("c", after="b"), job("b", after="a"), job("a"), job("x", after="not-in-this-step")]
+    assert [(j.key, j.after) for j in side_by_side(jobs)] == [("a", None), ("x", None), ("b", "a"), ("c", "b")]
     cycle = [job("p", after="q"), job("q", after="p")]
-    assert startable(cycle, {"p", "q"}, done=set(), busy=True) == []  # a running job may end the wait
-    assert [j.key for j in startable(cycle, {"p", "q"}, done=set(), busy=False)] == ["p"]
-    assert startable([], {"p"}, done=set(), busy=False) == []
+    assert [(j.key, j.after) for j in side_by_side(cycle)] == [("p", None), ("q", "p")]
+    assert side_by_side([]) == []
 
 
 def test_every_stage_before_the_publication_is_stored_in_stage_order():
@@ -90,3 +86,34 @@ def test_run_comparisons_metadata_names_an_inconclusive_gate_and_what_is_missing
                                              "fail: the first attempt has no paired task")
     assert "a drop of any size could have gone unseen" in meta["gate_statement"]
     assert meta["first_attempt_verdict"] == "n/a (no paired tasks)"
+
+
+@pytest.mark.slow
+def test_a_suites_runs_in_one_step_are_processed_side_by_side_and_compared_as_from_scratch(tmp_path, monkeypatch):
+    """Three runs of one suite in one step, each the next one's baseline, in three workers
+    started together: each comparison, made once its baseline's values are stored, equals a
+    `bench-pipeline compare` of the two run folders from scratch."""
+    import json
+
+    from bench_pipeline.assets.run_stages import partition_jobs
+    from bench_pipeline.cli import main as cli_main
+    from bench_pipeline.generator import generate_runs
+
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    settings = make_resources(tmp_path)["settings"]
+    runs = tmp_path / "runs"
+    keys = sorted(p.name for p in generate_runs(runs, runs=3, seed=11, tasks=8, repeats=2, history_messages=4,
+                                                edge_cases=False, systems=1))
+    jobs = partition_jobs(keys, settings, LangfuseSettings(None, None, None), workers=1)
+    assert [(j.key, j.after) for j in side_by_side(jobs)] == [(keys[0], None), (keys[1], keys[0]), (keys[2], keys[1])]
+    items = list(run_partitions(jobs, lambda line: None, processes=3))
+
+    outcomes = {x.key: x for x in items if isinstance(x, PartitionOutcome)}
+    assert sorted(outcomes) == keys and all(o.error is None for o in outcomes.values())
+    for baseline, candidate in zip(keys, keys[1:]):
+        got = json.loads((tmp_path / "reports" / candidate / "comparison.json").read_bytes())
+        assert got["inputs"]["baseline"]["run_id"] == baseline
+        cli_main(["compare", str(runs / baseline), str(runs / candidate), "--output-dir", str(tmp_path / candidate)])
+        fresh = json.loads((tmp_path / candidate / "comparison.json").read_bytes())
+        assert {k: v for k, v in got.items() if k != "inputs"} == fresh
