@@ -12,6 +12,7 @@ key is never taken for a new one.
 import dagster as dg
 
 from ..assets.cross_run import catalog_behind
+from .run_folder_sensor import MINIMUM_INTERVAL_SECONDS
 
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
@@ -22,7 +23,11 @@ IN_FLIGHT = [
 @dg.sensor(
     name="catalog_sensor",
     job_name="refresh_catalog",
-    minimum_interval_seconds=30,
+    # on every loop of the sensor daemon, as the run folder sensor: a tick is a few indexed
+    # queries and the refresh reads only what changed, so a new run's suite page follows its
+    # report within seconds; a burst of runs still ends in one refresh (none while a run is
+    # under way)
+    minimum_interval_seconds=MINIMUM_INTERVAL_SECONDS,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Refreshes the run catalog, trends, systems' repeats and suite pages once new runs are "
                 "materialized and no run is under way.",
