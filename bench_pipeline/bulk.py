@@ -58,7 +58,7 @@ def can_fork() -> bool:
     runs here (a fork copies only the calling thread, so a lock another thread holds, in
     logging or an event writer, would stay locked in the child forever). A Dagster run
     process has such threads; the per-partition worker processes it starts
-    (``assets.partition_work``) do not."""
+    (``assets.partition_pool``) do not."""
     return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from .attempt_metrics import COUNT_LIMIT
-from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, Side, compare
+from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, compare
+from .comparison_sides import Side
 from .data_quality import data_quality_findings
 from .identity import RunIdentity, run_identity
 from .setup import CATALOG_SETUP_COLUMNS, setup_columns, setup_from_columns

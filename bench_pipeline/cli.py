@@ -10,29 +10,8 @@ import time
 from pathlib import Path
 
 from .bulk import exit_now
-from .run_reader import NotARunFolderError, check_local
-
-
-#: What a finished command leaves for the process's end (see ``entry``).
-_LEFT_FOR_EXIT: list[object] = []
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-class _Progress:
-    """A progress line on stderr for large runs: at most one a second, and the last."""
-
-    def __init__(self, what: str, min_total: int = 2000, every_seconds: float = 1.0) -> None:
-        self.what, self.min_total, self.every = what, min_total, every_seconds
-        self.last = time.monotonic()
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if total >= self.min_total and (done == total or now - self.last >= self.every):
-            self.last = now
-            _say(f"  {self.what}: {done}/{total}")
+from .cli_common import LEFT_FOR_EXIT, Progress, check_run_folders, gate_exit_code, gate_extras, say
+from .run_reader import NotARunFolderError
 
 
 def cmd_process(args: argparse.Namespace) -> int:
@@ -54,15 +33,15 @@ def _process(args: argparse.Namespace) -> int:
         result = run_stages(
             Path(args.run_dir), out_dir,
             workers=args.workers or default_workers(),
-            progress=_Progress("attempts derived"),
+            progress=Progress("attempts derived"),
             keep_evidence=args.publish,  # the Langfuse trace output shows each attempt's evidence
         )
     except NotARunFolderError as exc:
-        _say(f"error: {exc}")
+        say(f"error: {exc}")
         return 2
     processed, written = result.processed, result.written
     findings = data_quality_findings(processed.metrics)
-    _say(
+    say(
         f"{processed.raw.run_id}: {len(processed.attempts)} attempts, {len(processed.tasks)} tasks, "
         f"{findings} data-quality finding(s), {time.monotonic() - started:.2f}s"
     )
@@ -72,25 +51,10 @@ def _process(args: argparse.Namespace) -> int:
         from .publication.cli import publish_processed
 
         code = publish_processed(processed, out_dir)
-        _LEFT_FOR_EXIT.append(processed)
+        LEFT_FOR_EXIT.append(processed)
         return code
-    _LEFT_FOR_EXIT.append(processed)  # freed by the process's end, not object by object
+    LEFT_FOR_EXIT.append(processed)  # freed by the process's end, not object by object
     return 0
-
-
-def gate_exit_code(gate: dict) -> int:
-    """The exit code of ``compare`` (both forms) for its gate (comparison.md): 0 pass, 1 fail,
-    3 inconclusive (2 is bad input, returned before there is a gate)."""
-    from .comparison import GATE_EXIT_CODES
-
-    return GATE_EXIT_CODES[gate["result"]]
-
-
-def _extras(gate: dict, result: dict, started: float) -> str:
-    """`` (reasons: ...; warnings: ...; 0.12s)`` for the gate's one line."""
-    parts = [f"reasons: {', '.join(gate['reasons'])}"] if gate["reasons"] else []
-    parts += [f"warnings: {', '.join(result['warnings'])}"] if result["warnings"] else []
-    return f" ({'; '.join([*parts, f'{time.monotonic() - started:.2f}s'])})"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -102,13 +66,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     repeated = bool(args.baseline or args.candidate)
     positional = args.baseline_run_dir is not None or args.candidate_run_dir is not None
     if repeated and positional:
-        _say("error: give either BASELINE_RUN_DIR CANDIDATE_RUN_DIR or --baseline/--candidate, not both")
+        say("error: give either BASELINE_RUN_DIR CANDIDATE_RUN_DIR or --baseline/--candidate, not both")
         return 2
     if repeated and not (args.baseline and args.candidate):
-        _say("error: the repeated form needs at least one --baseline and one --candidate")
+        say("error: the repeated form needs at least one --baseline and one --candidate")
         return 2
     if not repeated and (args.baseline_run_dir is None or args.candidate_run_dir is None):
-        _say("error: compare needs BASELINE_RUN_DIR and CANDIDATE_RUN_DIR (or --baseline/--candidate)")
+        say("error: compare needs BASELINE_RUN_DIR and CANDIDATE_RUN_DIR (or --baseline/--candidate)")
         return 2
     if not (_read_detect(args) and _read_max_drop(args)):
         return 2
@@ -122,10 +86,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from .bulk import default_workers
-    from .comparison import Comparison, ComparisonInputError, side_from_output, side_from_processed
+    from .comparison import Comparison
+    from .comparison_sides import ComparisonInputError, side_from_output, side_from_processed
     from .outputs import write_comparison_files
     from .pipeline import run_stages
-    from .reports.compared import gate_statement
+    from .reports.gate_words import gate_statement
 
     started = time.monotonic()
     out = Path(args.output_dir)
@@ -134,9 +99,9 @@ def _compare(args: argparse.Namespace) -> int:
     workers = args.workers or default_workers()
     try:
         check_run_folders([baseline_run, candidate_run], distinct=False)  # both before either is processed
-        baseline = run_stages(baseline_run, out / "baseline", workers=workers, progress=_Progress("baseline attempts derived"))
+        baseline = run_stages(baseline_run, out / "baseline", workers=workers, progress=Progress("baseline attempts derived"))
         candidate = run_stages(candidate_run, out / "candidate", workers=workers,
-                               progress=_Progress("candidate attempts derived"),
+                               progress=Progress("candidate attempts derived"),
                                baseline=side_from_output(out / "baseline"), max_drop=max_drop,
                                baseline_run_dir=baseline_run, targets=args.targets)
         # OUT's copies: the same comparison.json, comparison.md with its links made from OUT
@@ -144,49 +109,23 @@ def _compare(args: argparse.Namespace) -> int:
                                 side_from_processed(candidate.processed))
         written = write_comparison_files(out, comparison)
     except (NotARunFolderError, ComparisonInputError) as exc:
-        _say(f"error: {exc}")
+        say(f"error: {exc}")
         return 2
     except OSError as exc:
-        _say(f"error: {exc.filename or ''}: {exc.strerror or exc}".replace("error: : ", "error: "))
+        say(f"error: {exc.filename or ''}: {exc.strerror or exc}".replace("error: : ", "error: "))
         return 2
     result = candidate.comparison
     gate = result["gate"]
-    _say(
+    say(
         f"gate {gate['result']}: {candidate.processed.raw.run_id} against {baseline.processed.raw.run_id}, "
         f"{result['tasks']['paired']} paired task(s): {gate_statement(result, short=True).split(': ', 1)[1]}"
-        + _extras(gate, result, started)
+        + gate_extras(gate, result, started)
     )
     for prefix, files in (("baseline/", baseline.written), ("candidate/", candidate.written), ("", written)):
         for name, path in files.items():
             print(f"{prefix}{name}: {path}")
-    _LEFT_FOR_EXIT.extend([baseline, candidate])  # freed by the process's end, not object by object
+    LEFT_FOR_EXIT.extend([baseline, candidate])  # freed by the process's end, not object by object
     return gate_exit_code(gate)
-
-
-class BadInputError(ValueError):
-    """Input the command refuses with exit 2 (the same run twice, a mix of forms)."""
-
-
-def check_run_folders(folders: list[Path], distinct: bool = True) -> None:
-    """NotARunFolderError for a folder without results.jsonl; with ``distinct``,
-    BadInputError for a folder given twice (by any path) or for two folders whose results
-    files are byte-identical (a copy of a run: one measurement, not two; repeated-runs.md
-    "Systems", system_members.first_identical)."""
-    from .system_members import first_identical
-
-    seen: dict[Path, Path] = {}
-    for folder in folders:
-        check_local(folder)
-        if not (folder / "results.jsonl").is_file():
-            raise NotARunFolderError(f"{folder}: no results.jsonl, so not a benchmark run folder")
-        real = folder.resolve()
-        if distinct and real in seen:
-            raise BadInputError(f"{folder}: the same run folder twice (also given as {seen[real]})")
-        seen[real] = folder
-    copy = first_identical(folders) if distinct else None
-    if copy is not None:
-        raise BadInputError(f"{copy[1]} and {copy[0]}: byte-identical {copy[2]}, the same run twice (one "
-                            "measurement, not two); give only one of them")
 
 
 def cmd_repeats(args: argparse.Namespace) -> int:
@@ -208,12 +147,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     start = seeded_start(args.seed)
     if args.no_edge_cases:
-        _say("edge cases off (--no-edge-cases): clean runs, one valid line in results.jsonl per attempt run")
+        say("edge cases off (--no-edge-cases): clean runs, one valid line in results.jsonl per attempt run")
     else:
-        _say("edge cases on (the default): as in real runs, some attempts have no line in results.jsonl, a copy "
+        say("edge cases on (the default): as in real runs, some attempts have no line in results.jsonl, a copy "
              "without task_id or a later duplicate, some runs a non-JSON or blank line, and some rows and artifacts "
              "are legacy, unsafe or broken (docs/generator.md, \"Edge cases\"); --no-edge-cases writes clean runs")
-    _say(f"seed {args.seed}: the first run starts at {iso(start)} (docs/generator.md, \"Start times\")")
+    say(f"seed {args.seed}: the first run starts at {iso(start)} (docs/generator.md, \"Start times\")")
     started = time.monotonic()
     folders = generate_runs(
         Path(args.out_root),
@@ -224,11 +163,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
         history_messages=args.history_messages,
         systems=args.systems,
         edge_cases=not args.no_edge_cases,
-        progress=_say,
+        progress=say,
         layout=args.layout,
         start=start,
     )
-    _say(f"generated {len(folders)} run folder(s) in {time.monotonic() - started:.1f}s")
+    say(f"generated {len(folders)} run folder(s) in {time.monotonic() - started:.1f}s")
     for folder in folders:
         print(folder)
     return 0
@@ -241,7 +180,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     try:
         backfill_id = launch(Path(args.workspace).absolute())
     except RuntimeError as exc:
-        _say(f"error: {exc}")
+        say(f"error: {exc}")
         return 1
     print(f"backfill {backfill_id} launched over every run partition; a Dagster daemon runs it "
           f"(UI: Overview -> Backfills, or http://127.0.0.1:<port>/runs/b/{backfill_id} with the port "
@@ -265,7 +204,7 @@ def _read_detect(args: argparse.Namespace) -> bool:
     try:
         args.targets = parse_detect(args.detect)
     except ValueError as exc:
-        _say(f"error: {exc}")
+        say(f"error: {exc}")
         return False
     return True
 
@@ -278,7 +217,7 @@ def _read_max_drop(args: argparse.Namespace) -> bool:
     try:
         args.max_drop = check_max_drop(args.max_drop)
     except ValueError as exc:
-        _say(f"error: --max-drop: {exc}")
+        say(f"error: --max-drop: {exc}")
         return False
     return True
 
@@ -376,7 +315,7 @@ def entry() -> None:
     """
     gc.disable()
     code = main()
-    if not _LEFT_FOR_EXIT:
+    if not LEFT_FOR_EXIT:
         sys.exit(code)
     exit_now(code)
 

@@ -8,7 +8,7 @@ import argparse
 import time
 from pathlib import Path
 
-from .cli import _LEFT_FOR_EXIT, BadInputError, _extras, _Progress, _say, check_run_folders, gate_exit_code
+from .cli_common import LEFT_FOR_EXIT, BadInputError, Progress, check_run_folders, gate_exit_code, gate_extras, say
 from .run_reader import NotARunFolderError
 
 
@@ -26,8 +26,8 @@ def process_set(run_dirs: list[str], out_root: Path, what: str, workers: int) ->
     for i, folder in enumerate(folders, start=1):
         names[folder.name] = names.get(folder.name, 0) + 1
         name = folder.name if names[folder.name] == 1 else f"{folder.name}-{names[folder.name]}"
-        _say(f"{what} {i}/{len(folders)}: {folder}")
-        results.append(run_stages(folder, out_root / name, workers=workers, progress=_Progress(f"{name} attempts derived")))
+        say(f"{what} {i}/{len(folders)}: {folder}")
+        results.append(run_stages(folder, out_root / name, workers=workers, progress=Progress(f"{name} attempts derived")))
     ids: dict[str, Path] = {}
     for folder, result in zip(folders, results):
         run_id = result.processed.raw.run_id
@@ -47,10 +47,10 @@ def set_error(exc: Exception) -> str:
 def repeats_command(args: argparse.Namespace) -> int:
     """``repeats RUN_DIR...`` (``cli.cmd_repeats``, with ``args.targets`` read)."""
     from .bulk import default_workers
-    from .comparison import ComparisonInputError
+    from .comparison_sides import ComparisonInputError
     from .outputs import write_repeats_files
     from .repeats import repeat_run_of, repeats
-    from .reports.compared import fmt_pct
+    from .reports.format import fmt_pct
     from .reports.repeated import level_interval, system_text
     from .system_members import given
 
@@ -63,12 +63,12 @@ def repeats_command(args: argparse.Namespace) -> int:
         reports = {r.processed.raw.run_id: r.written["report.html"] for r in results}
         written = write_repeats_files(out, doc, runs, reports, notes=given(runs).notes())
     except (NotARunFolderError, ComparisonInputError, BadInputError, OSError) as exc:
-        _say(set_error(exc))
+        say(set_error(exc))
         return 2
     fa, br, st = doc["pooled"]["first_attempt"], doc["between_runs"], doc["stability"]
     noise = f"{br['noise_floor95'] * 100:.1f} points" if br["noise_floor95"] is not None else "n/a (one run)"
     flips = fmt_pct(st["flip_rate"]) if st["flip_rate"] is not None else "n/a"
-    _say(f"repeats: {len(runs)} run(s) of {system_text(doc['system'])}: pooled first attempt {fmt_pct(fa['mean'])} "
+    say(f"repeats: {len(runs)} run(s) of {system_text(doc['system'])}: pooled first attempt {fmt_pct(fa['mean'])} "
          f"{level_interval('rate', fa['ci95']['lower'], fa['ci95']['upper'])}, noise floor {noise}, flip rate {flips} "
          f"({st['flaky']} flaky of {st['tasks_classified']} tasks)"
          + (f"; warnings: {', '.join(doc['warnings'])}" if doc["warnings"] else "")
@@ -78,7 +78,7 @@ def repeats_command(args: argparse.Namespace) -> int:
             print(f"runs/{path.parent.name}/{name}: {path}")
     for name, path in written.items():
         print(f"{name}: {path}")
-    _LEFT_FOR_EXIT.extend(results)
+    LEFT_FOR_EXIT.extend(results)
     return 0
 
 
@@ -86,10 +86,10 @@ def compare_sets_command(args: argparse.Namespace) -> int:
     """``compare --baseline DIR... --candidate DIR...``: the repeated form (repeated-runs.md;
     ``cli.cmd_compare``, with ``args.targets`` and ``args.max_drop`` read)."""
     from .bulk import default_workers
-    from .comparison import ComparisonInputError
+    from .comparison_sides import ComparisonInputError
     from .outputs import write_set_comparison_files
     from .repeats import compare_sets, repeat_run_of
-    from .reports.compared import gate_statement
+    from .reports.gate_words import gate_statement
 
     started = time.monotonic()
     out = Path(args.output_dir)
@@ -108,17 +108,17 @@ def compare_sets_command(args: argparse.Namespace) -> int:
         single = compare_sets(baseline[:1], candidate[:1], max_drop, args.targets)
         written = write_set_comparison_files(out, result, single, baseline, candidate)
     except (NotARunFolderError, ComparisonInputError, BadInputError, OSError) as exc:
-        _say(set_error(exc))
+        say(set_error(exc))
         return 2
     gate = result["gate"]
-    _say(f"gate {gate['result']}: {len(candidate)} candidate run(s) against {len(baseline)} baseline run(s), "
+    say(f"gate {gate['result']}: {len(candidate)} candidate run(s) against {len(baseline)} baseline run(s), "
          f"{result['tasks']['paired']} paired task(s): {gate_statement(result, short=True).split(': ', 1)[1]}"
-         + _extras(gate, result, started))
+         + gate_extras(gate, result, started))
     for prefix, results in (("baseline", b_results), ("candidate", c_results)):
         for r in results:
             for name, path in r.written.items():
                 print(f"{prefix}/{path.parent.name}/{name}: {path}")
     for name, path in written.items():
         print(f"{name}: {path}")
-    _LEFT_FOR_EXIT.extend([*b_results, *c_results])
+    LEFT_FOR_EXIT.extend([*b_results, *c_results])
     return gate_exit_code(gate)

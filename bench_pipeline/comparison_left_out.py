@@ -12,7 +12,7 @@ from .task_groups import ByAttempt, is_eligible
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
 if TYPE_CHECKING:
-    from .comparison import Side
+    from .comparison_sides import Side
 
 
 def _why_first(by_attempt: ByAttempt, k: int | None = None) -> str | None:

@@ -45,7 +45,7 @@ def select_executor() -> dg.ExecutorDefinition:
     """The executor of every job, from BENCH_EXECUTOR (deploy/README.md).
 
     ``in_process`` (default): the per-run stages are one step, which runs its partitions in
-    worker processes of its own (assets/partition_work.py). ``multiprocess``: the step in a process
+    worker processes of its own (assets/partition_pool.py). ``multiprocess``: the step in a process
     of its own.
     ``k8s``: the step in a pod of its own (dagster-k8s, needs the K8sRunLauncher of the Helm chart).
     """

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Only light imports here: `main` starts the fork server before Dagster is imported.
+from .in_process_runs import RUN_CONFIG, Refreshed, execute_refresh, plain_console, step_error
 
 #: Suite pages named at the end of the main command (the rest are counted).
 SUITE_PAGES_LISTED = 10
@@ -62,9 +63,6 @@ class Sample:
 #: runs show every kind of check failure between them; the clean runs' own seed gives them
 #: ids of their own.
 SAMPLES = (Sample("sample-clean-", 2, False, 7, systems=1), Sample("sample-with-data-problems-", 2, True, 59))
-#: Run config of this command's Dagster runs: the plain console logger below (the instance
-#: keeps every event all the same).
-RUN_CONFIG = {"loggers": {"console": {}}}
 #: The reports listed per run at the end, when written (comparison.md: a run with a baseline).
 REPORT_FILES = ("report.html", "summary.md", "comparison.md")
 #: The module of the early catalog refresh's process, which the fork server loads at start.
@@ -75,34 +73,6 @@ EARLY_REFRESH_POLL = 0.25
 
 def _say(message: str) -> None:
     print(message, flush=True)
-
-
-def _plain_console():
-    """A Dagster logger that prints what the steps log (``context.log``), message only, once.
-
-    It replaces Dagster's console logger for the runs of this command, which prints every
-    line in Dagster's format (timestamp, job, run id, step) on top of this command's own.
-    Dagster's events (records carrying a ``dagster_event``: step started, materialization,
-    step failure, ...) are not printed: the step's own lines and this command's say what
-    they mean, and the instance keeps them all (the UI shows them).
-    """
-    import logging
-
-    import dagster as dg
-
-    class StepLines(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            meta = getattr(record, "dagster_meta", None) or {}
-            if meta.get("dagster_event") is None:
-                _say(meta.get("orig_message", record.getMessage()))
-
-    @dg.logger(description="What the steps log, message only (bench_pipeline.main).")
-    def plain_console(_init_context) -> logging.Logger:
-        logger = logging.Logger("bench_pipeline.main", logging.INFO)
-        logger.addHandler(StepLines())
-        return logger
-
-    return plain_console
 
 
 def ensure_sample_runs(runs_root: Path | str) -> None:
@@ -190,7 +160,7 @@ def _run_all(defs, instance, samples: bool) -> int:
         if key in again:
             _say(f"{key}: {again[key]}: processing it again")
     ahead = [b.run_id for b in follow_ahead(instance, settings, found, todo)]
-    console = {"console": _plain_console()}
+    console = {"console": plain_console()}
     job = defs.resolve_job_def("process_run").with_logger_defs(console)
     failed = 0
     partitions = instance.get_dynamic_partitions(runs_partitions.name)
@@ -216,7 +186,7 @@ def _run_all(defs, instance, samples: bool) -> int:
         unreported = [key for key in batch if key not in errors and key not in seconds]
         failed += sum(1 for key in batch if key in errors or key not in seconds)
         if unreported:  # the step failed before it got to these runs: say why, once per run
-            reason = _step_error(result) or "the Dagster run failed"
+            reason = step_error(result) or "the Dagster run failed"
             for key in unreported:
                 _say(f"{key}: FAILED: {reason} (see the Dagster run {result.run_id})")
         if len(batch) > 1:
@@ -319,28 +289,6 @@ def follow_comparisons(job, instance, settings) -> tuple[int, int]:
         errors, seconds = _failed_runs(result), _run_seconds(result)
         failed += sum(1 for key in batch if key in errors or key not in seconds)
     return len(behind), failed
-
-
-@dataclass(frozen=True)
-class Refreshed:
-    """How a ``refresh_catalog`` run of this command ended (picklable: it may come from the
-    early refresh's process)."""
-
-    success: bool
-    run_id: str  # "" when the refresh's process ended before saying which run it made
-    error: str | None = None  # the first line of the failure
-
-
-def execute_refresh(instance) -> Refreshed:
-    """The ``refresh_catalog`` job executed in this process on ``instance``, its step lines
-    printed as the per-run job's are."""
-    from .definitions import defs
-
-    result = defs.resolve_job_def("refresh_catalog").with_logger_defs({"console": _plain_console()}).execute_in_process(
-        instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
-    )
-    return Refreshed(result.success, result.run_id,
-                     None if result.success else _step_error(result) or "the Dagster run failed")
 
 
 class EarlyRefresh:
@@ -457,21 +405,6 @@ def _failed_runs(result) -> dict[str, str]:
         if failed is not None:
             errors.update({key: f"{v['stage']}: {v['error']}" for key, v in failed.value.items()})
     return errors
-
-
-def _step_error(result) -> str | None:
-    """The first line of the first step error that does not name its runs (an error of the
-    step itself, not of one run folder), or None."""
-    for event in result.get_step_failure_events():
-        data = event.step_failure_data
-        if data.user_failure_data is not None and "failed_runs" in data.user_failure_data.metadata:
-            continue
-        error = data.error
-        while error is not None and error.cause is not None:  # the user code's error, not Dagster's wrapper
-            error = error.cause
-        if error is not None:
-            return (error.message.strip().splitlines() or ["unknown error"])[0]
-    return None
 
 
 def _run_seconds(result) -> dict[str, float]:

@@ -21,7 +21,7 @@ from .metrics_files import write_metrics_files
 from .reports import AttemptRows, report_view, write_comparison_md, write_report_html, write_summary_md
 
 if TYPE_CHECKING:  # pipeline.py imports this module
-    from .pipeline import ProcessedRun
+    from .processed import ProcessedRun
 
 OUTPUT_FILES = ("metrics.json", "attempts.jsonl", "summary.md", "report.html")
 #: The files a run compared with a baseline gets besides OUTPUT_FILES.

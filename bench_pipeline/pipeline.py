@@ -24,14 +24,8 @@ from typing import TYPE_CHECKING
 
 from .bulk import fork_map, gc_paused
 from .capability import attempt_sections, combine_sections, task_sections
-from .comparison import (
-    Comparison,
-    Side,
-    check_max_drop,
-    comparison_of,
-    side_from_processed,
-    with_run_dir,
-)
+from .comparison import Comparison, check_max_drop, comparison_of
+from .comparison_sides import Side, side_from_processed, with_run_dir
 from .data_quality import data_quality
 from .derivation import derive_chunks, workers_for
 from .jsonio import encode_records, write_atomic
@@ -47,22 +41,13 @@ from .reports import (
     task_facts,
     view_k,
 )
+from .processed import ProcessedRun
 from .run_reader import RawRun, read_run
 from .task_groups import group_tasks
 
 if TYPE_CHECKING:  # the Langfuse SDK is loaded only by a publication (about 0.3 s)
     from .publication.result import PublicationResult
     from .publication.settings import LangfuseSettings
-
-
-@dataclass
-class ProcessedRun:
-    """Every stage's output for one run (stages 1-4)."""
-
-    raw: RawRun
-    attempts: list[dict]
-    tasks: list[dict]
-    metrics: dict
 
 
 @dataclass
@@ -97,7 +82,7 @@ def run_stages(
     does, so its callers pass ``keep_evidence=True``).
 
     With ``baseline`` (a processed run as a comparison side, read by the caller before any
-    work: ``comparison.side_from_output`` of its output folder on the command line,
+    work: ``comparison_sides.side_from_output`` of its output folder on the command line,
     ``stored_values.stored_baseline`` of its stored stage values in the Dagster step), or a
     function that gives it (or None: no comparison) when it is needed, right after stage 4
     (the Dagster step's, which waits there for a baseline processed beside this run), the run

@@ -21,7 +21,7 @@ from .dagster_internals import INSTANCE_STORAGE_MODULES
 from .definitions import defs  # noqa: F401 - loaded for the refresh
 
 if TYPE_CHECKING:
-    from .main import Refreshed
+    from .in_process_runs import Refreshed
 
 for _name in INSTANCE_STORAGE_MODULES:
     importlib.import_module(_name)
@@ -33,7 +33,7 @@ def refresh(dagster_home: str) -> "Refreshed":
     default DAGSTER_HOME, so it is passed)."""
     import dagster as dg
 
-    from .main import execute_refresh
+    from .in_process_runs import execute_refresh
 
     os.environ["DAGSTER_HOME"] = dagster_home
     with dg.DagsterInstance.get() as instance:

@@ -21,16 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .comparison import (
-    BINARY_SECTIONS,
-    MEAN_SECTIONS,
-    SECTION_VALUES,
-    Side,
-    check_max_drop,
-    make_side,
-    mean_section,
-    release_gate,
-)
+from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, SECTION_VALUES, check_max_drop, mean_section, release_gate
+from .comparison_sides import Side, make_side
 from .planning import PLANNED_SECTIONS, TARGETS, repeated_planning, variance_split
 from .setup import UNKNOWN_KEY, SetupKey, differs_among, key_text
 from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
@@ -369,6 +361,6 @@ def pass_at_1_of(metrics: Mapping[str, Any]) -> float | None:
 
 def repeat_run_of(processed: Any, run_dir: Any = None) -> RepeatRun:
     """A processed run (``pipeline.run_stages(...).processed``) as a RepeatRun."""
-    from .comparison import side_from_processed
+    from .comparison_sides import side_from_processed
 
     return RepeatRun(side_from_processed(processed, run_dir), pass_at_1_of(processed.metrics))

@@ -20,12 +20,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from upath import UPath
 
-from .comparison import SIDE_FIELDS, ComparisonInputError, Side, make_side
+from .comparison_sides import SIDE_FIELDS, ComparisonInputError, Side, make_side
 from .identity import RunIdentity
 from .object_store import storage_path
 from .resources.settings import safe_partition_key
 
-#: The attempt_metrics columns a comparison side reads (``comparison.make_side``).
+#: The attempt_metrics columns a comparison side reads (``comparison_sides.make_side``).
 SIDE_COLUMNS = ["task_id", "attempt", "line", *SIDE_FIELDS, "evidence"]
 
 

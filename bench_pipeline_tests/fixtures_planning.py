@@ -3,7 +3,7 @@ RepeatRuns built in memory, each number of their planning worked out where it is
 
 from __future__ import annotations
 
-from bench_pipeline.comparison import make_side
+from bench_pipeline.comparison_sides import make_side
 from bench_pipeline.identity import RunIdentity
 from bench_pipeline.repeats import RepeatRun
 

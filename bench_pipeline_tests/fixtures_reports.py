@@ -500,7 +500,8 @@ def compared_run(baseline_dir: Any = None, candidate_dir: Any = None):
     Suites differ, so a warning shows. ``*_dir``: the runs' folders, for links."""
     from pathlib import Path
 
-    from bench_pipeline.comparison import comparison_of, make_side
+    from bench_pipeline.comparison import comparison_of
+    from bench_pipeline.comparison_sides import make_side
 
     def rows(plan: dict[str, list[bool | None]], wall: float) -> list[dict[str, Any]]:
         out, line = [], 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench_pipeline.comparison import make_side
+from bench_pipeline.comparison_sides import make_side
 from bench_pipeline.identity import RunIdentity
 from bench_pipeline.repeats import RepeatRun, repeats
 from bench_pipeline.reports.suite_page import SystemEntry

@@ -158,7 +158,8 @@ def test_the_default_baseline_has_the_same_setup_and_the_reason_names_the_others
 def test_a_pinned_baseline_of_another_setup_is_used_as_it_is_with_warnings(tmp_path):
     """A pin is used whatever its setup: the reason says so, and the comparison's warnings say
     what differs (the run folders read by run_index, then compared by run_stages)."""
-    from bench_pipeline.comparison import comparison_of, side_from_output
+    from bench_pipeline.comparison import comparison_of
+    from bench_pipeline.comparison_sides import side_from_output
     from bench_pipeline.pipeline import run_stages
     from bench_pipeline.reports import render_comparison_md
 

@@ -84,7 +84,7 @@ def test_empty_catalog_has_the_trend_columns():
 
 def _output_sides(root):
     """A trend side loader reading processed runs' output folders (the asset reads stored frames)."""
-    from bench_pipeline.comparison import ComparisonInputError, side_from_output
+    from bench_pipeline.comparison_sides import ComparisonInputError, side_from_output
 
     def side_of(run_id):
         try:
@@ -227,7 +227,7 @@ def test_a_trend_row_whose_runs_kept_their_versions_is_kept_without_reading_them
     predecessor have the data versions it was made from keeps its verdicts and reads neither
     run; a changed version, another predecessor or an unknown version compares again; the
     frame equals one made from scratch."""
-    from bench_pipeline.comparison import side_from_output
+    from bench_pipeline.comparison_sides import side_from_output
 
     tasks = [f"t{i}" for i in range(6)]
     rows = []

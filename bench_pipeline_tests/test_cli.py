@@ -211,12 +211,12 @@ def test_exit_2_for_an_unreadable_file(tmp_path, monkeypatch, capsys):
 def test_exit_2_for_an_unreadable_baseline_output(tmp_path, monkeypatch, capsys):
     """The baseline's processed attempts.jsonl cannot be read back: bad input, not a gate result."""
     base, cand = _runs(tmp_path)
-    from bench_pipeline import comparison
+    from bench_pipeline import comparison_sides
 
     def refusing(out_dir, run_dir=None):
-        raise comparison.ComparisonInputError(f"{out_dir / 'attempts.jsonl'}: cannot be read (Permission denied)")
+        raise comparison_sides.ComparisonInputError(f"{out_dir / 'attempts.jsonl'}: cannot be read (Permission denied)")
 
-    monkeypatch.setattr("bench_pipeline.comparison.side_from_output", refusing)
+    monkeypatch.setattr("bench_pipeline.comparison_sides.side_from_output", refusing)
     assert cli.main(["compare", str(base), str(cand), "--output-dir", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.endswith("baseline/attempts.jsonl: cannot be read (Permission denied)\n")
 

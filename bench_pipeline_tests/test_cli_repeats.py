@@ -14,7 +14,8 @@ from urllib.parse import unquote
 import pytest
 
 from bench_pipeline import cli
-from bench_pipeline.comparison import compare, side_from_output
+from bench_pipeline.comparison import compare
+from bench_pipeline.comparison_sides import side_from_output
 
 from .run_builder import make_run, row
 

@@ -14,22 +14,8 @@ from dataclasses import replace
 import pytest
 from scipy.stats import binomtest
 
-from bench_pipeline.comparison import (
-    GATE_EXIT_CODES,
-    GATE_REASONS,
-    WARNINGS,
-    Z_POWER80,
-    ComparisonInputError,
-    Side,
-    check_max_drop,
-    compare,
-    make_side,
-    mcnemar_p,
-    paired_statistics,
-    release_gate,
-    side_from_output,
-    side_from_processed,
-)
+from bench_pipeline.comparison import GATE_EXIT_CODES, GATE_REASONS, WARNINGS, Z_POWER80, check_max_drop, compare, mcnemar_p, paired_statistics, release_gate
+from bench_pipeline.comparison_sides import ComparisonInputError, Side, make_side, side_from_output, side_from_processed
 from bench_pipeline.identity import run_identity
 from bench_pipeline.pipeline import run_stages
 from bench_pipeline.stats import Z_95

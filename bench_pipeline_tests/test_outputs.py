@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from bench_pipeline.comparison import comparison_of, side_from_processed
+from bench_pipeline.comparison import comparison_of
+from bench_pipeline.comparison_sides import side_from_processed
 from bench_pipeline.jsonio import dumps
 from bench_pipeline.outputs import COMPARISON_FILES, OUTPUT_FILES, write_comparison_files, write_run_outputs
 from bench_pipeline.pipeline import run_stages

@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from bench_pipeline.comparison import compare, make_side
+from bench_pipeline.comparison import compare
+from bench_pipeline.comparison_sides import make_side
 from bench_pipeline.identity import RunIdentity
 from bench_pipeline.setup import run_setup
 from bench_pipeline.repeats import (

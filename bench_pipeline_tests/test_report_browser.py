@@ -356,7 +356,8 @@ def test_comparison_words_in_the_browser(browser: Any, tmp_path: Path) -> None:
     """A gate that passes without a margin states the drops that could have gone unseen; a
     section without variation shows no interval (neither in the table nor as a zero-width bar);
     both runs' models and code versions are named, the difference flagged."""
-    from bench_pipeline.comparison import comparison_of, make_side
+    from bench_pipeline.comparison import comparison_of
+    from bench_pipeline.comparison_sides import make_side
     from bench_pipeline.identity import RunIdentity
 
     def side(run_id: str, lost: set[str], identity: RunIdentity):
@@ -460,7 +461,8 @@ def test_an_inconclusive_gate_is_drawn_neither_green_nor_red(browser: Any, tmp_p
     """An empty candidate against a baseline of nine tasks, with a margin: the gate is
     inconclusive; in Chromium its box and badge are neither the pass's green nor the fail's
     red, and its words say no task was paired and that a drop of any size could have gone unseen."""
-    from bench_pipeline.comparison import comparison_of, make_side
+    from bench_pipeline.comparison import comparison_of
+    from bench_pipeline.comparison_sides import make_side
 
     rows = [{"task_id": f"task_{i}", "attempt": 1, "line": i + 1, "success": True, "agent_eligible": True,
              "quality_score": None, "task_wall_ms": None, "total_tokens": None, "cost_usd": None} for i in range(9)]

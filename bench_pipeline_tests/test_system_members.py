@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from bench_pipeline.comparison import make_side
+from bench_pipeline.comparison_sides import make_side
 from bench_pipeline.repeats import RepeatRun
 from bench_pipeline.system_members import first_identical, given, pooled_members, results_digests, usable
 

@@ -28,7 +28,7 @@ from ..catalog import (
     runs_behind_formula,
 )
 from ..catalog import suite_trends as build_trends
-from ..comparison import Side
+from ..comparison_sides import Side
 from ..formula import FORMULA_VERSION
 from ..reports.format import fmt_int, fmt_pct, md_text, plural
 from ..resources import PipelineSettings

@@ -14,7 +14,7 @@ check results as soon as they are known (in worker processes, the stages before 
 publication and the checks once they are stored, while the run is still being published;
 the publication when it is done), and a broken run folder fails only its own partition
 (its stages are not materialized, the step fails at the end naming it) while the others'
-results are kept. The work itself is in ``partition_work``.
+results are kept. The work itself is in ``partition_work`` (one partition) and ``partition_pool`` (the workers).
 """
 
 import os
@@ -35,7 +35,8 @@ from ..resources import LangfuseResource, PipelineSettings
 from ..run_folders import fingerprint, scan
 from . import bucket_io
 from .checks import CHECK_SPECS, check_evaluations
-from .partition_work import FRAME_SCHEMAS, STAGES, PartitionJob, PartitionOutcome, StagesStored, run_partitions
+from .partition_pool import run_partitions
+from .partition_work import FRAME_SCHEMAS, STAGES, PartitionJob, PartitionOutcome, StagesStored
 
 GROUP = "per_run"
 

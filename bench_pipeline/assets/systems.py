@@ -31,14 +31,15 @@ import dagster as dg
 import pandas as pd
 
 from ..catalog import catalog_records, row_identity
-from ..comparison import make_side
+from ..comparison_sides import make_side
 from ..identity import read_json_object
 from ..object_store import location_text
 from ..output_root import OutputRoot
 from ..outputs import write_repeats_files
 from ..repeats import RepeatRun, System, group_systems, repeats
 from ..system_folders import suite_slug, system_slugs
-from ..reports.compared import NO_VARIATION, fmt_pct
+from ..reports.change_format import NO_VARIATION
+from ..reports.format import fmt_pct
 from ..reports.format import fmt_int
 from ..reports.planning_text import runs_per_side_for
 from ..reports.repeated import level_interval

@@ -3,7 +3,7 @@
 templates and pandera's validators for the three stage frames (together about 0.8 s that
 every fresh process would otherwise spend on its first partition).
 
-Imported only by the fork server (``partition_work._pooled``); it starts no thread.
+Imported only by the fork server (``partition_pool._pooled``); it starts no thread.
 """
 
 import pandas as pd
@@ -12,7 +12,7 @@ from .. import reports
 from ..frames import attempts_frame, raw_results_frame, tasks_frame  # noqa: F401 - loaded for the workers
 from ..run_reader import read_run_files  # noqa: F401
 from ..schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
-from . import partition_work  # noqa: F401 - the workers' own code, and all it imports
+from . import partition_pool  # noqa: F401 - the workers' own code, and all it imports
 
 
 def warm_up() -> None:

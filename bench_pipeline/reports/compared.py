@@ -12,26 +12,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..comparison import BINARY_SECTIONS, Comparison, evidence_dir
+from ..comparison import BINARY_SECTIONS, Comparison
+from ..comparison_sides import evidence_dir
 from ..comparison_left_out import left_out
 from ..identity import RunIdentity, differences
 from ..object_store import relative_link
-from ..stats import is_number
 from ..vocabulary import COMPARISON_RESOURCE_FIELDS
 from .charts import svg_delta_intervals
-from .format import FIELD_LABELS, NA, fmt_int, fmt_ms, fmt_pct, fmt_text, fmt_usd
+from .change_format import (NO_VARIATION, VERDICT_CSS, VERDICT_WORDS, fmt_change, fmt_interval, fmt_level, fmt_p,
+                            mde_text, no_variation, section_kind, section_label, zero_width_verdict)
+from .format import fmt_int, fmt_pct, fmt_text
+from .gate_words import gate_view
 from .planning_text import comparison_planning
 from .setup_text import SETUP_WARNING_TEXT, difference_sentences, setup_facts, setup_rows
 from .view.evidence import evidence_href
 from .view.limits import LIST_CAP
-
-#: A table cell for the interval and MDE of a section without variation (``no_variation``).
-NO_VARIATION = "n/a (no variation)"
-
-#: What each verdict is called in the reports, and its colour class.
-VERDICT_WORDS = {"regression": "regression", "improvement": "improvement",
-                 "no_significant_change": "no significant change", None: "n/a"}
-VERDICT_CSS = {"regression": "bad", "improvement": "good", "no_significant_change": "flat", None: "na"}
 
 WARNING_TEXT = {
     "suite_differs": "The two runs are of different suites ({b_suite} and {c_suite}): only the tasks both "
@@ -42,68 +37,6 @@ WARNING_TEXT = {
                        "cannot decide (inconclusive).",
     **SETUP_WARNING_TEXT,
 }
-
-
-def _section_label(name: str, k: Any) -> str:
-    return {
-        "first_attempt": "First attempt (pass@1)",
-        "pass_at_k": f"pass@k (k={fmt_text(k)})",
-        "pass_pow_k": f"pass^k (k={fmt_text(k)})",
-        "task_success": "Task success (task-weighted)",
-        "quality": "Quality score",
-    }.get(name) or FIELD_LABELS.get(name, name)
-
-
-def _kind(name: str) -> str:
-    """How a section's numbers read: ``rate`` (a share of tasks or attempts), ``score``
-    (quality, 0-1) or the resource field itself."""
-    if name in BINARY_SECTIONS or name == "task_success":
-        return "rate"
-    return "score" if name == "quality" else name
-
-
-def fmt_level(kind: str, value: Any) -> str:
-    """A section's per-run value (a rate, a mean score, a mean resource)."""
-    if kind == "rate":
-        return fmt_pct(value)
-    if kind == "score":
-        return f"{value:.3f}" if is_number(value) else NA
-    if kind.endswith("_ms"):
-        return fmt_ms(value)
-    if kind.endswith("_usd"):
-        return fmt_usd(value)
-    return f"{value:,.1f}" if is_number(value) else NA
-
-
-def fmt_change(kind: str, value: Any, signed: bool = True) -> str:
-    """A change (delta, an interval bound) or, unsigned, a size (the MDE): rates in
-    percentage points, quality in score units, resources in their unit."""
-    if not is_number(value):
-        return NA
-    sign = ("+" if value > 0 else "-" if value < 0 else "") if signed else ""
-    size = abs(value) if signed else value
-    if kind == "rate":
-        return f"{sign}{size * 100:.1f} pp"
-    if kind == "score":
-        return f"{sign}{size:.3f}"
-    if kind.endswith("_ms"):
-        return f"{sign}{fmt_ms(size)}"
-    if kind.endswith("_usd"):
-        return f"{sign}{fmt_usd(size)}"
-    return f"{sign}{size:,.1f}"
-
-
-def fmt_interval(kind: str, lower: Any, upper: Any) -> str:
-    if is_number(lower) and is_number(upper):
-        return f"[{fmt_change(kind, lower)}, {fmt_change(kind, upper)}]"
-    return NA
-
-
-def fmt_p(p: Any) -> str:
-    """An exact p-value: three decimals, ``< 0.001`` below that."""
-    if not is_number(p):
-        return NA
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 #: Why a paired task is outside a section (``comparison_left_out.left_out`` codes), in words.
@@ -119,14 +52,6 @@ LEFT_OUT_WORDS = {
 VALUE_WORDS = {"quality": "a quality score", "task_wall_ms": "a wall time", "total_tokens": "a token total",
                "cost_usd": "a cost"}
 WHERE_WORDS = {"both": "in both runs", "baseline": "in the baseline", "candidate": "in the candidate"}
-
-
-def no_variation(s: Mapping[str, Any]) -> bool:
-    """A section of at least two paired tasks whose per-task changes are all equal: its
-    standard error, interval width and MDE are 0 because there is no spread to estimate them
-    from, not because the comparison is precise (comparison.json keeps the numbers as
-    comparison.md defines them)."""
-    return s["n"] >= 2 and s["se"] == 0
 
 
 def agreement_bound(n: int) -> float:
@@ -150,30 +75,12 @@ def _left_out_text(name: str, n: int, paired: int, reasons: list[tuple[str, str,
             + (f" ({'; '.join(parts)})" if parts else "") + ".")
 
 
-def _mde_text(kind: str, s: Mapping[str, Any]) -> str:
-    """After a result that is not significant: how large a true change could go unseen."""
-    if s["mde80"] is None or no_variation(s):
-        return ""
-    size = fmt_change(kind, s["mde80"], signed=False)
-    return (f" The smallest true change this comparison detects with 80% power is {size}: a true change "
-            f"smaller than that could easily go unseen, so this result says little about changes below {size}.")
-
-
-def zero_width_verdict(verdict: str | None, n: int) -> str:
-    """After a section of n tasks without variation (``no_variation``): why its interval verdict
-    is a regression or an improvement; '' for any other verdict."""
-    if verdict not in ("regression", "improvement"):
-        return ""
-    return (f" comparison.md's rule reads the zero-width interval as excluding zero, hence the verdict "
-            f"({VERDICT_WORDS[verdict]}); it rests on {fmt_int(n)} tasks without spread.")
-
-
 def _reading(name: str, s: Mapping[str, Any], k: Any, paired: int = 0,
              reasons: list[tuple[str, str, int]] | None = None) -> str:
     """The section in plain words: population (and who is left out, why), direction, the test
     or the interval, and, only after a result that is not significant, the MDE. A section
     without variation says so instead of showing a zero-width interval as precision."""
-    kind = _kind(name)
+    kind = section_kind(name)
     n = s["n"]
     left = _left_out_text(name, n, paired, reasons or [])
     if n == 0:
@@ -213,7 +120,7 @@ def _reading(name: str, s: Mapping[str, Any], k: Any, paired: int = 0,
             text += (f" Every one of the {fmt_int(n)} tasks changed the same way, so there is no variation between "
                      "tasks to put an interval around the change (shown as n/a); the verdict rests on the test alone.")
         elif verdict == "no_significant_change":
-            text += _mde_text(kind, s)
+            text += mde_text(kind, s)
     elif s["ci95"]["lower"] is None:
         text += " With fewer than two paired tasks there is no standard error, interval or verdict."
     elif flat:
@@ -229,7 +136,7 @@ def _reading(name: str, s: Mapping[str, Any], k: Any, paired: int = 0,
         elif verdict == "improvement":
             text += f" The 95% interval {interval} excludes zero on the better side ({worse}): an improvement."
         else:
-            text += f" The 95% interval {interval} includes zero: no significant change." + _mde_text(kind, s)
+            text += f" The 95% interval {interval} includes zero: no significant change." + mde_text(kind, s)
     if name == "task_success":
         text += (" Each task weighs the same (its share of successful eligible attempts, every attempt number); "
                  "this is not the attempt-weighted attempt success rate.")
@@ -264,123 +171,6 @@ def _links(comparison: Comparison, task_ids: list[str], out_dir: Path | None) ->
                           "folder": folder, "href": evidence_href(bases[which], folder)}
         rows.append(row)
     return rows
-
-
-GATE_SECTIONS = (("first_attempt", "first attempt"), ("task_success", "task success"))
-
-
-def _unseen(name: str, label: str, s: Mapping[str, Any]) -> str:
-    """How large a drop of a gate section could have gone unseen, for a gate without margin."""
-    n = s["n"]
-    if n == 0:
-        return f"{label} has no paired task, so any drop could have gone unseen"
-    if s["se"] is None:
-        return f"{label} has {fmt_int(n)} paired task, too few to estimate any drop, so any drop could have gone unseen"
-    if no_variation(s):
-        return (f"{label} shows no variation among its {fmt_int(n)} paired tasks, so the size of a drop that "
-                "could go unseen cannot be estimated")
-    return (f"a true drop in {label} smaller than {fmt_change('rate', s['mde80'], signed=False)} "
-            f"({fmt_int(n)} paired tasks) could have gone unseen")
-
-
-#: How a gate result is titled in the reports ("Release gate: FAIL") and its colour class:
-#: an inconclusive gate is neither green nor red.
-GATE_TITLES = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive"}
-GATE_CSS = {"pass": "pass", "fail": "fail", "inconclusive": "inconclusive"}
-
-
-def _tasks(n: Any) -> str:
-    return f"{fmt_int(n)} paired task{'' if n == 1 else 's'}"
-
-
-def gate_reason_words(result: Mapping[str, Any], reason: str) -> str:
-    """One gate reason code (comparison.md: ``<section>_no_evidence``, ``_regression``,
-    ``_no_interval``, ``_below_margin``) in words: what is missing or what was found, and how
-    large a drop could have gone unseen."""
-    name = next(n for n, _ in GATE_SECTIONS if reason.startswith(n + "_"))
-    label = "the first attempt" if name == "first_attempt" else "task success"
-    code = reason[len(name) + 1:]
-    s = result[name]
-    margin = result["gate"]["max_drop"]
-    margin_text = fmt_change("rate", margin, signed=False) if margin is not None else None
-    interval = fmt_interval("rate", s["ci95"]["lower"], s["ci95"]["upper"])
-    if code == "no_evidence":
-        return (f"{label} has no paired task (no task is in this section in both runs: an empty or unreadable "
-                "candidate, no eligible first attempt, or task sets that do not overlap), so nothing was measured "
-                "and a drop of any size could have gone unseen")
-    if code == "regression":
-        return f"{label} is a significant regression"
-    if code == "no_interval":
-        return (f"{label} has no 95% interval ({_tasks(s['n'])}: at least two are needed to estimate one), so the "
-                f"allowed drop of {margin_text} cannot be shown to hold and a drop of any size could have gone unseen")
-    if code == "below_margin":
-        flat = no_variation(s)
-        mde = ("" if flat or s["mde80"] is None else
-               f"; a true drop smaller than {fmt_change('rate', s['mde80'], signed=False)} could go unseen "
-               "with these tasks (80% power)")
-        return (f"{label}'s 95% interval {interval} ({_tasks(s['n'])}) reaches below -{margin_text}, the allowed "
-                f"drop: a drop of up to {fmt_change('rate', -s['ci95']['lower'], signed=False)} is not ruled out, "
-                f"so the margin is not shown to hold{mde}")
-    raise ValueError(f"unknown gate reason {reason!r}")
-
-
-def gate_statement(result: Mapping[str, Any], short: bool = False) -> str:
-    """What the release gate's result means, in words (comparison.md "the release gate"),
-    as ``<result>: <words>``.
-
-    A fail names its reasons (and any section that could not be decided). An inconclusive
-    gate says what is missing (no paired task in a section, no interval, an interval that
-    reaches below the margin) and how large a drop could have gone unseen. A pass with a
-    margin says both intervals stay above it. A pass without a margin is "no significant
-    regression was found", never "safe": it states how large a regression of first attempt
-    and task success could have gone unseen (their MDEs) and points to ``--max-drop``.
-    ``short``: the one line the command prints."""
-    gate = result["gate"]
-    margin = gate["max_drop"]
-    margin_text = fmt_change("rate", margin, signed=False) if margin is not None else None
-    words = [gate_reason_words(result, r) for r in gate["reasons"]]
-    if gate["result"] == "fail":
-        return "FAIL: " + "; ".join(words) + "."
-    if gate["result"] == "inconclusive":
-        return ("inconclusive: the data cannot decide, so this is neither a pass nor a fail: " + "; and ".join(words)
-                + ". More paired tasks (or repeated runs of each side) would decide it.")
-    sections = [(label, result[name]) for name, label in GATE_SECTIONS]
-    if margin is not None:
-        flat = [f"{label} shows no variation among its {_tasks(s['n'])}"
-                for label, s in sections if no_variation(s)]
-        if not flat:
-            return (f"pass: neither first attempt nor task success is a significant regression, and both 95% "
-                    f"intervals stay above -{margin_text}, the allowed drop: the candidate is shown to be at most "
-                    f"{margin_text} worse on both.")
-        return (f"pass: neither first attempt nor task success is a significant regression and no 95% interval "
-                f"reaches below -{margin_text}, the allowed drop; but {' and '.join(flat)}, so its interval has "
-                "zero width for want of any spread to estimate, not because the comparison is precise: more tasks "
-                "would show how large a drop could go unseen.")
-    unseen = [_unseen(name, label, result[name]) for name, label in GATE_SECTIONS]
-    if short:
-        return ("pass: no significant regression found, which is not evidence of none: " + "; ".join(unseen)
-                + "; --max-drop X requires evidence that the drop is at most X")
-    return ("pass: no significant regression of first attempt or task success was found, which is not evidence "
-            "that there is none: " + "; and ".join(unseen) + " (the smallest changes detected with 80% power). "
-            "For a gate that requires evidence that the candidate is at most a margin worse, compare with "
-            "--max-drop X (for example --max-drop 0.05: at most 5 pp).")
-
-
-def gate_view(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The gate as the reports show it: result, title, colour class, reasons in words."""
-    gate = result["gate"]
-    margin = gate["max_drop"]
-    statement = gate_statement(result)
-    return {"result": gate["result"], "passed": gate["result"] == "pass",
-            "title": GATE_TITLES[gate["result"]], "css": GATE_CSS[gate["result"]],
-            "reasons": list(gate["reasons"]),
-            "reason_words": [gate_reason_words(result, r) for r in gate["reasons"]],
-            "statement": statement,
-            "explanation": statement.split(": ", 1)[1],
-            "margin_text": fmt_change("rate", margin, signed=False) if margin is not None else None}
-
-
-
 
 
 def _identity_rows(b: RunIdentity, c: RunIdentity, b_id: Any, c_id: Any) -> list[dict[str, Any]]:
@@ -444,9 +234,9 @@ def comparison_view(comparison: Comparison | None, out_dir: Path | None = None) 
     reasons = left_out(comparison.baseline, comparison.candidate, k=k)
     rows, chart_rows = [], []
     for name, s in _sections(r):
-        kind = _kind(name)
+        kind = section_kind(name)
         binary = name in BINARY_SECTIONS
-        label = _section_label(name, k)
+        label = section_label(name, k)
         flat = no_variation(s)
         rows.append({
             "name": name, "label": label, "n": fmt_int(s["n"]),

@@ -11,23 +11,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..comparison import evidence_dir
+from ..comparison_sides import evidence_dir
 from ..repeats import SECTIONS, RepeatRun, group_systems
 from ..vocabulary import COMPARISON_RESOURCE_FIELDS
-from .compared import (
-    NO_VARIATION,
-    VERDICT_WORDS,
-    _kind,
-    _mde_text,
-    _section_label,
-    fmt_change,
-    fmt_interval,
-    fmt_level,
-    gate_view,
-    no_variation,
-    run_folder_base,
-    zero_width_verdict,
-)
+from .change_format import (NO_VARIATION, VERDICT_WORDS, fmt_change, fmt_interval, fmt_level, mde_text, no_variation,
+                            section_kind, section_label, zero_width_verdict)
+from .compared import run_folder_base
+from .gate_words import gate_view
 from .format import fmt_int, fmt_pct, fmt_text
 from .planning_text import repeats_planning, set_planning
 from .repeated_verdicts import side_notes, single_pair_text, task_evidence
@@ -119,8 +109,8 @@ def repeats_view(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Pat
                  "href": _report_link(out_dir, reports.get(r["run_id"]))} for r in doc["runs"]]
     pooled = []
     for name, s in _sections(doc, "pooled"):
-        kind = _kind(name)
-        pooled.append({"label": _section_label(name, doc["k"]), "n": fmt_int(s["n"]), "mean": fmt_level(kind, s["mean"]),
+        kind = section_kind(name)
+        pooled.append({"label": section_label(name, doc["k"]), "n": fmt_int(s["n"]), "mean": fmt_level(kind, s["mean"]),
                        "interval": level_interval(kind, s["ci95"]["lower"], s["ci95"]["upper"])
                        if not (s["n"] >= 2 and s["se"] == 0) else NO_VARIATION})
     st = doc["stability"]
@@ -152,7 +142,7 @@ def repeats_view(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Pat
 
 def _set_reading(name: str, s: Mapping[str, Any], single: Mapping[str, Any] | None) -> str:
     """One section of the repeated comparison in words, with what pooling bought."""
-    kind = _kind(name)
+    kind = section_kind(name)
     n = s["n"]
     if n == 0:
         return "No paired task is in this section on both sides: nothing to compare."
@@ -170,7 +160,7 @@ def _set_reading(name: str, s: Mapping[str, Any], single: Mapping[str, Any] | No
         if verdict in ("regression", "improvement"):
             text += f" The 95% interval {interval} excludes zero: {VERDICT_WORDS[verdict]}."
         else:
-            text += f" The 95% interval {interval} includes zero: no significant change." + _mde_text(kind, s)
+            text += f" The 95% interval {interval} includes zero: no significant change." + mde_text(kind, s)
     return text + single_pair_text(kind, s, single)
 
 
@@ -183,13 +173,13 @@ def set_comparison_view(result: Mapping[str, Any], single: Mapping[str, Any] | N
     k = result["k"]
     rows = []
     for name, s in _sections(result):
-        kind = _kind(name)
+        kind = section_kind(name)
         one = None
         if single is not None:
             one = single["resources"][name] if name in COMPARISON_RESOURCE_FIELDS else single[name]
         flat = no_variation(s)
         rows.append({
-            "label": _section_label(name, k), "n": fmt_int(s["n"]),
+            "label": section_label(name, k), "n": fmt_int(s["n"]),
             "baseline": fmt_level(kind, s["baseline_mean"]), "candidate": fmt_level(kind, s["candidate_mean"]),
             "change": fmt_change(kind, s["delta"]),
             "interval": NO_VARIATION if flat else fmt_interval(kind, s["ci95"]["lower"], s["ci95"]["upper"]),

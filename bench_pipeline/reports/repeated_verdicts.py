@@ -14,11 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..comparison import SECTION_VALUES, evidence_dir
+from ..comparison import SECTION_VALUES
+from ..comparison_sides import evidence_dir
 from ..identity import differences
 from ..repeats import RepeatRun
 from ..setup import differs_among
-from .compared import fmt_change, fmt_interval, no_variation, run_folder_base
+from .compared import run_folder_base
+from .change_format import fmt_change, fmt_interval, no_variation
 from .view.evidence import evidence_href
 
 

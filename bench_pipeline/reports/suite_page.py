@@ -29,14 +29,15 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from ..comparison import evidence_dir
+from ..comparison_sides import evidence_dir
 from ..jsonio import write_atomic
 from ..object_store import location_text
 from ..repeats import RepeatRun, task_outcomes
 from ..stats import fsum_mean, is_number
 from ..task_groups import is_eligible
 from .charts import nice_step, svg_interval_bar
-from .compared import NO_VARIATION, fmt_change, fmt_level, run_folder_base
+from .compared import run_folder_base
+from .change_format import NO_VARIATION, fmt_change, fmt_level
 from .format import fmt_ci, fmt_compact, fmt_int, fmt_pct, fmt_round, fmt_text, fmt_usd
 from .planning_text import suite_plan
 from .repeated import level_interval, noise_sentence, repeats_view, system_text

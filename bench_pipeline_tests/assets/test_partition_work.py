@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench_pipeline.assets.partition_work import (STAGES, STORED_STAGES, PartitionJob, PartitionOutcome, StagesStored,
-                                                  in_dependency_order, run_partitions, side_by_side)
+from bench_pipeline.assets.partition_pool import in_dependency_order, run_partitions, side_by_side
+from bench_pipeline.assets.partition_work import STAGES, STORED_STAGES, PartitionJob, PartitionOutcome, StagesStored
 from bench_pipeline.publication.settings import LangfuseSettings
 
 from ..dagster_helpers import make_resources
@@ -72,8 +72,9 @@ def test_in_worker_processes_each_partitions_stages_come_before_its_publication(
 def test_run_comparisons_metadata_names_an_inconclusive_gate_and_what_is_missing():
     """An empty candidate against a baseline: nothing paired, so run_comparison's metadata says
     inconclusive (never a pass), with both no_evidence reasons and the words for them."""
-    from bench_pipeline.assets.partition_work import comparison_metadata
-    from bench_pipeline.comparison import compare, make_side
+    from bench_pipeline.assets.stage_metadata import comparison_metadata
+    from bench_pipeline.comparison import compare
+    from bench_pipeline.comparison_sides import make_side
 
     rows = [{"task_id": t, "attempt": 1, "line": i, "success": True, "agent_eligible": True, "quality_score": None,
              "task_wall_ms": None, "total_tokens": None, "cost_usd": None} for i, t in enumerate(("a", "b"), start=1)]

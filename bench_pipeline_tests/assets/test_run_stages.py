@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from bench_pipeline.assets import per_run_assets
-from bench_pipeline.comparison import side_from_output
+from bench_pipeline.comparison_sides import side_from_output
 from bench_pipeline.data_quality import data_quality_findings as written_findings
 from bench_pipeline.formula import FORMULA_VERSION
 from bench_pipeline.partitions import range_tags, runs_partitions

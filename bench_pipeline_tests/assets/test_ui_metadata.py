@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bench_pipeline.assets.partition_work import HEADLINE_GROUPS, HEADLINE_RATES, headline_metadata
+from bench_pipeline.assets.stage_metadata import HEADLINE_GROUPS, HEADLINE_RATES, headline_metadata
 from bench_pipeline.pipeline import run_stages
 
 from ..run_builder import make_run, row

@@ -8,18 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from bench_pipeline.comparison import Comparison, compare, make_side
+from bench_pipeline.comparison import Comparison, compare
+from bench_pipeline.comparison_sides import make_side
 from bench_pipeline.comparison_left_out import left_out
 from bench_pipeline.identity import RunIdentity
 from bench_pipeline.reports import render_comparison_md
-from bench_pipeline.reports.compared import (
-    NO_VARIATION,
-    agreement_bound,
-    comparison_view,
-    gate_statement,
-    identity_notes,
-    no_variation,
-)
+from bench_pipeline.reports.compared import agreement_bound, comparison_view, identity_notes
+from bench_pipeline.reports.change_format import NO_VARIATION, no_variation
+from bench_pipeline.reports.gate_words import gate_statement
 from bench_pipeline.setup import run_setup
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench_pipeline.comparison import make_side
+from bench_pipeline.comparison_sides import make_side
 from bench_pipeline.identity import RunIdentity
 from bench_pipeline.repeats import RepeatRun, compare_sets, repeats
 from bench_pipeline.reports.repeated import (

@@ -9,7 +9,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-from bench_pipeline.comparison import make_side
+from bench_pipeline.comparison_sides import make_side
 from bench_pipeline.repeats import RepeatRun, repeats
 from bench_pipeline.reports.format import fmt_ci, fmt_pct
 from bench_pipeline.reports.suite_page import (

@@ -1,0 +1,80 @@
+"""The main command's Dagster runs, executed in its own process (``execute_in_process``): the
+run config and console logger they share, the first error of a failed step, and the catalog
+refresh (``execute_refresh``), which the main command runs here or in a process of its own
+(refresh_process.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+#: Run config of this command's Dagster runs: the plain console logger below (the instance
+#: keeps every event all the same).
+RUN_CONFIG = {"loggers": {"console": {}}}
+def plain_console():
+    """A Dagster logger that prints what the steps log (``context.log``), message only, once.
+
+    It replaces Dagster's console logger for the runs of this command, which prints every
+    line in Dagster's format (timestamp, job, run id, step) on top of this command's own.
+    Dagster's events (records carrying a ``dagster_event``: step started, materialization,
+    step failure, ...) are not printed: the step's own lines and this command's say what
+    they mean, and the instance keeps them all (the UI shows them).
+    """
+    import logging
+
+    import dagster as dg
+
+    class StepLines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            meta = getattr(record, "dagster_meta", None) or {}
+            if meta.get("dagster_event") is None:
+                _say(meta.get("orig_message", record.getMessage()))
+
+    @dg.logger(description="What the steps log, message only (bench_pipeline.main).")
+    def plain_console(_init_context) -> logging.Logger:
+        logger = logging.Logger("bench_pipeline.main", logging.INFO)
+        logger.addHandler(StepLines())
+        return logger
+
+    return plain_console
+
+
+def step_error(result) -> str | None:
+    """The first line of the first step error that does not name its runs (an error of the
+    step itself, not of one run folder), or None."""
+    for event in result.get_step_failure_events():
+        data = event.step_failure_data
+        if data.user_failure_data is not None and "failed_runs" in data.user_failure_data.metadata:
+            continue
+        error = data.error
+        while error is not None and error.cause is not None:  # the user code's error, not Dagster's wrapper
+            error = error.cause
+        if error is not None:
+            return (error.message.strip().splitlines() or ["unknown error"])[0]
+    return None
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """How a ``refresh_catalog`` run of this command ended (picklable: it may come from the
+    early refresh's process)."""
+
+    success: bool
+    run_id: str  # "" when the refresh's process ended before saying which run it made
+    error: str | None = None  # the first line of the failure
+
+
+def execute_refresh(instance) -> Refreshed:
+    """The ``refresh_catalog`` job executed in this process on ``instance``, its step lines
+    printed as the per-run job's are."""
+    from .definitions import defs
+
+    result = defs.resolve_job_def("refresh_catalog").with_logger_defs({"console": plain_console()}).execute_in_process(
+        instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
+    )
+    return Refreshed(result.success, result.run_id,
+                     None if result.success else step_error(result) or "the Dagster run failed")
