@@ -10,15 +10,13 @@ processed run in memory (``side_from_processed``), from a processed run's output
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from .identity import RunIdentity, read_identity, run_identity
+from .jsonio import read_json_bytes
 from .object_store import location_text
 from .task_groups import ByAttempt, deduplicate
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
@@ -101,13 +99,6 @@ def side_from_processed(processed: ProcessedRun, run_dir: Path | None = None) ->
     )
 
 
-def _load_json(text: bytes) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:  # an integer beyond 64 bits (written exactly, R42)
-        return json.loads(text)
-
-
 def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
     """A side from a processed run's output folder: metrics.json (run id, suite,
     coverage.metrics_k) and attempts.jsonl (every attempt row), both as run_stages writes
@@ -119,7 +110,7 @@ def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
     # the files' names in the reasons: their URLs when the folder is the copy of a bucket's
     metrics_name, attempts_name = location_text(metrics_path), location_text(attempts_path)
     try:
-        metrics = _load_json(metrics_path.read_bytes())
+        metrics = read_json_bytes(metrics_path.read_bytes())
     except OSError as exc:
         raise ComparisonInputError(f"{metrics_name}: cannot be read ({exc.strerror or exc})") from None
     except ValueError as exc:
@@ -140,7 +131,7 @@ def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
         if not line.strip():
             continue
         try:
-            record = _load_json(line)
+            record = read_json_bytes(line)
         except ValueError as exc:
             raise ComparisonInputError(f"{attempts_name}: line {number} is not JSON ({exc})") from None
         if not (isinstance(record, dict) and isinstance(record.get("task_id"), str)

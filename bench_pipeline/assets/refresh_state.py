@@ -19,7 +19,6 @@ refresh run tagged ``bench/refresh=from_scratch`` ignores it as well.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,14 +26,14 @@ import dagster as dg
 
 from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
 from ..formula import FORMULA_VERSION
-from ..jsonio import json_bytes
+from ..jsonio import json_bytes, read_json_bytes
 from ..object_store import storage_path
 from ..partitions import runs_partitions
 
 #: The version of what the cross-run assets write (catalog rows, trends, repeats files, suite
 #: pages): raise it with any change to their code or templates, so that the next refresh
 #: recomputes every part instead of keeping parts made by the old code.
-CROSS_RUN_VERSION = "2026-12-05.2"
+CROSS_RUN_VERSION = "2026-12-05.3"
 #: What a kept part must have been made by: this formula and this cross-run code.
 REFRESH_VERSION = f"{FORMULA_VERSION}/{CROSS_RUN_VERSION}"
 #: The run tag that makes a refresh ignore what earlier refreshes kept.
@@ -71,7 +70,7 @@ def load_state(storage_base: str, name: str, context: dg.AssetExecutionContext |
     if context is not None and from_scratch(context):
         return {}
     try:
-        state = json.loads(_path(storage_base, name).read_bytes())
+        state = read_json_bytes(_path(storage_base, name).read_bytes())
     except (OSError, ValueError):
         return {}
     if not isinstance(state, dict) or state.get("refresh_version") != REFRESH_VERSION:

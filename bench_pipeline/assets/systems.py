@@ -13,7 +13,9 @@ read once, for the systems' documents and for the pages (which show every attemp
 and tokens and the flaky tasks' evidence, ``SystemEntry.runs``); the systems are
 materialized before the pages are written, so a page that fails leaves them made.
 ``system_repeats``' stored value is a small JSON document: per system folder name, the
-system (suite, model, git sha), its run ids, its repeats.md and its repeats.json document.
+system (suite, model, git sha, setup), its run ids, the runs left out and why, and where its
+repeats.md and repeats.json are (the documents themselves are in those files: stored again
+on every refresh, they would make each refresh grow with the number of systems).
 
 Files land under the output root: ``_systems/<system_slug>/`` and
 ``_suites/<suite_slug>/index.html`` (``system_folders.system_slugs`` / ``suite_slug``). Each refresh
@@ -163,8 +165,19 @@ def _entry(system: System, slug: str, doc: dict, repeats_md: Path, members: Memb
     not part of system_repeats' value)."""
     return {"slug": slug, "suite": system.suite, "model": system.model, "git_sha": system.git_sha,
             "setup": system.setup_text, "runs": [r["run_id"] for r in doc["runs"]],
-            "left_out": members.left_out, "repeats_md": str(repeats_md), "doc": doc,
+            "left_out": members.left_out, "repeats_md": str(repeats_md),
+            "repeats_json": str(repeats_md.with_name("repeats.json")), "doc": doc,
             "page": page_summary(members.pooled)}
+
+
+#: What a system's entry keeps for the next refresh and the suite page, not part of
+#: system_repeats' value.
+KEPT_ONLY = ("doc", "page")
+
+
+def _value(entry: dict) -> dict:
+    """A system's entry as system_repeats' value has it (without KEPT_ONLY)."""
+    return {k: v for k, v in entry.items() if k not in KEPT_ONLY}
 
 
 def split_members(settings: PipelineSettings, members: list[RepeatRun]) -> Members:
@@ -205,7 +218,7 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns, kept: dict[str, 
         versions = {m.run_id: runs.versions.get(m.run_id) for m in members}
         if slug not in remade:
             state[slug] = kept[slug]
-            value[slug] = {k: v for k, v in kept[slug]["entry"].items() if k != "page"}
+            value[slug] = _value(kept[slug]["entry"])
             continue
         split = split_members(settings, runs.full(m.run_id for m in members))
         doc = repeats(split.pooled)
@@ -217,9 +230,9 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns, kept: dict[str, 
         made += 1
         entry = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]), split)
         state[slug] = {"versions": versions, "entry": entry}  # with what the suite page shows of its runs
-        value[slug] = {k: v for k, v in entry.items() if k != "page"}
+        value[slug] = _value(entry)
     output_root.publish()
-    entries = list(value.values())
+    entries = [state[slug]["entry"] for slug in value]
     metadata = {
         "systems": len(entries),
         "runs_pooled": sum(len(e["runs"]) for e in entries),
