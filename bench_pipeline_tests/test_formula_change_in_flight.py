@@ -92,7 +92,9 @@ def test_a_formula_change_processed_two_dagster_runs_at_a_time_leaves_no_mixed_c
     home.mkdir()
     shutil.copy(ROOT / "deploy" / "dagster.local.yaml", home / "dagster.yaml")
     runs_root, reports = tmp_path / "data" / "runs", tmp_path / "data" / "reports"
-    runs = [p.name for p in generate_runs(runs_root, runs=6, seed=21, tasks=8, repeats=2, history_messages=4,
+    # Runs of 1,000 attempts: each takes a few seconds in its Dagster run, longer than the
+    # daemon takes to launch the next one, so the queue's two slots hold two runs at once.
+    runs = [p.name for p in generate_runs(runs_root, runs=6, seed=21, tasks=200, repeats=5, history_messages=4,
                                           edge_cases=False, layout="runner", systems=1)]
     done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600, check=False)
@@ -127,7 +129,8 @@ def test_a_formula_change_processed_two_dagster_runs_at_a_time_leaves_no_mixed_c
     # Two Dagster runs were in flight at once (the queue's limit), so baselines were being
     # processed while their successors were.
     spans = sorted((r.start_time, r.end_time) for r in after)
-    assert any(later_start < end for (_, end), (later_start, _) in zip(spans, spans[1:])), spans
+    assert any(later_start < end for (_, end), (later_start, _) in zip(spans, spans[1:])), [
+        (round(start - spans[0][0], 1), round(end - spans[0][0], 1)) for start, end in spans]
     follow_ups = [r for r in after if r.dagster_run.tags.get("bench/trigger") == "baseline_changed"]
     print(f"\n{len(after)} Dagster runs after the change, {len(follow_ups)} of them comparisons made again")
 

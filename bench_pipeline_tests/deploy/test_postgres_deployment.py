@@ -70,8 +70,12 @@ class Service:
         self.name = name
         self.log_path = logs / f"{name}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop(), outlives this call
+        # SIGINT as a container or a terminal gives it: the code server maps SIGTERM to SIGINT's
+        # handler, so started with SIGINT ignored (a background job of a non-interactive shell,
+        # as CI may start the tests) it would ignore SIGTERM too (docs/operations.md).
         self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def tail(self, n: int = 60) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
