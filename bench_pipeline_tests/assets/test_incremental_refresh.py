@@ -55,23 +55,27 @@ def _process(instance, resources, key: str) -> None:
     assert dg.materialize(per_run_assets, partition_key=key, instance=instance, resources=resources).success
 
 
-def _rejudge(folder: Path, rng: random.Random) -> None:
-    """Flip the outcome of some rows (a re-judged run: its results change, so does its fingerprint)."""
-    path = folder / "results.jsonl"
+def _rejudge(folder: Path, rng: random.Random, runner: bool) -> None:
+    """Flip the outcome of some rows (a re-judged run: its results change, so does its
+    fingerprint). In the runner's layout, as its re-judge does: the outcome in each row's
+    ``metrics``, the rows written to results.rejudged.jsonl beside results.jsonl."""
+    rejudged = folder / "results.rejudged.jsonl"
+    path = rejudged if runner and rejudged.is_file() else folder / "results.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     for row in rng.sample(rows, max(1, len(rows) // 3)):
         passed = row.get("status") == "passed"
-        row.update(status="failed" if passed else "passed", success=not passed)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        row.update(status="failed" if passed else "passed")
+        (row["metrics"] if runner else row)["success"] = not passed
+    (rejudged if runner else path).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [3, 11])
-def test_the_incremental_refresh_equals_a_refresh_from_scratch_after_random_events(tmp_path, seed):
+@pytest.mark.parametrize(("seed", "layout"), [(3, "flat"), (11, "runner")])
+def test_the_incremental_refresh_equals_a_refresh_from_scratch_after_random_events(tmp_path, seed, layout):
     rng = random.Random(seed)
     resources = make_resources(tmp_path)
     generated = generate_runs(tmp_path / "generated", runs=9, seed=seed, tasks=4, repeats=2, history_messages=4,
-                              edge_cases=False, systems=2)
+                              edge_cases=False, systems=2, layout=layout)
     waiting = sorted(generated)
     rng.shuffle(waiting)  # so that some runs arrive after later ones: late runs
     runs = Path(resources["settings"].runs_root)
@@ -96,7 +100,7 @@ def test_the_incremental_refresh_equals_a_refresh_from_scratch_after_random_even
                 arrive()
             elif event == "rejudge":  # not the newest partition: what the refresh keeps is in partition order
                 key = rng.choice(present[:-1])
-                _rejudge(runs / key, rng)
+                _rejudge(runs / key, rng, runner=layout == "runner")
                 _process(instance, resources, key)
             elif event == "again":
                 _process(instance, resources, rng.choice(present))
