@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 # Only light imports here: `main` starts the fork server before Dagster is imported.
-from .in_process_runs import RUN_CONFIG, Refreshed, execute_refresh, plain_console, step_error
+from .in_process_runs import RUN_CONFIG, execute_refresh, plain_console, step_error
 
 #: Suite pages named at the end of the main command (the rest are counted).
 SUITE_PAGES_LISTED = 10
@@ -67,8 +66,6 @@ SAMPLES = (Sample("sample-clean-", 2, False, 7, systems=1), Sample("sample-with-
 REPORT_FILES = ("report.html", "summary.md", "comparison.md")
 #: The module of the early catalog refresh's process, which the fork server loads at start.
 REFRESH_PROCESS = "bench_pipeline.refresh_process"
-#: How often the early refresh looks at the instance for the last runs' reports (seconds).
-EARLY_REFRESH_POLL = 0.25
 
 
 def _say(message: str) -> None:
@@ -167,6 +164,8 @@ def _run_all(defs, instance, samples: bool) -> int:
     # the runs whose comparison these put behind come after them (their baselines are done)
     batches = [*partition_batches(partitions, set(todo), PARTITIONS_PER_RUN),
                *partition_batches(partitions, set(ahead), PARTITIONS_PER_RUN)]
+    from .refresh_process import EarlyRefresh
+
     early: EarlyRefresh | None = None
     for i, batch in enumerate(batches):
         started = time.monotonic()
@@ -289,81 +288,6 @@ def follow_comparisons(job, instance, settings) -> tuple[int, int]:
         errors, seconds = _failed_runs(result), _run_seconds(result)
         failed += sum(1 for key in batch if key in errors or key not in seconds)
     return len(behind), failed
-
-
-class EarlyRefresh:
-    """The catalog refresh, started while the last runs are still being published.
-
-    A thread looks at the instance every EARLY_REFRESH_POLL seconds; once every run of
-    ``keys`` has its ``reports`` stage recorded by this command (after the newest one
-    recorded before), the last stage the refresh reads (``cross_run.FOLLOWED_STAGE``), it
-    starts the refresh in a process forked from the fork server (refresh_process.py), which
-    uses the core the publication leaves free. When a run fails before its reports, or the
-    per-run run ends first, nothing starts and ``result`` is None: the command refreshes
-    after the runs, as before. The refresh then covers every run of the command, and
-    ``catalog_behind`` finds it up to date once the publications are recorded.
-    """
-
-    def __init__(self, instance, keys: list[str], dagster_home: str) -> None:
-        import dagster as dg
-
-        from .assets.cross_run import FOLLOWED_STAGE
-
-        self._instance, self._keys, self._home = instance, set(keys), dagster_home
-        self._asset = dg.AssetKey(FOLLOWED_STAGE)
-        latest = instance.fetch_materializations(self._asset, limit=1).records
-        self._after = latest[0].storage_id if latest else 0
-        self._stop, self._started = threading.Event(), threading.Event()
-        self._pool = self._future = None
-        self._thread = threading.Thread(target=self._watch, name="early-catalog-refresh", daemon=True)
-        self._thread.start()
-
-    def _recorded(self) -> bool:
-        import dagster as dg
-
-        records = self._instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=self._asset, asset_partitions=sorted(self._keys),
-                                  after_storage_id=self._after),
-            limit=len(self._keys) * 2,
-        ).records
-        return {record.partition_key for record in records} >= self._keys
-
-    def _watch(self) -> None:
-        from concurrent.futures import ProcessPoolExecutor
-
-        from .bulk import fork_server_context
-        from .refresh_process import refresh
-
-        try:
-            while not self._stop.wait(EARLY_REFRESH_POLL):
-                if self._recorded():
-                    self._pool = ProcessPoolExecutor(1, mp_context=fork_server_context())
-                    self._future = self._pool.submit(refresh, self._home)
-                    self._started.set()
-                    return
-        except Exception:  # noqa: BLE001 - the instance could not be read: the refresh runs after the runs
-            return
-
-    def wait_started(self, timeout: float) -> bool:
-        """Whether the refresh has started, waiting up to ``timeout`` seconds."""
-        return self._started.wait(timeout)
-
-    def stop_watching(self) -> None:
-        """No refresh starts after this (the per-run run is over)."""
-        self._stop.set()
-        self._thread.join()
-
-    def result(self) -> Refreshed | None:
-        """How the early refresh ended (waiting for it), or None when it did not start."""
-        self.stop_watching()
-        if self._future is None:
-            return None
-        try:
-            return self._future.result()
-        except Exception as exc:  # noqa: BLE001 - the process died: say so, as for a failed run
-            return Refreshed(False, "", f"the catalog refresh's process failed: {type(exc).__name__}: {exc}")
-        finally:
-            self._pool.shutdown()
 
 
 def _suite_pages(output_root: str) -> list[str]:

@@ -228,7 +228,7 @@ from bench_pipeline.main import REFRESH_PROCESS
 start_fork_server(also_preload=(REFRESH_PROCESS,))
 from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.definitions import defs
-from bench_pipeline.main import EarlyRefresh
+from bench_pipeline.refresh_process import EarlyRefresh
 from bench_pipeline.partitions import runs_partitions
 
 home = os.environ["DAGSTER_HOME"]
