@@ -272,7 +272,7 @@ def long_tailed_run() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, A
 def test_histogram_labels_do_not_overlap(browser: Any, tmp_path: Path) -> None:
     """The histograms' marker labels (and all their other texts) as Chromium lays them out:
     no two getBBox() rectangles intersect, none leaves the chart; the long tail is cut."""
-    from bench_pipeline.reports.charts import text_width
+    from bench_pipeline.reports.histogram import text_width
 
     paths = write_reports(tmp_path, *long_tailed_run())
     w = open_report(browser, paths["report.html"])

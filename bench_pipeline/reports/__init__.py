@@ -12,10 +12,11 @@ the run is escaped by jinja2 autoescaping; per-attempt details are embedded as J
 The modules, in the order they build on one another:
 
 - ``format``: formatters of values and field labels, markdown and JSON escaping;
-- ``charts``: the inline SVG charts and report.html's histograms;
+- ``charts``: the inline SVG charts; ``histogram``: report.html's histograms;
 - ``view``: the view model both reports render, a package with one module per report
   section; ``view.run_view.build_view`` assembles them into a ``RunView``
   (``view.facts``: ``attempt_facts``, ``task_facts``);
+- ``change_format`` and ``gate_words``: a comparison's numbers and its gate in words;
 - ``planning_text`` and ``planning_chart``: planning in words and the suite page's chart of
   the detectable change against runs per side (planning.md "Where a reader sees it");
 - ``compared``: the view of a comparison with a baseline (``comparison_view``): the
@@ -30,7 +31,8 @@ preload); a test that replaces a module-level value (``monkeypatch``) must do so
 module that reads it, never here.
 """
 
-from .charts import histogram_bins, histograms, svg_delta_intervals, svg_hbar_chart, svg_histogram, svg_interval_bar
+from .charts import svg_delta_intervals, svg_hbar_chart, svg_interval_bar
+from .histogram import histogram_bins, histograms, svg_histogram
 from .format import (
     fmt_bool,
     fmt_ci,

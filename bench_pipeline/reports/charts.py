@@ -1,28 +1,24 @@
-"""report.html's inline SVG charts: interval bars, bar charts and histograms.
+"""report.html's inline SVG charts: interval bars, bar charts and the comparison's changes
+(the histograms are in histogram.py).
 
 Pure functions; each returns Markup built only from escaped text and formatted numbers.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup, escape
 
-from ..stats import is_number, numbers, percentile
-from ..task_groups import is_eligible
-from .format import FIELD_LABELS, MS_FIELDS, USD_FIELDS, dig, fmt_ci, fmt_int, fmt_pct, formatter_for
-
-#: report.html's histograms: a few per-attempt distributions, titled "<label> per attempt".
-HISTOGRAM_FIELDS = ("task_wall_ms", "total_tokens", "tool_calls", "device_actions")
+from ..stats import is_number
+from .format import fmt_ci, fmt_pct
 
 
-def _x(value: float) -> str:
+
+def coord(value: float) -> str:
     """Compact SVG coordinate."""
     return f"{value:.1f}".rstrip("0").rstrip(".")
 
@@ -41,17 +37,17 @@ def svg_interval_bar(value: Any, lower: Any, upper: Any, *, label: str = "",
         f'<line class="track" x1="{left}" y1="16" x2="{right}" y2="16"/>',
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        x = _x(pos(tick))
+        x = coord(pos(tick))
         parts.append(f'<line class="tick" x1="{x}" y1="11" x2="{x}" y2="21"/>')
         if tick in (0.0, 0.5, 1.0):
             parts.append(f'<text class="axis" x="{x}" y="{height - 6}" text-anchor="middle">'
                          f"{int(tick * 100)}%</text>")
     if is_number(lower) and is_number(upper):
         x1, x2 = pos(lower), pos(upper)
-        parts.append(f'<rect class="ci" x="{_x(x1)}" y="10" width="{_x(max(x2 - x1, 1.5))}" '
+        parts.append(f'<rect class="ci" x="{coord(x1)}" y="10" width="{coord(max(x2 - x1, 1.5))}" '
                      f'height="12" rx="3"/>')
     if is_number(value):
-        parts.append(f'<circle class="pt" cx="{_x(pos(value))}" cy="16" r="5.5"/>')
+        parts.append(f'<circle class="pt" cx="{coord(pos(value))}" cy="16" r="5.5"/>')
     else:
         parts.append(f'<text class="axis na" x="{width / 2}" y="8" text-anchor="middle">'
                      "n/a: no eligible denominator</text>")
@@ -77,9 +73,9 @@ def svg_hbar_chart(items: Sequence[tuple[str, int]], *, css: str = "bar",
                      f'<text class="lbl" x="{label_width}" y="{y + 16}" text-anchor="end">{safe}</text>'
                      f'<rect class="bg" x="{bar_left}" y="{y + 4}" width="{bar_span}" height="16" rx="3"/>')
         if count:
-            parts.append(f'<rect class="{css}" x="{bar_left}" y="{y + 4}" width="{_x(max(bar_w, 2))}" '
+            parts.append(f'<rect class="{css}" x="{bar_left}" y="{y + 4}" width="{coord(max(bar_w, 2))}" '
                          f'height="16" rx="3"/>')
-        parts.append(f'<text class="val{" zero" if not count else ""}" x="{_x(bar_left + max(bar_w, 0) + 6)}" '
+        parts.append(f'<text class="val{" zero" if not count else ""}" x="{coord(bar_left + max(bar_w, 0) + 6)}" '
                      f'y="{y + 16}">{count:,}</text></g>')
     parts.append("</svg>")
     return Markup("".join(parts))
@@ -96,7 +92,7 @@ def svg_stacked_bar(parts_in: Sequence[tuple[str, int, str]], *, width: int = 10
         if not count:
             continue
         w = width * count / total
-        parts.append(f'<rect class="{escape(css)}" x="{_x(x)}" y="0" width="{_x(w)}" height="{height}">'
+        parts.append(f'<rect class="{escape(css)}" x="{coord(x)}" y="0" width="{coord(w)}" height="{height}">'
                      f"<title>{escape(label)}: {count:,}</title></rect>")
         x += w
     parts.append("</svg>")
@@ -112,443 +108,6 @@ def nice_step(raw: float) -> float:
         if mult * power >= raw:
             return mult * power
     return 10 * power
-
-
-#: Histogram axes (``histogram_bins``). A value is an outlier beyond Tukey's far-out fences,
-#: q1 - 3 IQR and q3 + 3 IQR (at most a quarter of the values per side); the outliers of a
-#: side are counted beside a cut axis when they would stretch it by more than half the span
-#: of the other values. A log axis shows every value instead when all values are positive,
-#: the others span two orders of magnitude (largest / smallest >= 100) and half of them
-#: would crowd into the lowest fifth of a linear axis.
-OUTLIER_FENCE = 3.0
-LOG_RATIO = 100.0
-LOG_CROWDED = 0.2
-_LOG_BARS_PER_DECADE = (10, 8, 6, 5, 4, 3, 2, 1)
-#: Conservative text extent for layout: 0.7 em per character (DejaVu Sans digits are 0.64 em,
-#: "+" 0.84 em, "m" 0.97 em; narrower fonts only leave more room) plus a little padding.
-_EM_PER_CHAR = 0.7
-_FONT_PX = 10.0  # svg .axis and svg.hist .mlabel (report.css)
-
-
-def text_width(text: str, font_px: float = _FONT_PX) -> float:
-    """An upper estimate of the rendered width of ``text`` at ``font_px``."""
-    return _EM_PER_CHAR * font_px * len(text) + 2.0
-
-
-@dataclass(frozen=True)
-class HistogramBins:
-    """A histogram's axis and counts.
-
-    ``bins``: ``[(lo, hi, count)]``, in order; with ``per_value`` one bin per integer
-    value (``(v, v + 1, count)``). ``scale``: ``"linear"`` or ``"log"`` (bins of equal
-    width in log10, ``log_step`` decades each, the first from 10^``log_start``). ``below``/``above``: values left out of
-    a cut axis, under ``below_threshold`` / over ``above_threshold``; ``low`` and
-    ``high`` are the smallest and largest value overall.
-    """
-
-    scale: str
-    bins: list[tuple[float, float, int]]
-    per_value: bool = False
-    log_step: float | None = None
-    log_start: float | None = None
-    below: int = 0
-    below_threshold: float | None = None
-    above: int = 0
-    above_threshold: float | None = None
-    low: float | None = None
-    high: float | None = None
-
-    @property
-    def count(self) -> int:
-        return sum(c for *_, c in self.bins) + self.below + self.above
-
-
-def _linear_layout(lo: float, hi: float, integral: bool, max_bins: int) -> tuple[float, float, int, bool] | None:
-    """(start, step, count, per_value) of linear bins covering [lo, hi]; None when floats
-    cannot step through the range (beyond 2^52 they no longer step by one, or the span
-    overflows)."""
-    if not math.isfinite(hi - lo) or max(abs(lo), abs(hi)) >= 2 ** 52:
-        return None
-    if integral and hi - lo + 1 <= max_bins:
-        return lo, 1.0, int(hi - lo) + 1, True
-    step = float(nice_step((hi - lo) / max_bins) if hi > lo else max(abs(lo) / 10, 1.0))
-    if integral and not step.is_integer():
-        step = float(math.ceil(step)) if step < 2 else 5.0  # counts of integers: whole steps (2.5 -> 5)
-    start = math.floor(lo / step) * step
-    count = max(1, math.ceil((hi - start) / step + 1e-9))
-    if start + count * step <= hi:
-        count += 1
-    return start, step, count, False
-
-
-def _log_layout(lo: float, hi: float, max_bins: int) -> tuple[int, float, int]:
-    """(k0, step, count) of log bins covering [lo, hi] (both > 0): bin i spans
-    10^((k0 + i) * step) to 10^((k0 + i + 1) * step), ``step`` in decades."""
-    a, b = math.log10(lo), math.log10(hi)
-    for per in _LOG_BARS_PER_DECADE:
-        k0 = math.floor(a * per)
-        k1 = max(k0 + 1, math.ceil(b * per))
-        if k1 - k0 <= max_bins:
-            return k0, 1.0 / per, k1 - k0
-    decades = 1
-    while True:  # several decades per bin: 2, 5, 10, 20, 50, ...
-        for mult in (2, 5, 10):
-            step = decades * mult
-            k0 = math.floor(a / step)
-            k1 = max(k0 + 1, math.ceil(b / step))
-            if k1 - k0 <= max_bins:
-                return k0, float(step), k1 - k0
-        decades *= 10
-
-
-def _log_index(v: float, step: float) -> int:
-    t = math.log10(v)
-    return math.floor(t * round(1 / step)) if step < 1 else math.floor(t / step)
-
-
-def histogram_bins(values: Sequence[Any], max_bins: int = 20) -> HistogramBins:
-    """The axis and bins of a histogram of ``values`` (non-numbers, e.g. None, are skipped).
-
-    Integer data with a small range gets one bin per value and never a cut axis. Else
-    far-out outliers (beyond q1 - 3 IQR or q3 + 3 IQR) are counted beside the axis when
-    they would stretch it by more than half the span of the other values; and when all
-    values are positive and those others span two orders of magnitude (largest / smallest
-    >= 100) with half of them in the lowest fifth of their span, a log axis shows every
-    value instead.
-    Cost: one sort and a pass over the values.
-    """
-    data = sorted(map(float, numbers(values)))
-    if not data:
-        return HistogramBins("linear", [])
-    lo, hi = data[0], data[-1]
-    integral = all(map(float.is_integer, data))
-    keep_lo, keep_hi = 0, len(data)
-    if not (integral and hi - lo + 1 <= max_bins):
-        q1, q3 = percentile(data, 25), percentile(data, 75)
-        iqr = (q3 - q1) if q1 is not None and q3 is not None else 0.0
-        if math.isfinite(iqr) and iqr > 0:
-            inner_lo = bisect.bisect_left(data, q1 - OUTLIER_FENCE * iqr)
-            inner_hi = bisect.bisect_right(data, q3 + OUTLIER_FENCE * iqr)
-            span = data[inner_hi - 1] - data[inner_lo]
-            if inner_hi < len(data) and hi - data[inner_hi - 1] > span / 2:
-                keep_hi = inner_hi
-            if inner_lo > 0 and data[inner_lo] - lo > span / 2:
-                keep_lo = inner_lo
-    k_lo, k_hi = data[keep_lo], data[keep_hi - 1]
-    median = data[(keep_lo + keep_hi - 1) // 2]
-    if lo > 0 and k_hi / k_lo >= LOG_RATIO and median - k_lo < LOG_CROWDED * (k_hi - k_lo):
-        k0, step, count = _log_layout(lo, hi, max_bins)
-        counts = [0] * count
-        for v in data:
-            counts[min(max(_log_index(v, step) - k0, 0), count - 1)] += 1
-        bins = [(10 ** ((k0 + i) * step), 10 ** ((k0 + i + 1) * step), c) for i, c in enumerate(counts)]
-        return HistogramBins("log", bins, log_step=step, log_start=k0 * step, low=lo, high=hi)
-    layout = _linear_layout(k_lo, k_hi, integral, max_bins)
-    if layout is None:
-        # one bin for the kept values
-        return HistogramBins("linear", [(k_lo, k_hi, keep_hi - keep_lo)], below=keep_lo,
-                             below_threshold=k_lo if keep_lo else None, above=len(data) - keep_hi,
-                             above_threshold=k_hi if keep_hi < len(data) else None, low=lo, high=hi)
-    start, step, count, per_value = layout
-    # what the axis covers: per value [first, last], else the bins' outer edges; outliers
-    # that fall inside it after all are counted in its bins
-    cover_lo, cover_hi = (start, start + count - 1) if per_value else (start, start + count * step)
-    below = bisect.bisect_left(data, cover_lo)
-    above = len(data) - bisect.bisect_right(data, cover_hi)
-    counts = [0] * count
-    for v in data[below:len(data) - above]:
-        counts[min(max(int((v - start) // step), 0), count - 1)] += 1
-    bins = [(start + i * step, start + (i + 1) * step, c) for i, c in enumerate(counts)]
-    return HistogramBins("linear", bins, per_value=per_value, below=below,
-                         below_threshold=cover_lo if below else None, above=above,
-                         above_threshold=cover_hi if above else None, low=lo, high=hi)
-
-
-def _boxes_overlap(a: tuple[float, float], b: tuple[float, float], pad: float = 3.0) -> bool:
-    return a[0] < b[1] + pad and b[0] < a[1] + pad
-
-
-def place_labels(items: Sequence[tuple[float, float, bool]], width: float) -> list[tuple[float, int]]:
-    """Rows and left edges for labels beside vertical marker lines, never overlapping.
-
-    ``items``: per label its line's x, the label's (conservative) width and whether it
-    prefers the line's left side. Returns per label ``(x0, row)``; row 0 is nearest the
-    plot and a line rises to its own label's row. Labels of a row never intersect: each
-    is put in the first row with room, and with n labels rows 0..n-1 include an empty one.
-    Two placing orders are tried (rightmost line first, leftmost first) and the layout
-    with the fewest lines crossing a label, then the fewest rows, is kept.
-    """
-    if not items:
-        return []
-
-    def greedy(order: Sequence[int]) -> dict[int, tuple[float, float, int]]:
-        placed: dict[int, tuple[float, float, int]] = {}  # index: x0, x1, row
-        for i in order:
-            x, w, prefer_left = items[i]
-            fits = [left for left in (prefer_left, not prefer_left)
-                    if 0 <= (x - 3 - w if left else x + 3) and (x - 3 if left else x + 3 + w) <= width]
-            chosen = fallback = None
-            for row in range(len(items)):
-                for left in fits or [prefer_left]:
-                    x0 = x - 3 - w if left else x + 3
-                    x0 = min(max(x0, 0.0), max(width - w, 0.0))  # only when it fits on neither side
-                    box = (x0, x0 + w)
-                    if any(r == row and _boxes_overlap(box, (a, b)) for a, b, r in placed.values()):
-                        continue
-                    trial = dict(placed)
-                    trial[i] = (x0, x0 + w, row)
-                    if fallback is None:
-                        fallback = trial[i]
-                    if _crossings(items, trial) == _crossings(items, placed):
-                        chosen = trial[i]
-                        break
-                if chosen:
-                    break
-            placed[i] = chosen or fallback  # type: ignore[assignment]
-        return placed
-
-    by_x = sorted(range(len(items)), key=lambda i: (items[i][0], i))
-    layouts = [greedy(by_x[::-1]), greedy(by_x)]
-    best = min(layouts, key=lambda p: (_crossings(items, p), max(r for *_, r in p.values())))
-    return [(best[i][0], best[i][2]) for i in range(len(items))]
-
-
-def _crossings(items: Sequence[tuple[float, float, bool]], placed: Mapping[int, tuple[float, float, int]]) -> int:
-    """How many (line, label) pairs cross: a line rises through the rows up to its own."""
-    return sum(1 for i, (_, _, ri) in placed.items() for j, (a, b, rj) in placed.items()
-               if i != j and rj <= ri and a - 1 <= items[i][0] <= b + 1)
-
-
-def _wrap(parts: Sequence[str], limit: float, sep: str = " · ") -> list[str]:
-    """Join ``parts`` into lines whose estimated width stays within ``limit``."""
-    lines: list[str] = []
-    for part in parts:
-        if lines and text_width(lines[-1] + sep + part) <= limit:
-            lines[-1] += sep + part
-        else:
-            lines.append(part)
-    return lines
-
-
-def _attempts(count: int) -> str:
-    return f"{count:,} attempt" + ("" if count == 1 else "s")
-
-
-def _decimals(resolution: float) -> int:
-    """Decimals (0 to 3) that write multiples of ``resolution`` exactly where they can
-    (0.25 -> 2, 2.5 -> 1, 0.3 -> 1), and else tell apart numbers that far apart."""
-    if not (resolution > 0 and math.isfinite(resolution)):
-        return 0
-    digits = min(3, max(0, math.ceil(-math.log10(resolution) - 1e-9)))
-    while digits < 3:
-        scaled = resolution * 10 ** digits
-        if abs(scaled - round(scaled)) <= 1e-6 * scaled:
-            break
-        digits += 1
-    return digits
-
-
-def _tick_text(value: float, field: str, resolution: float) -> str:
-    """A short axis label ('24.5 s', '9.6k', '$0.01') precise enough for labels
-    ``resolution`` apart; far from the usual magnitudes in e-notation."""
-    value = float(value)
-    if value == 0:
-        return "0"
-    if abs(value) >= 1e15 or abs(value) < 1e-3:
-        return f"{value:.0e}"
-    if field in MS_FIELDS:
-        if abs(value) < 1000:
-            return f"{value:,.{_decimals(resolution)}f} ms"
-        return f"{value / 1000:,.{_decimals(resolution / 1000)}f} s"
-    if field in USD_FIELDS:
-        return f"${value:,.{max(2, _decimals(resolution))}f}"
-    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= limit:
-            return f"{value / limit:,.{_decimals(resolution / limit)}f}{suffix}"
-    return f"{value:,.{_decimals(resolution)}f}"
-
-
-def _short(value: float, field: str, fmt: Any) -> str:
-    """``fmt(value)``, or for a value of absurd magnitude (e.g. 1e300 tokens) e-notation."""
-    text = fmt(value)
-    return text if len(text) <= 16 else _tick_text(value, field, abs(float(value)) / 1000)
-
-
-def _caption(h: HistogramBins, field: str, fmt: Any) -> list[str]:
-    """What the axis is: its scale, and the outliers counted beside a cut axis."""
-    if h.scale == "log":
-        step = h.log_step or 1.0
-        if step < 1:
-            per = round(1 / step)
-            parts = [f"log scale: {per} bar{'s' if per != 1 else ''} per factor of 10"]
-        else:
-            parts = [f"log scale: each bar a factor of 10^{step:g}"]
-        return parts
-    res = h.bins[0][1] - h.bins[0][0]
-    cut = [_tick_text(t, field, res) for t in (h.below_threshold, h.above_threshold) if t is not None]
-    parts = [f"linear scale cut at {' and '.join(cut)}" if cut else "linear scale"]
-    both = h.below and h.above
-    if h.below:
-        parts.append(f"+{_attempts(h.below)} below {cut[0]}, min {_short(h.low, field, fmt)} (grey bar{', left' if both else ''})")
-    if h.above:
-        parts.append(f"+{_attempts(h.above)} above {cut[-1]}, max {_short(h.high, field, fmt)} (grey bar{', right' if both else ''})")
-    return parts
-
-
-def _linear_ticks(lo: float, hi: float, minimum_step: float = 0.0) -> tuple[list[float], float]:
-    """Round values between lo and hi (about 3 to 5) and their spacing."""
-    step = max(float(nice_step((hi - lo) / 4)) if hi > lo else 0.0, minimum_step)
-    if not (step > 0 and math.isfinite(step)) or (hi - lo) / step > 10:
-        return [lo, hi], max(hi - lo, 1.0)
-    k0, k1 = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
-    return [k * step for k in range(k0, k1 + 1)], step
-
-
-def svg_histogram(values: Sequence[float], field: str, *, markers: Mapping[str, Any] | None = None,
-                  width: int = 560, height: int = 190) -> Markup:
-    """Histogram of per-attempt values with dashed percentile markers (e.g. p50, p90).
-
-    The axis is ``histogram_bins``'s: linear, linear and cut with the outliers counted in
-    grey bars beside it, or log; a caption under the axis says which, with the outliers'
-    counts and extremes. Marker labels go to rows above the plot, stacked where they would
-    touch (``place_labels``, with conservative text widths). ``height``: with one row of
-    marker labels and one caption line; more rows add to it.
-    """
-    h = histogram_bins(values)
-    if not h.bins:
-        return Markup('<p class="muted chart-empty">n/a: no attempt has a value.</p>')
-    fmt = formatter_for(field)
-    bins = h.bins
-    ml, mr, row_h, out_w, gap = 40, 10, 14, 22, 8
-    plot_h = max(height - 58, 40)
-    left = ml + (out_w + gap if h.below else 0)
-    right = width - mr - (out_w + gap if h.above else 0)
-    slot = (right - left) / len(bins)
-    below_x, above_x = ml + out_w / 2, width - mr - out_w / 2
-    first, last = bins[0][0], bins[-1][1]
-    step = h.log_step or 1.0
-    k0 = round((h.log_start or 0.0) / step)  # log: the first bin's index (its edge may underflow to 0)
-
-    def xpos(v: float) -> float:
-        """x of a value on the axis (an outlier: the middle of its grey bar)."""
-        v = float(v)
-        if h.below_threshold is not None and v < h.below_threshold:
-            return below_x
-        if h.above_threshold is not None and v > h.above_threshold:
-            return above_x
-        if h.scale == "log":
-            return left + (math.log10(v) / step - k0) * slot if v > 0 else left
-        if h.per_value:
-            return left + (v - first + 0.5) * slot
-        span = float(last) - float(first)
-        if not (math.isfinite(span) and span > 0):
-            return left + (right - left) / 2
-        return left + (v - float(first)) / span * (right - left)
-
-    # marker labels: rows above the plot
-    shown = [(i, name, value) for i, (name, value) in enumerate((markers or {}).items()) if is_number(value)]
-    texts = [f"{name} {_short(value, field, fmt)}" for _, name, value in shown]
-    xs = [min(max(xpos(value), ml), width - mr) for _, _, value in shown]
-    spots = place_labels([(x, text_width(t), i == 0) for (i, _, _), x, t in zip(shown, xs, texts)], width)
-    rows = max((r for _, r in spots), default=-1) + 1
-    mt = 8 + row_h * max(rows, 1)
-    base = mt + plot_h
-
-    caption = _caption(h, field, fmt)
-    lines = _wrap(caption, width - ml - mr)
-    total_h = base + 30 + 13 * (len(lines) - 1) + 6
-    top = max([c for *_, c in bins] + [h.below, h.above]) or 1
-    summary = f"{FIELD_LABELS.get(field, field)} per attempt: histogram of {_attempts(h.count)}; {'; '.join(caption)}"
-    parts = [f'<svg class="hist" viewBox="0 0 {width} {_x(total_h)}" width="100%" role="img" '
-             f'aria-label="{escape(summary)}" data-scale="{h.scale}"><title>{escape(summary)}</title>',
-             f'<line class="grid" x1="{ml}" y1="{mt}" x2="{width - mr}" y2="{mt}"/>',
-             f'<line class="axisline" x1="{ml}" y1="{base}" x2="{width - mr}" y2="{base}"/>',
-             f'<text class="axis" x="{ml - 4}" y="{mt + 8}" text-anchor="end">{top:,}</text>',
-             f'<text class="axis" x="{ml - 4}" y="{base}" text-anchor="end">0</text>']
-    res = (first / 100) if h.scale == "log" else (bins[0][1] - bins[0][0])
-    for i, (lo, hi, count) in enumerate(bins):
-        bar_h = plot_h * count / top
-        if h.per_value:
-            text = f"{fmt_int(lo)}: {_attempts(count)}"
-        else:
-            r = lo / 100 if h.scale == "log" else res
-            text = f"{_tick_text(lo, field, r)} to {_tick_text(hi, field, r)}: {_attempts(count)}"
-        parts.append(f'<rect class="bar" x="{_x(left + i * slot + 0.5)}" y="{_x(base - bar_h)}" '
-                     f'width="{_x(max(slot - 1, 0.8))}" height="{_x(bar_h)}"><title>{escape(text)}</title></rect>')
-    ticks: list[tuple[float, str, str, bool]] = []  # x, anchor, text, tick mark
-    for count, threshold, extreme, x, word in ((h.below, h.below_threshold, h.low, below_x, "below"),
-                                               (h.above, h.above_threshold, h.high, above_x, "above")):
-        if not count or threshold is None:
-            continue
-        bar_h = plot_h * count / top
-        text = (f"{word} {_tick_text(threshold, field, res)}: {_attempts(count)}, "
-                f"{'min' if word == 'below' else 'max'} {fmt(extreme)}")
-        parts.append(f'<rect class="bar over" x="{_x(x - out_w / 2)}" y="{_x(base - bar_h)}" width="{out_w}" '
-                     f'height="{_x(bar_h)}"><title>{escape(text)}</title></rect>')
-        ticks.append((x, "middle", f"+{count:,}", False))
-    if h.scale == "log":
-        d0, d1 = math.ceil(k0 * step - 1e-9), math.floor((k0 + len(bins)) * step + 1e-9)
-        every = max(1, math.ceil((d1 - d0 + 1) / 8), round(step) if step >= 1 else 1)
-        ticks += [(left + (d / step - k0) * slot, "middle",
-                   _tick_text(10.0 ** d, field, 10.0 ** d) if 10.0 ** d > 0 else f"1e{d}", True)
-                  for d in range(d0, d1 + 1) if d % every == 0]
-    elif h.per_value:
-        values_at, spacing = _linear_ticks(first, bins[-1][0], 1.0)
-        ticks += [(xpos(v), "middle", _tick_text(v, field, spacing), True) for v in values_at]
-    else:
-        values_at, spacing = _linear_ticks(float(first), float(last))
-        ticks += [(xpos(v), "middle", _tick_text(v, field, spacing), True) for v in values_at]
-        # the axis's ends, where there is room for them
-        ticks += [(left, "start", _tick_text(first, field, res), True), (right, "end", _tick_text(last, field, res), True)]
-    taken: list[tuple[float, float]] = []
-    for x, anchor, text, mark in ticks:
-        w = text_width(text)
-        if mark and abs(x - left) < 1:  # a tick at the axis's ends: its label inward
-            anchor = "start"
-        elif mark and abs(x - right) < 1:
-            anchor = "end"
-        x0 = x - w / 2 if anchor == "middle" else x - w if anchor == "end" else x
-        if x0 < 0 or x0 + w > width:
-            x0 = min(max(x0, 0.0), width - w)
-            anchor = "start"
-        if any(_boxes_overlap((x0, x0 + w), t) for t in taken):
-            continue
-        taken.append((x0, x0 + w))
-        if mark:
-            parts.append(f'<line class="tick" x1="{_x(x)}" y1="{base}" x2="{_x(x)}" y2="{base + 3}"/>')
-        parts.append(f'<text class="axis" x="{_x(x0 if anchor == "start" else x)}" y="{base + 14}" '
-                     f'text-anchor="{anchor}">{escape(text)}</text>')
-    for n, line in enumerate(lines):
-        parts.append(f'<text class="axis caption" x="{ml}" y="{base + 30 + 13 * n}" text-anchor="start">'
-                     f"{escape(line)}</text>")
-    for ((i, _, _), x, text, (x0, row)) in zip(shown, xs, texts, spots):
-        y = mt - 7 - row_h * row
-        parts.append(f'<line class="marker m{i}" x1="{_x(x)}" y1="{_x(y - 4)}" x2="{_x(x)}" y2="{base}"/>'
-                     f'<text class="mlabel m{i}" x="{_x(x0)}" y="{_x(y)}" text-anchor="start">'
-                     f"{escape(text)}</text>")
-    parts.append("</svg>")
-    return Markup("".join(parts))
-
-
-def histograms(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """report.html's charts of per-attempt distributions over eligible attempts with a value
-    (the efficiency population); only ``metrics["efficiency"]`` is read (p50/p90 markers)."""
-    eligible = [a for a in attempts if is_eligible(a)]
-    charts = []
-    for field in HISTOGRAM_FIELDS:
-        values = list(map(float, numbers(a.get(field) for a in eligible)))
-        stats = dig(metrics, "efficiency", field) or {}
-        fmt = formatter_for(field)
-        charts.append({
-            "field": field,
-            "title": f"{FIELD_LABELS[field]} per attempt",
-            "svg": svg_histogram(values, field, markers={"p50": stats.get("p50"), "p90": stats.get("p90")}),
-            "n": len(values),
-            "missing": len(eligible) - len(values),
-            "summary": f"mean {fmt(stats.get('mean'))} · p50 {fmt(stats.get('p50'))} · "
-                       f"p90 {fmt(stats.get('p90'))} · p95 {fmt(stats.get('p95'))}",
-        })
-    return charts
 
 
 #: svg_delta_intervals's note for a change without variation among the paired tasks.
@@ -590,11 +149,11 @@ def svg_delta_intervals(rows: Sequence[Mapping[str, Any]], *, width: int = 760, 
     height = top + row_h * max(len(rows), 1) + 8
     parts = [f'<svg class="dci" viewBox="0 0 {width} {height}" width="100%" '
              f'preserveAspectRatio="xMinYMin meet" role="img" aria-label="Changes from the baseline with 95% intervals">',
-             f'<text class="axis" x="{_x(left)}" y="14" text-anchor="start">worse for rates, better for resources</text>'
-             f'<text class="axis" x="{_x(right)}" y="14" text-anchor="end">better for rates, worse for resources</text>',
-             f'<line class="zero" x1="{_x(mid)}" y1="{top - 6}" x2="{_x(mid)}" y2="{height - 4}"/>',
-             f'<text class="axis" x="{_x(mid)}" y="{top - 8}" text-anchor="middle">0</text>',
-             f'<text class="axis head" x="{_x(right + 6)}" y="14" text-anchor="start">axis range</text>']
+             f'<text class="axis" x="{coord(left)}" y="14" text-anchor="start">worse for rates, better for resources</text>'
+             f'<text class="axis" x="{coord(right)}" y="14" text-anchor="end">better for rates, worse for resources</text>',
+             f'<line class="zero" x1="{coord(mid)}" y1="{top - 6}" x2="{coord(mid)}" y2="{height - 4}"/>',
+             f'<text class="axis" x="{coord(mid)}" y="{top - 8}" text-anchor="middle">0</text>',
+             f'<text class="axis head" x="{coord(right + 6)}" y="14" text-anchor="start">axis range</text>']
     for i, r in enumerate(rows):
         y = top + i * row_h + row_h / 2
         fmt = r.get("fmt") or str
@@ -611,33 +170,33 @@ def svg_delta_intervals(rows: Sequence[Mapping[str, Any]], *, width: int = 760, 
                      f", {r.get('verdict_text')}")
         css = escape(str(r.get("css") or "na"))
         parts.append(f'<g class="row {css}"><title>{escape(title)}</title>'
-                     f'<text class="lbl" x="{label_width}" y="{_x(y + 4)}" text-anchor="end">{escape(str(r.get("label")))}</text>'
-                     f'<line class="track" x1="{_x(left)}" y1="{_x(y)}" x2="{_x(right)}" y2="{_x(y)}"/>')
+                     f'<text class="lbl" x="{label_width}" y="{coord(y + 4)}" text-anchor="end">{escape(str(r.get("label")))}</text>'
+                     f'<line class="track" x1="{coord(left)}" y1="{coord(y)}" x2="{coord(right)}" y2="{coord(y)}"/>')
         if no_variation:
             x = pos(delta)
             # the note above the track, from the end away from the dot (the track is wide
             # enough for it; above the dot it clears the dot: baseline 9 px above its centre)
             note_right = x < mid
             dot = f"change {fmt(delta)}: every paired task changed by the same amount, so there is {NO_VARIATION_NOTE}"
-            parts.append(f'<circle class="pt nv" cx="{_x(x)}" cy="{_x(y)}" r="5"><title>{escape(dot)}</title></circle>'
-                         f'<text class="axis nv" x="{_x(right if note_right else left)}" y="{_x(y - 9)}" '
+            parts.append(f'<circle class="pt nv" cx="{coord(x)}" cy="{coord(y)}" r="5"><title>{escape(dot)}</title></circle>'
+                         f'<text class="axis nv" x="{coord(right if note_right else left)}" y="{coord(y - 9)}" '
                          f'text-anchor="{"end" if note_right else "start"}">{NO_VARIATION_NOTE}</text>')
         else:
             if is_number(lower) and is_number(upper):
                 x1, x2 = pos(lower), pos(upper)
-                parts.append(f'<rect class="ci" x="{_x(x1)}" y="{_x(y - 5)}" width="{_x(max(x2 - x1, 1.5))}" '
+                parts.append(f'<rect class="ci" x="{coord(x1)}" y="{coord(y - 5)}" width="{coord(max(x2 - x1, 1.5))}" '
                              f'height="10" rx="3"/>')
             if is_number(delta):
-                parts.append(f'<circle class="pt" cx="{_x(pos(delta))}" cy="{_x(y)}" r="5"/>')
+                parts.append(f'<circle class="pt" cx="{coord(pos(delta))}" cy="{coord(y)}" r="5"/>')
                 if not (is_number(lower) and is_number(upper)):
-                    parts.append(f'<text class="axis na" x="{_x(right)}" y="{_x(y - 8)}" text-anchor="end">'
+                    parts.append(f'<text class="axis na" x="{coord(right)}" y="{coord(y - 8)}" text-anchor="end">'
                                  "no interval</text>")
             else:
-                parts.append(f'<text class="axis na" x="{_x(mid + 8)}" y="{_x(y + 4)}" text-anchor="start">n/a</text>')
+                parts.append(f'<text class="axis na" x="{coord(mid + 8)}" y="{coord(y + 4)}" text-anchor="start">n/a</text>')
         if is_number(delta):  # the row's axis, not an interval: its ends, -span and +span
             end = _axis_end(fmt(span))
             title = f"the axis of this row runs from -{end} to +{end} (the 95% interval is the bar)"
-            parts.append(f'<text class="axis range" x="{_x(right + 6)}" y="{_x(y + 4)}" text-anchor="start">'
+            parts.append(f'<text class="axis range" x="{coord(right + 6)}" y="{coord(y + 4)}" text-anchor="start">'
                          f'±{escape(end)}<title>{escape(title)}</title></text>')
         parts.append('</g>')
     parts.append("</svg>")

@@ -15,7 +15,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from ..stats import is_number
-from .charts import _x, nice_step
+from .charts import coord, nice_step
 
 
 #: The least vertical distance between two target labels, in pixels (their font is 9px).
@@ -57,28 +57,28 @@ def svg_mde_by_runs(entries: Sequence[Mapping[str, Any]], targets: Sequence[floa
     parts = [f'<svg class="mde" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
              f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
     for tick in (0.0, y_top / 2, y_top):
-        y = _x(py(tick))
+        y = coord(py(tick))
         parts.append(f'<line class="grid" x1="{left}" y1="{y}" x2="{width - right}" y2="{y}"/>'
-                     f'<text class="axis" x="{left - 4}" y="{_x(py(tick) + 3)}" text-anchor="end">'
+                     f'<text class="axis" x="{left - 4}" y="{coord(py(tick) + 3)}" text-anchor="end">'
                      f'{"0" if tick == 0 else _change(tick)}</text>')
     for r, _ in points:
-        x = _x(px(r))
+        x = coord(px(r))
         parts.append(f'<text class="axis" x="{x}" y="{top + span_y + 12}" text-anchor="middle">{r}</text>')
-    parts.append(f'<text class="axis" x="{_x(left + span_x / 2)}" y="{height - 3}" text-anchor="middle">'
+    parts.append(f'<text class="axis" x="{coord(left + span_x / 2)}" y="{height - 3}" text-anchor="middle">'
                  "runs per side</text>")
     labelled: list[float] = []  # the heights of the target labels drawn: one never covers another
     for t in sorted((t for t in targets if is_number(t) and 0 < t <= y_top), reverse=True):
         y = py(t)
-        parts.append(f'<line class="target" x1="{left}" y1="{_x(y)}" x2="{width - right}" y2="{_x(y)}" '
+        parts.append(f'<line class="target" x1="{left}" y1="{coord(y)}" x2="{width - right}" y2="{coord(y)}" '
                      f'data-change="{t!r}"/>')
         if all(abs(y - other) >= LABEL_GAP for other in labelled):
             labelled.append(y)
-            parts.append(f'<text class="axis tlabel" x="{width - right + 3}" y="{_x(y + 3)}">'
+            parts.append(f'<text class="axis tlabel" x="{width - right + 3}" y="{coord(y + 3)}">'
                          f'{escape(_change(t))}</text>')
-    path = " ".join(f"{_x(px(r))},{_x(py(m))}" for r, m in points)
+    path = " ".join(f"{coord(px(r))},{coord(py(m))}" for r, m in points)
     parts.append(f'<polyline class="curve" points="{path}"/>')
     for r, m in points:
-        parts.append(f'<circle class="pt" cx="{_x(px(r))}" cy="{_x(py(m))}" r="3" data-runs="{r}" data-mde80="{m!r}">'
+        parts.append(f'<circle class="pt" cx="{coord(px(r))}" cy="{coord(py(m))}" r="3" data-runs="{r}" data-mde80="{m!r}">'
                      f'<title>{r} run{"" if r == 1 else "s"} per side: {_pp(m)}</title></circle>')
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -18,7 +18,8 @@ from markupsafe import Markup
 from ..bulk import gc_paused
 from ..comparison import Comparison
 from ..jsonio import write_atomic
-from .charts import histograms, svg_hbar_chart, svg_stacked_bar
+from .charts import svg_hbar_chart, svg_stacked_bar
+from .histogram import histograms
 from .compared import comparison_view, run_folder_base
 from .format import num, script_json, status_kind
 from .rows import FACT_LABELS, AttemptRows, _attempt_rows, failed_task_html_rows, failed_task_md_rows, task_table_rows

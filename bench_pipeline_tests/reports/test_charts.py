@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench_pipeline import reports
-from bench_pipeline.reports.charts import histograms, nice_step, place_labels, svg_stacked_bar, text_width
+from bench_pipeline.reports.charts import nice_step, svg_stacked_bar
+from bench_pipeline.reports.histogram import histograms, place_labels, text_width
 from bench_pipeline.stats import percentile
 from bench_pipeline_tests.support.svg import SVG, assert_marker_labels_apart, bar_counts, intersect, svg_tree, text_box, texts
 
