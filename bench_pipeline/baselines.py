@@ -14,7 +14,7 @@ differs). A run is never its own baseline, and a pinned run that has not been pr
 none.
 
 ``choose_baseline`` is pure; ``run_index`` and ``load_pins`` read the runs root, the
-output root and the pins file. Each of them may be in a bucket (object_store.py): the runs'
+output root and the pins file. Each of them may be in a bucket (object_store/): the runs'
 manifest.json and suite.json are read through their local copies (only changed ones are
 fetched), "processed" comes from one listing of the output root, and a pins file
 ``s3://.../baselines.json`` is read from the bucket (a missing object means no pins; one that

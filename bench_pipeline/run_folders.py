@@ -19,7 +19,7 @@ before that copy was part of it. A folder holding results.rejudged.jsonl but no
 results.jsonl is no run folder (not yet: the spec's copy is written *beside* results.jsonl,
 and a bucket being filled may show it first); it is found once results.jsonl is there.
 
-A runs root in a bucket (``s3://...``, ``gs://...``, object_store.py) is found the same way
+A runs root in a bucket (``s3://...``, ``gs://...``, object_store/) is found the same way
 from listing pages alone: the fingerprint from each object's size, ETag and last-modified,
 the quiet time from the results file's last-modified, the runner's outputs from the same
 listing (``LISTED_FILES``). Only a run whose manifest.json is new or changed has it read

@@ -290,7 +290,7 @@ def read_run(run_dir: Path | str) -> RawRun:
 
 def check_local(run_dir: Path | str) -> None:
     """NotARunFolderError for a run given as a bucket URL: the stages read local folders (the
-    Dagster job copies a run in a bucket into its local cache first, object_store.py)."""
+    Dagster job copies a run in a bucket into its local cache first, object_store/)."""
     from .object_store import is_remote, normalize
 
     if is_remote(run_dir):

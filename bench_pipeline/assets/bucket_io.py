@@ -1,4 +1,4 @@
-"""The per-run step's side of a runs root or an output root in a bucket (object_store.py).
+"""The per-run step's side of a runs root or an output root in a bucket (object_store/).
 
 The stages see local folders only (one composition, ``pipeline.run_stages``):
 

@@ -13,7 +13,7 @@ Every setting has a default under one local folder (``BENCH_HOME``, default
 
 Each of the three roots may be a local folder or a bucket URL (``s3://bucket/prefix``,
 ``gs://...``), alone or together; credentials and the endpoint come from the SDK's own
-variables (object_store.py). A run in a bucket is read through its local copy, outputs for
+variables (object_store/). A run in a bucket is read through its local copy, outputs for
 a bucket are written to a local staging folder and uploaded (``$BENCH_CACHE``, default
 ``$BENCH_HOME/cache``).
 """

@@ -1,7 +1,7 @@
 """assets/bucket_io.py: outputs staged for a bucket are uploaded as a partition's files are
 written, and a failed upload fails the partition at the first stage whose files are missing.
 Its job is files: the staging folders are in tmp_path, and the upload is recorded instead of
-sent (object_store.py's own tests send it to a bucket)."""
+sent (object_store/'s own tests send it to a bucket)."""
 
 from __future__ import annotations
 
