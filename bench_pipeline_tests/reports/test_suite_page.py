@@ -12,13 +12,8 @@ from pathlib import Path
 from bench_pipeline.comparison_sides import make_side
 from bench_pipeline.repeats import RepeatRun, repeats
 from bench_pipeline.reports.format import fmt_ci, fmt_pct
-from bench_pipeline.reports.suite_page import (
-    SystemEntry,
-    mean_per_attempt,
-    pareto_front,
-    run_start_order,
-    write_suite_page,
-)
+from bench_pipeline.reports.cost_chart import pareto_front
+from bench_pipeline.reports.suite_page import SystemEntry, mean_per_attempt, run_start_order, write_suite_page
 from bench_pipeline.reports.view.limits import LIST_CAP
 from bench_pipeline.stats import Z_95
 from bench_pipeline_tests.fixtures_suite_page import HOSTILE_MODEL, HOSTILE_RUN, SUITE, catalog, run, suite
