@@ -15,6 +15,8 @@ def _say(message: str) -> None:
 #: Run config of this command's Dagster runs: the plain console logger below (the instance
 #: keeps every event all the same).
 RUN_CONFIG = {"loggers": {"console": {}}}
+
+
 def plain_console():
     """A Dagster logger that prints what the steps log (``context.log``), message only, once.
 

@@ -19,6 +19,7 @@ from ..derivation import PARALLEL_MIN_ROWS
 from ..layouts import results_file_name
 from .partition_work import STAGES, PartitionJob, PartitionOutcome, StagesStored, process_partition
 
+
 def in_worker_processes(jobs: list[PartitionJob]) -> bool:
     """Whether the jobs are worth worker processes: more than one partition, or one run
     large enough to derive on several cores. A single small run is processed in the step's
@@ -43,9 +44,9 @@ def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
     process when ``in_worker_processes`` says they are not worth it. A job whose ``after``
     names another job of the list is processed beside it and compared once that one's stage
     values are stored (a run is compared with its baseline's stored values as this step makes
-    them); here, in this process, after it. ``on_ready(key)`` is
-    called in this process once a partition's metrics.json and attempts.jsonl are written
-    (the step uploads outputs meant for a bucket there).
+    them); in this process, after it. ``on_ready(key)`` is called in this process once a
+    partition's metrics.json and attempts.jsonl are written (the step uploads outputs meant
+    for a bucket there).
 
     In worker processes, a partition's ``StagesStored`` comes first, while it is still being
     published, then its PartitionOutcome; processed here, only the PartitionOutcome."""

@@ -19,7 +19,9 @@ VERDICT_WORDS = {"regression": "regression", "improvement": "improvement",
                  "no_significant_change": "no significant change", None: "n/a"}
 VERDICT_CSS = {"regression": "bad", "improvement": "good", "no_significant_change": "flat", None: "na"}
 
+
 def section_label(name: str, k: Any) -> str:
+    """A section's name as the tables head it (the resources by their field labels)."""
     return {
         "first_attempt": "First attempt (pass@1)",
         "pass_at_k": f"pass@k (k={fmt_text(k)})",
