@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .artifacts import loads_json
 from .identity import RunIdentity, read_identity, run_identity
-from .jsonio import read_json_bytes
 from .object_store import location_text
 from .task_groups import ByAttempt, deduplicate
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
@@ -110,7 +110,7 @@ def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
     # the files' names in the reasons: their URLs when the folder is the copy of a bucket's
     metrics_name, attempts_name = location_text(metrics_path), location_text(attempts_path)
     try:
-        metrics = read_json_bytes(metrics_path.read_bytes())
+        metrics = loads_json(metrics_path.read_bytes())
     except OSError as exc:
         raise ComparisonInputError(f"{metrics_name}: cannot be read ({exc.strerror or exc})") from None
     except ValueError as exc:
@@ -131,7 +131,7 @@ def side_from_output(out_dir: Path | str, run_dir: Path | None = None) -> Side:
         if not line.strip():
             continue
         try:
-            record = read_json_bytes(line)
+            record = loads_json(line)
         except ValueError as exc:
             raise ComparisonInputError(f"{attempts_name}: line {number} is not JSON ({exc})") from None
         if not (isinstance(record, dict) and isinstance(record.get("task_id"), str)

@@ -1,5 +1,5 @@
 """The one JSON writer of every output file: metrics.json, attempts.jsonl, the reports' data,
-the frames' JSON columns, the Langfuse outbox and records (and its reader, for what it wrote).
+the frames' JSON columns, the Langfuse outbox and records.
 
 UTF-8, keys in insertion order, NaN and infinities written as null; files are replaced
 atomically so that a reader never sees half a file.
@@ -30,16 +30,6 @@ def json_bytes(value: object, indent: bool = False) -> bytes:
         text = json.dumps(jsonable(value), ensure_ascii=False, allow_nan=False,
                           indent=2 if indent else None, separators=(",", ": ") if indent else (",", ":"))
         return text.encode("utf-8")
-
-
-def read_json_bytes(data: bytes) -> Any:
-    """A value from JSON bytes this module wrote (or a runner wrote): orjson, and the standard
-    library for what orjson refuses to read, integers beyond 64 bits (written exactly, R42).
-    Raises ValueError for text that is not JSON."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
 
 
 def dumps(value: object) -> bytes:

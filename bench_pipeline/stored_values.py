@@ -21,7 +21,7 @@ from upath import UPath
 
 from .comparison_sides import SIDE_FIELDS, ComparisonInputError, Side, make_side
 from .identity import RunIdentity
-from .jsonio import read_json_bytes
+from .artifacts import loads_json
 from .object_store import storage_path
 from .resources.settings import safe_partition_key
 
@@ -44,7 +44,7 @@ def read_stored_document(storage_base: str, asset: str, run_id: str) -> dict | N
     """A run's stored document of ``asset`` (capability_aggregates: its metrics.json), None when
     it was never stored or cannot be read."""
     try:
-        value = read_json_bytes(stored_path(storage_base, asset, run_id, ".json").read_bytes())
+        value = loads_json(stored_path(storage_base, asset, run_id, ".json").read_bytes())
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None

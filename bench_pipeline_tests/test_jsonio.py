@@ -54,11 +54,11 @@ def test_write_atomic_writes_pieces_and_leaves_no_temporary_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["attempts.jsonl"]  # no temporary file left
 
 
-def test_read_json_bytes_reads_what_json_bytes_wrote_integers_beyond_64_bits_included():
-    from bench_pipeline.jsonio import json_bytes, read_json_bytes
+def test_loads_json_reads_what_json_bytes_wrote_integers_beyond_64_bits_included():
+    from bench_pipeline.artifacts import loads_json
 
     value = {"runs": {"r1": {"data_version": "abc@v1"}}, "tokens": 2 ** 70, "rate": 0.25, "none": None}
-    assert read_json_bytes(json_bytes(value)) == value
-    assert read_json_bytes(b'{"n": 18446744073709551616}') == {"n": 2 ** 64}
+    assert loads_json(json_bytes(value)) == value
+    assert loads_json(b'{"n": 18446744073709551616}') == {"n": 2 ** 64}
     with pytest.raises(ValueError):
-        read_json_bytes(b'{"n": ')
+        loads_json(b'{"n": ')

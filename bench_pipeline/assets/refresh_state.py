@@ -26,7 +26,8 @@ import dagster as dg
 
 from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
 from ..formula import FORMULA_VERSION
-from ..jsonio import json_bytes, read_json_bytes
+from ..artifacts import loads_json
+from ..jsonio import json_bytes
 from ..object_store import storage_path
 from ..partitions import runs_partitions
 
@@ -70,7 +71,7 @@ def load_state(storage_base: str, name: str, context: dg.AssetExecutionContext |
     if context is not None and from_scratch(context):
         return {}
     try:
-        state = read_json_bytes(_path(storage_base, name).read_bytes())
+        state = loads_json(_path(storage_base, name).read_bytes())
     except (OSError, ValueError):
         return {}
     if not isinstance(state, dict) or state.get("refresh_version") != REFRESH_VERSION:
