@@ -84,6 +84,9 @@ _stored: dict[str, Any] = {}  # a worker's view of the step's partitions: {key: 
 #: (a safeguard: the baseline was started first, and its event is set even when it fails; a
 #: comparison made early is behind its inputs, and comparison_sensor makes it again).
 BASELINE_WAIT_SECONDS = 3600
+#: A wait for the baseline is said in the step's log once it has lasted this long (seconds):
+#: a run processed beside its baseline usually waits a fraction of a second.
+WAIT_SAID_AFTER = 5
 
 
 def _start_worker(messages: Any, stored: dict[str, Any]) -> None:
@@ -98,8 +101,9 @@ def _worker_log(line: str) -> None:
 def _wait_stored(candidate: str, key: str) -> None:
     """Wait until partition ``key`` of this step (``candidate``'s baseline) has its values
     stored (or has ended)."""
-    if not _stored[key].is_set():
-        _worker_log(f"{candidate}: waiting for its baseline {key}'s values to be stored, to compare with them")
+    if _stored[key].wait(WAIT_SAID_AFTER):
+        return
+    _worker_log(f"{candidate}: waiting for its baseline {key}'s values to be stored, to compare with them")
     if not _stored[key].wait(BASELINE_WAIT_SECONDS):
         _worker_log(f"{candidate}: baseline {key} not stored after {BASELINE_WAIT_SECONDS} s; comparing with its "
                     "values as stored now")
