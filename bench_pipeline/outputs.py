@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # pipeline.py imports this module
     from .processed import ProcessedRun
 
 OUTPUT_FILES = ("metrics.json", "attempts.jsonl", "summary.md", "report.html")
+#: The OUTPUT_FILES that show the comparison (its "Compared with <baseline>" section).
+COMPARED_REPORTS = ("summary.md", "report.html")
 #: The files a run compared with a baseline gets besides OUTPUT_FILES.
 COMPARISON_FILES = ("comparison.json", "comparison.md")
 
@@ -58,6 +60,7 @@ def write_run_outputs(
     out_dir: Path, processed: ProcessedRun, workers: int = 1,
     rows: AttemptRows | None = None, attempts_written: Path | None = None,
     parts: ReportParts | None = None, comparison: Comparison | None = None,
+    reports_only: bool = False,
 ) -> dict[str, Path]:
     """Every per-run output file into ``out_dir``; returns {file name: path}.
 
@@ -69,7 +72,10 @@ def write_run_outputs(
     by this process while a forked child writes metrics.json and summary.md. From
     ``pipeline.run_stages``: ``rows``, report.html's attempt rows already rendered;
     ``attempts_written``, attempts.jsonl already written; ``parts``, the reports' counts
-    and charts already made.
+    and charts already made. With ``reports_only`` (the comparison made again from a run's
+    stored values, ``pipeline.compare_stored``), metrics.json and attempts.jsonl, which no
+    comparison changes, are left as they are: only COMPARED_REPORTS and the comparison's are
+    written.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -87,8 +93,8 @@ def write_run_outputs(
         return write_report_html(out_dir, view, metrics, records, workers, rows=rows, charts=charts)
 
     def the_rest() -> dict[str, Path]:
-        files = {**write_metrics_files(out_dir, metrics, processed.attempts, attempts_written),
-                 **write_summary_md(out_dir, view)}
+        files = {} if reports_only else write_metrics_files(out_dir, metrics, processed.attempts, attempts_written)
+        files.update(write_summary_md(out_dir, view))
         if comparison is not None:
             files.update(write_comparison_files(out_dir, comparison))
         return files
@@ -99,7 +105,8 @@ def write_run_outputs(
     # report.html beside the rest (a small run's files take less than a fork)
     done = fork_map(run, [report_html, the_rest], workers=min(2, workers_for(len(records), workers)), chunk_size=1)
     written = {name: path for files in done for name, path in files.items()}
-    return {name: written[name] for name in (*OUTPUT_FILES, *(COMPARISON_FILES if comparison else ()))}
+    names = COMPARED_REPORTS if reports_only else OUTPUT_FILES
+    return {name: written[name] for name in (*names, *(COMPARISON_FILES if comparison else ()))}
 
 
 def write_comparison_files(out_dir: Path, comparison: Comparison) -> dict[str, Path]:

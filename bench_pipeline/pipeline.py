@@ -127,6 +127,30 @@ def run_stages(
     return RunResult(processed, written, compared.result if compared else None)
 
 
+def compare_stored(
+    processed: ProcessedRun,
+    out_dir: Path,
+    baseline: Side | Callable[[], Side | None] | None,
+    *,
+    workers: int = 1,
+    baseline_run_dir: Path | None = None,
+    comparison_inputs: dict | None = None,
+    targets: tuple[float, ...] | None = None,
+) -> RunResult:
+    """The comparison and the reports of a run already through stages 1-4 (``processed``:
+    ``stored_values.stored_processed``, what its processing stored), when only its
+    comparison's inputs changed (its baseline processed again, another baseline chosen):
+    the run is compared with ``baseline`` as ``run_stages`` compares it, and summary.md,
+    report.html, comparison.json and comparison.md are written into ``out_dir``
+    (comparison.json and comparison.md removed when there is no baseline now); metrics.json
+    and attempts.jsonl, which no comparison changes, are left as they are. The same
+    reports as ``run_stages`` on the same inputs, byte for byte."""
+    side = _baseline_side(baseline, baseline_run_dir, processed.raw.run_dir)
+    compared = _compared(side, processed, None, comparison_inputs, targets)
+    written = write_run_outputs(Path(out_dir), processed, workers, comparison=compared, reports_only=True)
+    return RunResult(processed, written, compared.result if compared else None)
+
+
 def _compared(baseline: Side | None, processed: ProcessedRun, max_drop: float | None,
               inputs: dict | None, targets: tuple[float, ...] | None = None) -> Comparison | None:
     """The processed run compared with ``baseline`` (None without one), comparison.json's

@@ -10,6 +10,7 @@ run's materialization, and its data version, stand for.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,12 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from .comparison_sides import SIDE_FIELDS, ComparisonInputError, Side, make_side
+from .frames import attempts_from_frame, raw_run_from_frame, tasks_from_frame
 from .identity import RunIdentity
 from .artifacts import loads_json
 from .object_store import storage_path
+from .processed import ProcessedRun
+from .resources.io_managers import load_partition
 from .resources.settings import safe_partition_key
 
 #: The attempt_metrics columns a comparison side reads (``comparison_sides.make_side``).
@@ -99,3 +103,31 @@ def stored_baseline(storage_base: str, run_id: str) -> Side:
     except FRAME_ERRORS as exc:
         raise ComparisonInputError(f"{run_id}: no readable stored attempt_metrics frame to compare with "
                                    f"({type(exc).__name__})") from None
+
+
+class StoredValuesError(ValueError):
+    """A run's stored stage values that are missing or cannot be read back."""
+
+
+def stored_processed(storage_base: str, run_id: str, run_dir: Path | str) -> ProcessedRun:
+    """A run through stages 1-4 as its processing stored it: raw_results (with the run
+    folder's manifest.json and suite.json, as stage 1 reads them), attempt_metrics,
+    task_groups and capability_aggregates (its metrics.json). What the comparison and the
+    reports read from a processed run (``pipeline.compare_stored``); the attempts.jsonl
+    fields of a float column come back as floats, so this is not for writing metrics files.
+    Raises StoredValuesError, naming what is missing, when a value cannot be read."""
+    values = {}
+    for asset, extension in (("raw_results", ".parquet"), ("attempt_metrics", ".parquet"),
+                             ("task_groups", ".parquet"), ("capability_aggregates", ".json")):
+        try:
+            values[asset] = load_partition(storage_base, asset, run_id, extension)
+        except (*FRAME_ERRORS, TypeError) as exc:
+            raise StoredValuesError(f"{run_id}: no readable stored {asset} value ({type(exc).__name__})") from None
+    metrics = values["capability_aggregates"]
+    if not isinstance(metrics, dict):
+        raise StoredValuesError(f"{run_id}: the stored capability_aggregates value is not a document")
+    raw = raw_run_from_frame(run_dir, values["raw_results"])
+    if isinstance(metrics.get("results_file"), str):
+        raw = replace(raw, results_file=metrics["results_file"])
+    return ProcessedRun(raw, attempts_from_frame(values["attempt_metrics"]), tasks_from_frame(values["task_groups"]),
+                        metrics)

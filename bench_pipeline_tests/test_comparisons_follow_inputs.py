@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from bench_pipeline.cli import main as cli_main
@@ -59,6 +60,13 @@ def _rejudge(run: Path) -> None:
     (run / "results.rejudged.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
 
 
+def _materialized(home: Path, asset: str, run_id: str) -> int:
+    """How many times the Dagster instance recorded ``asset`` materialized for the run's partition."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return len(instance.fetch_materializations(dg.AssetRecordsFilter(dg.AssetKey(asset), asset_partitions=[run_id]),
+                                                   limit=100).records)
+
+
 def _recompared(out: str) -> set[str]:
     """The runs the command compared again, found before (with the runs it processed) or after."""
     return {line.split(":", 1)[0] for line in out.splitlines()
@@ -83,6 +91,8 @@ def test_comparisons_follow_rejudges_pins_late_runs_and_deleted_baselines(tmp_pa
     assert _recompared(out) == set()
     _check(reports, runs_root, tmp_path, {r1: r0, r2: r1})
     before = _comparison(reports, r2)
+    home = tmp_path / "home"
+    r2_files = {name: (reports / r2 / name).read_bytes() for name in ("metrics.json", "attempts.jsonl")}
 
     # 1. the baseline of r2 is re-judged: r1 is processed again, then r2's comparison, and nothing else
     _rejudge(runs_root / r1)
@@ -94,6 +104,12 @@ def test_comparisons_follow_rejudges_pins_late_runs_and_deleted_baselines(tmp_pa
     assert after["first_attempt"] != before["first_attempt"]
     assert after["inputs"]["baseline"]["data_version"] != before["inputs"]["baseline"]["data_version"]
     assert "catalog: ok" in out
+    # r2's own stages were not derived again: only its comparison and reports were made again
+    assert [_materialized(home, a, r2) for a in ("raw_results", "attempt_metrics", "capability_aggregates",
+                                                 "langfuse_publication", "run_comparison", "reports")] == [1, 1, 1, 1, 2, 2]
+    assert [_materialized(home, a, r1) for a in ("attempt_metrics", "run_comparison")] == [2, 2]
+    assert r2_files == {name: (reports / r2 / name).read_bytes() for name in r2_files}
+    assert f"Compared with `{r1}`" in (reports / r2 / "summary.md").read_text()
 
     # nothing changed: nothing computed again
     out = _main(env)

@@ -2,9 +2,10 @@
 runs root, the output root, the pinned baselines and the instance: what the comparison
 sensor and the main command recompute, and what the UI shows as behind.
 
-A comparison is recomputed by processing its run again (the ``process_run`` job, the one
-composition of the stages): its own stages come out as they were (same data version) and its
-comparison, reports and the cross-run pages that show them follow the current inputs.
+A comparison is recomputed by the ``process_run`` job on its run: a run whose stages are
+current is not derived again, its comparison and reports are made from its stored values
+(``PartitionJob.stored_stages``, ``pipeline.compare_stored``), and the cross-run pages that
+show them follow at the next refresh.
 """
 
 from __future__ import annotations

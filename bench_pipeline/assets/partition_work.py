@@ -35,7 +35,7 @@ from ..data_quality import data_quality_findings
 from ..derivation import workers_for
 from ..formula import FORMULA_VERSION
 from ..frames import attempts_frame, raw_results_frame, tasks_frame
-from ..pipeline import publish, run_stages
+from ..pipeline import compare_stored, publish, run_stages
 from ..processed import ProcessedRun
 from ..publication.result import PublicationError
 from ..publication.settings import LangfuseSettings
@@ -43,7 +43,7 @@ from ..data_quality_checks import CheckOutcome, run_checks
 from ..resources.io_managers import store_partition
 from ..run_reader import NotARunFolderError
 from ..schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
-from ..stored_values import stored_baseline
+from ..stored_values import StoredValuesError, stored_baseline, stored_processed
 from .stage_metadata import comparison_metadata, headline_metadata, publication_metadata
 
 #: The per-run stage assets, in stage order (each depends on the one before).
@@ -76,6 +76,9 @@ class PartitionJob:
     source_error: str | None = None  # the run's objects could not be read: the partition fails
     #: what the comparison is computed from (comparison.json ``inputs``, run_comparison's tags)
     comparison_inputs: ComparisonInputs | None = None
+    #: the run's stages and publication are current (its folder and the formula unchanged since
+    #: they were stored): only its comparison and reports are made again, from its stored values
+    stored_stages: bool = False
 
 
 @dataclass
@@ -95,6 +98,8 @@ class PartitionOutcome:
     comparison_version: str | None = None
     #: the run's data-quality findings (``data_quality_findings`` of its metrics.json), once derived
     findings: int | None = None
+    #: only the comparison and the reports were made again, from the run's stored values
+    compared_only: bool = False
 
 
 @dataclass
@@ -146,8 +151,16 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
                 inputs = replace(inputs, baseline=None, baseline_version=None, baseline_choice=baseline_reason)
             return None
 
+    baseline_run_dir = Path(job.baseline_run_dir) if job.baseline_run_dir else None
+    if job.stored_stages:
+        try:
+            processed = stored_processed(job.storage_base, job.key, job.run_dir)
+        except StoredValuesError as exc:  # e.g. the storage was cleared: processed in full
+            log(f"{job.key}: processed in full, its stored values cannot be read ({exc})")
+        else:
+            return _compared_again(job, processed, baseline, baseline_run_dir, started,
+                                   lambda: (baseline_reason, inputs))
     try:
-        baseline_run_dir = Path(job.baseline_run_dir) if job.baseline_run_dir else None
         result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
                             progress=progress, baseline=baseline if job.baseline else None,
                             baseline_run_dir=baseline_run_dir, run_files=job.run_files,
@@ -196,6 +209,37 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
     outcome.seconds = time.monotonic() - started
     if failed_stage is None:
         outcome.materialized[STAGES[-1]] = {**publication, "run_seconds": round(outcome.seconds, 3)}
+    return outcome
+
+
+def _compared_again(job: PartitionJob, processed: ProcessedRun, baseline: Callable[[], Side | None],
+                    baseline_run_dir: Path | None, started: float,
+                    chosen: Callable[[], tuple[str, ComparisonInputs | None]]) -> PartitionOutcome:
+    """A partition whose stages are current (``job.stored_stages``): its comparison and
+    reports made again from ``processed``, its stored values (``pipeline.compare_stored``);
+    only run_comparison and reports are materialized. ``chosen()``: the baseline's reason and
+    the comparison's inputs once ``baseline`` was called (it says why there is none when the
+    baseline's values cannot be read)."""
+    outcome = PartitionOutcome(job.key, job.fingerprint, attempts=len(processed.attempts), compared_only=True,
+                               findings=data_quality_findings(processed.metrics))
+    inputs, stage = job.comparison_inputs, "run_comparison"
+    try:
+        side = baseline() if job.baseline else None
+        baseline_reason, inputs = chosen()
+        result = compare_stored(processed, Path(job.out_dir), side, workers=job.workers,
+                                baseline_run_dir=baseline_run_dir,
+                                comparison_inputs=inputs.record() if inputs is not None else None)
+        computed = _Computed(replace(job, comparison_inputs=inputs), processed, result.written, result.comparison,
+                             baseline_reason)
+        for stage in ("run_comparison", "reports"):
+            outcome.materialized[stage] = STORED_STAGES[stage](stage, computed)
+    except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
+        outcome.failed_stage, outcome.error = stage, _failure(job, stage, exc)
+    if inputs is not None:
+        outcome.comparison_version = inputs.version()
+    outcome.seconds = time.monotonic() - started
+    if outcome.failed_stage is None:  # the partition's last materialization says it is done
+        outcome.materialized["reports"]["run_seconds"] = round(outcome.seconds, 3)
     return outcome
 
 

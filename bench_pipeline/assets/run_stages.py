@@ -153,8 +153,10 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
             if outcome.error is not None:
                 failed.append(outcome)
                 context.log.error(f"{outcome.key}: FAILED at {outcome.failed_stage}: {outcome.error}")
+            done = "comparison and reports made again from its stored values, " if outcome.compared_only else ""
             context.log.info(f"[{i}/{len(jobs)}] {outcome.key}: {'FAILED' if outcome.error else 'ok'} "
-                             f"({outcome.attempts} attempts, {outcome.seconds:.1f}s){findings_note(outcome.findings)}")
+                             f"({done}{outcome.attempts} attempts, {outcome.seconds:.1f}s)"
+                             f"{findings_note(outcome.findings)}")
     finally:
         delivery.close()
     # The checks' evaluations went out per partition above; their outputs (nothing but the
@@ -200,21 +202,29 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
     by_id = {r.run_id: r for r in runs}
     pins = load_pins(pins_file())
     choices = {key: choose_baseline(by_id.get(key, RunInfo(key, None, None, False)), runs, pins) for key in keys}
-    stored = stored_versions(instance, sorted({b.run_id for b in choices.values() if b.run_id} - in_step))
     folder_versions = {f.run_id: data_version(f.fingerprint) for f in folders}
+    local: dict[str, str] = {}  # {run id: its folder's fingerprint}, of the local run folders
+    for key in keys:
+        fp = None if object_store.is_remote(settings.run_location(key)) else fingerprint(settings.run_location(key))
+        if fp:
+            local[key] = fp[0]
+    # runs whose stages are current: only their comparison and reports are made again
+    current = up_to_date(instance, {k: fp for k, fp in local.items()
+                                    if not object_store.is_remote(settings.output_location(k))}) if instance else set()
+    derived = in_step - current  # the runs whose values this step stores
+    stored = stored_versions(instance, sorted({b.run_id for b in choices.values() if b.run_id} - derived))
     jobs = []
     for key in keys:
-        run_dir = settings.run_location(key)
-        fp = None if object_store.is_remote(run_dir) else fingerprint(run_dir)
         baseline = choices[key]
         # the baseline's version: of the values this step makes for it, else of those stored
-        version = (folder_versions.get(baseline.run_id) if baseline.run_id in in_step else stored.get(baseline.run_id)
+        version = (folder_versions.get(baseline.run_id) if baseline.run_id in derived else stored.get(baseline.run_id)
                    ) if baseline.run_id else None
         inputs = ComparisonInputs(key, folder_versions.get(key), baseline.run_id, version, baseline.reason)
         jobs.append(PartitionJob(
-            key, run_dir, settings.output_location(key), settings.storage_base, target, fp[0] if fp else None,
-            workers, baseline=baseline.run_id, baseline_reason=baseline.reason, after=baseline.run_id if baseline.run_id in in_step else None,
-            comparison_inputs=inputs,
+            key, settings.run_location(key), settings.output_location(key), settings.storage_base, target,
+            local.get(key), workers, baseline=baseline.run_id, baseline_reason=baseline.reason,
+            after=baseline.run_id if baseline.run_id in derived else None, comparison_inputs=inputs,
+            stored_stages=key in current,
         ))
     return bucket_io.prepare(jobs, settings.runs_root, settings.output_root, folders)
 

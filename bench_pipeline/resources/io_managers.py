@@ -102,3 +102,12 @@ def store_partition(base_path: str, asset: str, partition_key: str, value: pd.Da
     path = base / asset / (safe_partition_key(partition_key) + manager.extension)
     manager.dump_to_path(None, value, path)  # the writers need no context
     return path
+
+
+def load_partition(base_path: str, asset: str, partition_key: str, extension: str) -> pd.DataFrame | dict:
+    """One partition's stored value of ``asset`` (``extension``: ``.parquet`` for a frame,
+    ``.json`` for a document), read with the matching IO manager's own reader: what
+    ``store_partition`` stored. Raises OSError when it was never stored."""
+    base = storage_path(base_path)
+    manager = ParquetIOManager(base) if extension == ParquetIOManager.extension else JsonIOManager(base)
+    return manager.load_from_path(None, base / asset / (safe_partition_key(partition_key) + manager.extension))

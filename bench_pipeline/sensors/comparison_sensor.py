@@ -2,7 +2,8 @@
 
 Each tick it finds the runs whose comparison is behind (assets/comparisons.py: a baseline
 processed again, another baseline chosen now by the rule or a pin, a baseline's folder
-gone) and requests each run processed again (``process_run``, tag
+gone) and requests each run processed again (``process_run``: a run whose own stages are
+current gets only its comparison and reports made again, from its stored values; tag
 ``bench/trigger=baseline_changed``), once its baseline is current. The run key names the run
 and the baseline version it is to be compared with, so a state is requested once. When the
 set of comparisons behind changes, it records an observation on ``run_comparison`` with
@@ -52,7 +53,8 @@ def evaluate_comparisons(instance: dg.DagsterInstance, settings: PipelineSetting
     job_name="process_run",
     minimum_interval_seconds=MINIMUM_INTERVAL_SECONDS,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Processes a run again when its comparison is behind its inputs: its baseline processed again "
+    description="Compares a run again (from its stored values when its own stages are current) when its "
+                "comparison is behind its inputs: its baseline processed again "
                 "(re-judged, backfilled), another baseline chosen (a late run, a pin), a baseline's folder gone.",
 )
 def comparison_sensor(context: dg.SensorEvaluationContext, settings: PipelineSettings) -> dg.SensorResult:

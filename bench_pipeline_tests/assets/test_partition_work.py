@@ -118,3 +118,53 @@ def test_a_suites_runs_in_one_step_are_processed_side_by_side_and_compared_as_fr
         cli_main(["compare", str(runs / baseline), str(runs / candidate), "--output-dir", str(tmp_path / candidate)])
         fresh = json.loads((tmp_path / candidate / "comparison.json").read_bytes())
         assert {k: v for k, v in got.items() if k != "inputs"} == fresh
+
+
+@pytest.mark.parametrize("layout", ["flat", "runner"])
+def test_a_run_whose_stages_are_current_gets_the_same_reports_from_its_stored_values(tmp_path, monkeypatch, layout):
+    """Compared again from its stored values (``stored_stages``: its folder and the formula
+    unchanged), a run's summary.md, report.html, comparison.json and comparison.md are the
+    bytes a full processing writes; only run_comparison and reports are materialized, and
+    metrics.json and attempts.jsonl are left as they were. Without stored values the run is
+    processed in full."""
+    from dataclasses import replace
+
+    from bench_pipeline.assets.partition_work import process_partition
+    from bench_pipeline.assets.run_stages import partition_jobs
+    from bench_pipeline.generator import generate_runs
+
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    settings = make_resources(tmp_path)["settings"]
+    keys = sorted(p.name for p in generate_runs(tmp_path / "runs", runs=2, seed=7, tasks=10, repeats=3,
+                                                history_messages=6, edge_cases=True, systems=1, layout=layout))
+    baseline_job, candidate_job = partition_jobs(keys, settings, LangfuseSettings(None, None, None), workers=1)
+    assert candidate_job.baseline == keys[0] and not candidate_job.stored_stages
+    logged: list[str] = []
+    first = [process_partition(replace(j, after=None), logged.append) for j in (baseline_job, candidate_job)]
+    assert [o.error for o in first] == [None, None]
+    full = tmp_path / "reports" / keys[1]
+    files = {f.name: f.read_bytes() for f in full.iterdir() if f.is_file()}
+    assert {"summary.md", "report.html", "comparison.json", "comparison.md"} <= set(files)
+
+    again = tmp_path / "again" / keys[1]  # as deep as the first, for the same relative links
+    outcome = process_partition(replace(candidate_job, after=None, stored_stages=True, out_dir=str(again)),
+                                logged.append)
+    assert outcome.error is None and outcome.compared_only
+    assert list(outcome.materialized) == ["run_comparison", "reports"]
+    assert outcome.materialized["run_comparison"]["baseline"] == keys[0]
+    assert outcome.materialized["reports"]["run_seconds"] >= 0
+    assert outcome.attempts == first[1].attempts == 31  # a duplicated line among 30 planned attempts
+    assert outcome.findings == first[1].findings and outcome.comparison_version == candidate_job.comparison_inputs.version()
+    assert sorted(f.name for f in again.iterdir()) == ["comparison.json", "comparison.md", "report.html", "summary.md"]
+    for name in ("summary.md", "report.html", "comparison.json", "comparison.md"):
+        assert (again / name).read_bytes() == files[name], name
+
+    # the stored values gone (a cleared storage): processed in full, as without them
+    for stored in (tmp_path / "storage" / "attempt_metrics").iterdir():
+        stored.unlink()
+    outcome = process_partition(replace(candidate_job, after=None, stored_stages=True, out_dir=str(again)),
+                                logged.append)
+    assert outcome.error is None and not outcome.compared_only and list(outcome.materialized) == list(STAGES)
+    assert any("processed in full, its stored values cannot be read" in line and "attempt_metrics" in line
+               for line in logged)
