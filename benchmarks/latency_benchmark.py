@@ -28,7 +28,14 @@ new Python process that imports Dagster and the definitions), ``step`` (-> the s
 starts) and ``work`` (step start -> report.html written), and on disk ``page`` (report.html ->
 the suite page listing the run: the catalog sensor's refresh). Then the median and range.
 
+With ``--catalog DIR`` the UI starts on a catalog already processed (a work folder of
+``refresh_benchmark.py``, e.g. its ``n2000``: ``dagster_home`` and ``data`` processed by
+``python -m bench_pipeline.main`` at the current formula version, else the sensor begins by
+processing every run again), used in place: the rounds' runs are added to it, named by the
+moment the benchmark started, and the suite page that lists them is that catalog's.
+
     .venv/bin/python benchmarks/latency_benchmark.py [--rounds 7] [--bucket] [--workdir DIR] [--keep]
+    .venv/bin/python benchmarks/latency_benchmark.py --catalog /tmp/rb/n2000 [--rounds 5]
 """
 
 from __future__ import annotations
@@ -175,11 +182,15 @@ def sensor_ticks(instance, name: str = "run_folder_sensor") -> tuple[list[float]
     return [], []
 
 
+#: Names the rounds' runs of one invocation apart from those of another (``--catalog``).
+STARTED = time.strftime("%Y%m%dT%H%M%S")
+
+
 def new_run(runs_root: Path, number: int) -> Path:
     """One small run (12 tasks x 3 attempts) written by the generator, manifest.json last."""
     from bench_pipeline.generator import generate_runs
 
-    prefix = f"latency-{number:02d}-"
+    prefix = f"latency-{STARTED}-{number:02d}-"
     generate_runs(runs_root, runs=1, seed=5000 + number, tasks=12, repeats=3, history_messages=30,
                   edge_cases=False, id_prefix=prefix)
     (run_dir,) = [p for p in runs_root.iterdir() if p.name.startswith(prefix)]
@@ -280,10 +291,17 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for one report.html")
     parser.add_argument("--bucket", action="store_true",
                         help="runs root, output root and storage base in a bucket of moto's S3 server")
+    parser.add_argument("--catalog", type=Path, default=None,
+                        help="a work folder already processed (dagster_home, data), used in place")
     args = parser.parse_args()
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-latency-"))
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True)
+    if args.catalog is not None:
+        if args.bucket or not (args.catalog / "dagster_home").is_dir():
+            raise SystemExit("--catalog needs a processed work folder (dagster_home, data) on disk")
+        workdir, args.keep = args.catalog, True
+    else:
+        workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-latency-"))
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
     runs_root, reports = workdir / "data" / "runs", workdir / "data" / "reports"
     roots = BucketRoots(workdir) if args.bucket else None
     target = 30 if args.bucket else 15
