@@ -105,6 +105,17 @@ def stored_baseline(storage_base: str, run_id: str) -> Side:
                                    f"({type(exc).__name__})") from None
 
 
+#: The stored values ``stored_processed`` reads: (asset, extension).
+PROCESSED_VALUES = (("raw_results", ".parquet"), ("attempt_metrics", ".parquet"), ("task_groups", ".parquet"),
+                    ("capability_aggregates", ".json"))
+
+
+def has_stored_values(storage_base: str, run_id: str) -> bool:
+    """Whether every value ``stored_processed`` reads was stored for the run (a storage base
+    cleared since says no)."""
+    return all(stored_path(storage_base, asset, run_id, extension).exists() for asset, extension in PROCESSED_VALUES)
+
+
 class StoredValuesError(ValueError):
     """A run's stored stage values that are missing or cannot be read back."""
 
@@ -117,8 +128,7 @@ def stored_processed(storage_base: str, run_id: str, run_dir: Path | str) -> Pro
     fields of a float column come back as floats, so this is not for writing metrics files.
     Raises StoredValuesError, naming what is missing, when a value cannot be read."""
     values = {}
-    for asset, extension in (("raw_results", ".parquet"), ("attempt_metrics", ".parquet"),
-                             ("task_groups", ".parquet"), ("capability_aggregates", ".json")):
+    for asset, extension in PROCESSED_VALUES:
         try:
             values[asset] = load_partition(storage_base, asset, run_id, extension)
         except (*FRAME_ERRORS, TypeError) as exc:

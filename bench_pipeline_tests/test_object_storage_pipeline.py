@@ -364,7 +364,17 @@ def test_every_root_in_a_bucket_a_rejudged_baseline_is_followed_and_the_refresh_
         with dg.build_sensor_context(instance=instance, cursor=quiet.cursor, resources={"settings": settings}) as ctx:
             behind = comparison_sensor(ctx)
         assert [r.partition_key for r in behind.run_requests] == [r1.name]  # exactly its successor
+        report_before = bucket.get(f"reports/{r1.name}/report.html")
+        reads = recorded_reads(monkeypatch)
         assert process_requests(instance, resources, behind) == [r1.name]
+        # r1's own stages are current: compared again from its stored values, nothing of its
+        # run read but manifest.json and suite.json (unchanged: not even those), nothing else made
+        assert not [url for url in reads if url.startswith(bucket.url(f"runs/{r1.name}/"))]
+        assert {a: len(instance.fetch_materializations(dg.AssetRecordsFilter(dg.AssetKey(a), asset_partitions=[r1.name]),
+                                                       limit=10).records)
+                for a in ("attempt_metrics", "langfuse_publication", "run_comparison", "reports")} == {
+            "attempt_metrics": 1, "langfuse_publication": 1, "run_comparison": 2, "reports": 2}
+        assert bucket.get(f"reports/{r1.name}/report.html") != report_before
 
         got = json.loads(bucket.get(f"reports/{r1.name}/comparison.json"))
         assert cli_main(["compare", str(r0), str(r1), "--output-dir", str(tmp_path / "fresh")]) in (0, 1, 3)

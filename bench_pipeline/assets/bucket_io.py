@@ -4,7 +4,8 @@ The stages see local folders only (one composition, ``pipeline.run_stages``):
 
 - ``prepare``: before the stages, each run in a bucket is copied into the local cache
   (``run_folders.fetch_run``: only the files the stages read, only those changed since the
-  last copy, several runs at once); its refused keys travel with the job as data_quality
+  last copy, several runs at once; of a run whose stages are current, compared again from its
+  stored values, only manifest.json and suite.json); its refused keys travel with the job as data_quality
   findings, and a run whose objects cannot be read gets ``source_error`` (it fails alone,
   with the key and the reason). Each output folder in a bucket gets a fresh local staging
   folder holding its previous publication record (so a re-publication sends only what is
@@ -54,14 +55,21 @@ def _fetch_runs(jobs: list[PartitionJob], runs_root: str, folders: list[RunFolde
         fp = object_fingerprint_of(copy)
         return replace(job, run_dir=str(copy.local), fingerprint=fp[0] if fp else None, run_files=tuple(copy.refused))
 
+    # A run whose stages are current (``stored_stages``) is compared from its stored values:
+    # only its manifest.json and suite.json are needed, as for a baseline.
     with ThreadPoolExecutor(min(RUNS_AT_ONCE, len(jobs)) or 1) as pool:
-        fetched = list(pool.map(fetch, jobs))
+        fetched = {j.key: j for j in pool.map(fetch, [j for j in jobs if not j.stored_stages])}
     # The baselines' run folders, for the reports' links and the baseline's identity: their
     # manifest.json and suite.json (already copied for the baselines' index: nothing read).
     listed = {f.run_id for f in folders}
-    wanted = sorted({j.baseline for j in fetched if j.baseline and j.baseline in listed})
-    copies = local_run_files(runs_root, wanted, folders=folders) if wanted else {}
-    return [replace(j, baseline_run_dir=str(copies[j.baseline])) if j.baseline in copies else j for j in fetched]
+    wanted = {j.baseline for j in jobs if j.baseline and j.baseline in listed}
+    wanted |= {j.key for j in jobs if j.stored_stages and j.key in listed}
+    copies = local_run_files(runs_root, sorted(wanted), folders=folders) if wanted else {}
+    out = []
+    for job in jobs:
+        job = fetched.get(job.key) or (replace(job, run_dir=str(copies[job.key])) if job.key in copies else job)
+        out.append(replace(job, baseline_run_dir=str(copies[job.baseline])) if job.baseline in copies else job)
+    return out
 
 
 def _stage_outputs(jobs: list[PartitionJob]) -> list[PartitionJob]:
@@ -143,7 +151,9 @@ class Delivery:
         key = outcome.key
         if key in self.jobs and key in self.ready_error:
             kept = {stage: meta for stage, meta in outcome.materialized.items() if stage in FRAME_STAGES}
-            return replace(outcome, materialized=kept, failed_stage=STAGES[3], error=self.ready_error[key])
+            # its files are those of capability_aggregates on, or of a comparison made again
+            failed = "run_comparison" if outcome.compared_only else STAGES[3]
+            return replace(outcome, materialized=kept, failed_stage=failed, error=self.ready_error[key])
         return outcome
 
     def finish(self, outcome: PartitionOutcome) -> PartitionOutcome:

@@ -159,7 +159,7 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
             log(f"{job.key}: processed in full, its stored values cannot be read ({exc})")
         else:
             return _compared_again(job, processed, baseline, baseline_run_dir, started,
-                                   lambda: (baseline_reason, inputs))
+                                   lambda: (baseline_reason, inputs), outputs_ready)
     try:
         result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
                             progress=progress, baseline=baseline if job.baseline else None,
@@ -214,12 +214,13 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
 
 def _compared_again(job: PartitionJob, processed: ProcessedRun, baseline: Callable[[], Side | None],
                     baseline_run_dir: Path | None, started: float,
-                    chosen: Callable[[], tuple[str, ComparisonInputs | None]]) -> PartitionOutcome:
+                    chosen: Callable[[], tuple[str, ComparisonInputs | None]],
+                    outputs_ready: Callable[[], None] | None = None) -> PartitionOutcome:
     """A partition whose stages are current (``job.stored_stages``): its comparison and
     reports made again from ``processed``, its stored values (``pipeline.compare_stored``);
     only run_comparison and reports are materialized. ``chosen()``: the baseline's reason and
     the comparison's inputs once ``baseline`` was called (it says why there is none when the
-    baseline's values cannot be read)."""
+    baseline's values cannot be read); ``outputs_ready()`` once the files are written."""
     outcome = PartitionOutcome(job.key, job.fingerprint, attempts=len(processed.attempts), compared_only=True,
                                findings=data_quality_findings(processed.metrics))
     inputs, stage = job.comparison_inputs, "run_comparison"
@@ -229,6 +230,8 @@ def _compared_again(job: PartitionJob, processed: ProcessedRun, baseline: Callab
         result = compare_stored(processed, Path(job.out_dir), side, workers=job.workers,
                                 baseline_run_dir=baseline_run_dir,
                                 comparison_inputs=inputs.record() if inputs is not None else None)
+        if outputs_ready is not None:  # a bucket's are uploaded
+            outputs_ready()
         computed = _Computed(replace(job, comparison_inputs=inputs), processed, result.written, result.comparison,
                              baseline_reason)
         for stage in ("run_comparison", "reports"):

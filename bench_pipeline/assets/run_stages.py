@@ -32,7 +32,8 @@ from ..data_quality import findings_note
 from ..formula import FORMULA_VERSION
 from ..partitions import runs_partitions
 from ..resources import LangfuseResource, PipelineSettings
-from ..run_folders import fingerprint, scan
+from ..run_folders import scan
+from ..stored_values import has_stored_values
 from . import bucket_io
 from .checks import CHECK_SPECS, check_evaluations
 from .partition_pool import run_partitions
@@ -203,14 +204,10 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
     pins = load_pins(pins_file())
     choices = {key: choose_baseline(by_id.get(key, RunInfo(key, None, None, False)), runs, pins) for key in keys}
     folder_versions = {f.run_id: data_version(f.fingerprint) for f in folders}
-    local: dict[str, str] = {}  # {run id: its folder's fingerprint}, of the local run folders
-    for key in keys:
-        fp = None if object_store.is_remote(settings.run_location(key)) else fingerprint(settings.run_location(key))
-        if fp:
-            local[key] = fp[0]
+    fingerprints = {f.run_id: f.fingerprint for f in folders}  # a bucket's too (object_fingerprint)
     # runs whose stages are current: only their comparison and reports are made again
-    current = up_to_date(instance, {k: fp for k, fp in local.items()
-                                    if not object_store.is_remote(settings.output_location(k))}) if instance else set()
+    current = up_to_date(instance, {k: fingerprints[k] for k in keys if fingerprints.get(k)}) if instance else set()
+    current = {k for k in current if has_stored_values(settings.storage_base, k)}
     derived = in_step - current  # the runs whose values this step stores
     stored = stored_versions(instance, sorted({b.run_id for b in choices.values() if b.run_id} - derived))
     jobs = []
@@ -222,7 +219,7 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
         inputs = ComparisonInputs(key, folder_versions.get(key), baseline.run_id, version, baseline.reason)
         jobs.append(PartitionJob(
             key, settings.run_location(key), settings.output_location(key), settings.storage_base, target,
-            local.get(key), workers, baseline=baseline.run_id, baseline_reason=baseline.reason,
+            fingerprints.get(key), workers, baseline=baseline.run_id, baseline_reason=baseline.reason,
             after=baseline.run_id if baseline.run_id in derived else None, comparison_inputs=inputs,
             stored_stages=key in current,
         ))
