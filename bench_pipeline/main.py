@@ -209,7 +209,7 @@ def _run_all(defs, instance, samples: bool) -> int:
             _say(f"  {path}")
     pages = _suite_pages(settings.output_root)
     if pages:
-        _say("Suite pages (every run of a suite, its systems and their noise floors):")
+        _say("Suite pages (the latest runs of a suite, their systems and noise floors):")
         for path in pages[:SUITE_PAGES_LISTED]:
             _say(f"  {path}")
         if len(pages) > SUITE_PAGES_LISTED:

@@ -200,7 +200,7 @@ def test_main_says_each_thing_once_naming_its_run(tmp_path):
             assert (f"  {path}" in listed) == path.exists(), path
     # then every suite's page, named once
     pages = sorted(str(p) for p in (reports / "_suites").glob("*/index.html"))
-    assert pages and "Suite pages (every run of a suite, its systems and their noise floors):" in listed
+    assert pages and "Suite pages (the latest runs of a suite, their systems and noise floors):" in listed
     assert [line.strip() for line in listed if line.strip().endswith("/index.html")] == pages
 
     instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))

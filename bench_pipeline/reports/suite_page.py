@@ -56,6 +56,10 @@ WARNING_LABELS = {"suite_differs": "suites differ", "model_differs": "models dif
                   "code_differs": "git shas differ", "metrics_k_differs": "metrics_k differs",
                   "suite_version_differs": "suite versions differ", "judge_differs": "judges differ",
                   "platform_differs": "platforms differ", "skills_differs": "skills differ"}
+#: The most runs a suite page lists, the latest (``latest_runs``), with the systems they belong
+#: to: a page of every run and system of a suite of thousands would be megabytes, made again
+#: whole at each new run. Every run keeps its report.html and every system its repeats.md.
+RUNS_SHOWN = 100
 MEAN_NOTE = ("Mean cost and mean tokens per attempt: the mean over every eligible attempt of the system's runs "
              "(each run after its de-duplication) that recorded a number; attempts without one are left out, "
              "not counted as 0. It weighs every attempt alike, unlike repeats.json's pooled resources, which "
@@ -111,6 +115,20 @@ def mean_per_attempt(runs: Sequence[RepeatRun], field: str) -> tuple[float | Non
     values = [float(row[field]) for run in runs for by_attempt in run.side.tasks.values()
               for row in by_attempt.values() if is_eligible(row) and is_number(row.get(field))]
     return fsum_mean(values), len(values)
+
+
+def latest_runs(runs: Sequence[Mapping[str, Any]], systems: Sequence[SystemEntry],
+                limit: int) -> tuple[list[Mapping[str, Any]], list[SystemEntry]]:
+    """The runs a suite page lists, the latest ``limit`` in start order (``run_start_order``:
+    a run without a start is last), and the systems it shows: when runs are cut, those the
+    listed runs belong to (pooled in them or left out of them), in their order; else all."""
+    ordered = run_start_order(runs)
+    if len(ordered) <= limit:  # nothing cut: every system, whichever runs it has
+        return ordered, list(systems)
+    shown = ordered[-limit:]
+    ids = {r.get("run_id") for r in shown}
+    return shown, [e for e in systems
+                   if any(r["run_id"] in ids for r in e.page()["runs"]) or any(i in ids for i in e.left_out)]
 
 
 def run_start_order(runs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -337,9 +355,13 @@ def _run_rows(out_dir: Path, runs: Sequence[Mapping[str, Any]], labels: Mapping[
 
 def suite_view(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any]],
                systems: Sequence[SystemEntry]) -> dict[str, Any]:
-    """What the suite page shows (strings raw, numbers formatted; escaped where rendered)."""
+    """What the suite page shows (strings raw, numbers formatted; escaped where rendered): the
+    latest RUNS_SHOWN runs and their systems (``latest_runs``; ``every``: how many the suite
+    has, when the page shows fewer)."""
     out_dir = Path(out_dir)
     systems = [replace(entry, summary=entry.page()) for entry in systems]  # each made once
+    every = {"runs": len(runs), "systems": len(systems)}
+    runs, systems = latest_runs(runs, systems, RUNS_SHOWN)
     rows = [_system_row(i, entry, out_dir) for i, entry in enumerate(systems, start=1)]
     labels = {run["run_id"]: row["label"] for entry, row in zip(systems, rows) for run in entry.page()["runs"]}
     labels.update({run_id: f"{row['label']} (not pooled: {why})" for entry, row in zip(systems, rows)
@@ -347,7 +369,8 @@ def suite_view(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any
     chart = _chart(rows)
     return {"suite": suite if suite is not None else "unknown", "runs": _run_rows(out_dir, runs, labels),
             "systems": rows, "chart": chart, "best": best_system(rows), "flaky": _flaky(systems, rows, out_dir),
-            "mean_note": MEAN_NOTE, "list_cap": LIST_CAP}
+            "mean_note": MEAN_NOTE, "list_cap": LIST_CAP,
+            "every": every if (every["runs"], every["systems"]) != (len(runs), len(systems)) else None}
 
 
 def render_suite_page(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any]],

@@ -338,3 +338,29 @@ def test_run_start_order():
     rows = [{"run_id": "b", "started_at": None}, {"run_id": "c", "started_at": "2026-01-02"},
             {"run_id": "a", "started_at": None}, {"run_id": "d", "started_at": "2026-01-01"}]
     assert [r["run_id"] for r in run_start_order(rows)] == ["d", "c", "a", "b"]
+
+
+def test_a_page_lists_the_latest_runs_and_their_systems_only(tmp_path, monkeypatch):
+    """With more runs than RUNS_SHOWN, the page lists the latest ones in start order (a run
+    without a start counts as the latest) and only the systems they belong to, and says how
+    many the suite has; at or under the bound nothing is cut and nothing is said."""
+    import bench_pipeline.reports.suite_page as suite_page
+
+    rows, systems = suite(tmp_path)
+    shown, kept = suite_page.latest_runs(rows, systems, 3)
+    assert [r["run_id"] for r in shown] == [HOSTILE_RUN, "b2", "d1"]  # d1 has no start: last
+    assert [e.slug for e in kept] == ["sys-2", "sys-4"]
+    assert suite_page.latest_runs(rows, systems, 6) == (run_start_order(rows), systems)
+
+    monkeypatch.setattr(suite_page, "RUNS_SHOWN", 4)  # a2, b1, b2, d1: systems 1, 2 and 4
+    html = write_suite_page(tmp_path / "page", SUITE, rows, systems).read_text()
+    t = Tables(html)
+    assert [r[0] for r in t.tables["runs-table"]] == ["a2", HOSTILE_RUN, "b2", "d1"]
+    assert [r[0] for r in t.tables["systems-table"]] == ["S1", "S2", "S3"]
+    assert [r[1] for r in t.tables["runs-table"]] == ["S1", "S2", "S2", "S3"]
+    cut = htmllib.unescape(re.sub(r"<[^>]+>", "", re.search(r'<p class="muted" id="page-cut">(.*?)</p>', html,
+                                                                  re.S).group(1)))
+    assert cut.startswith("This page shows the latest 4 runs of the suite's 6 runs and the 3 systems they belong "
+                          "to, of 4 systems;")
+    monkeypatch.setattr(suite_page, "RUNS_SHOWN", 6)
+    assert 'id="page-cut"' not in write_suite_page(tmp_path / "all", SUITE, rows, systems).read_text()
