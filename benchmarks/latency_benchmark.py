@@ -52,6 +52,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,6 +82,9 @@ class UI:
         self.process = subprocess.Popen(
             ["bash", "scripts/ui.sh", "-h", "127.0.0.1", "-p", str(port)], cwd=ROOT, env=ui_env(workdir, extra_env),
             stdout=open(self.log, "wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            # SIGINT at its default, as in a terminal: dg dev maps SIGTERM to SIGINT's handler, and a
+            # benchmark started as a background job would hand it SIGINT ignored (deploy/README.md)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
 
     def answers(self) -> bool:
@@ -191,8 +195,11 @@ def new_run(runs_root: Path, number: int) -> Path:
     from bench_pipeline.generator import generate_runs
 
     prefix = f"latency-{STARTED}-{number:02d}-"
+    # started after every run already there (a catalog's too), as a new run is: the latest of
+    # its suite, listed by its suite page and the baseline of none
+    start = datetime(2200, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=int(time.time()) % 10**8, hours=number)
     generate_runs(runs_root, runs=1, seed=5000 + number, tasks=12, repeats=3, history_messages=30,
-                  edge_cases=False, id_prefix=prefix)
+                  edge_cases=False, id_prefix=prefix, start=start)
     (run_dir,) = [p for p in runs_root.iterdir() if p.name.startswith(prefix)]
     return run_dir
 

@@ -8,6 +8,10 @@ requests) is timed in a fresh process, incremental as it runs for users, then on
 scratch (run tag ``bench/refresh=from_scratch``) on the same state, side by side. Times are the
 job's own (start-up and the definitions' import excluded), median of the rounds with the range.
 
+With ``--workdir`` a catalog prepared by an earlier invocation is measured again; once the
+runs held back for the rounds are used, each round generates one more run of the suite,
+started after every run of the catalog.
+
 Usage:
     .venv/bin/python benchmarks/refresh_benchmark.py [--sizes 200 2000] [--rounds 3] [--workdir DIR]
 """
@@ -92,13 +96,30 @@ def prepare(workdir: Path, size: int, extra: int) -> tuple[dict, list[Path]]:
     return env, sorted(held.iterdir())
 
 
+def new_run(runs: Path, round_no: int) -> Path:
+    """A run like the catalog's (12 tasks x 3 attempts, its suite), started after all of them
+    (a start of its own per invocation and round), written into the runs root."""
+    from datetime import datetime, timedelta, timezone
+
+    from bench_pipeline.generator import generate_runs
+
+    start = datetime(2100, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=int(time.time()) % 10**8, hours=round_no)
+    (folder,) = generate_runs(runs, runs=1, seed=7000 + round_no, tasks=12, repeats=3, history_messages=30,
+                              edge_cases=False, id_prefix="round-", start=start)
+    return folder
+
+
 def measure(workdir: Path, size: int, rounds: int) -> dict[str, list[float]]:
     env, held = prepare(workdir, size, rounds)
     runs = Path(env["BENCH_HOME"]) / "runs"
     times: dict[str, list[float]] = {"incremental": [], "from scratch": []}
     python(REFRESH, env, "incremental")  # the state as the last refresh left it
-    for round_no, folder in enumerate(held[:rounds], start=1):
-        shutil.move(str(folder), str(runs / folder.name))
+    for round_no in range(1, rounds + 1):
+        if held:  # the runs generated with the catalog, held back for the rounds
+            folder = held.pop(0)
+            shutil.move(str(folder), str(runs / folder.name))
+        else:  # a catalog measured before: one more run, started after every run of it
+            folder = new_run(runs, round_no)
         python(ONE_RUN, env, folder.name)
         times["incremental"].append(float(python(REFRESH, env, "incremental").split()[-1]))
         times["from scratch"].append(float(python(REFRESH, env, "scratch").split()[-1]))
