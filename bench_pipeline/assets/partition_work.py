@@ -3,8 +3,10 @@ partitions (in the worker processes of partition_pool.py, or in the step's own p
 
 ``process_partition`` runs ``pipeline.run_stages`` and ``pipeline.publish`` (the one
 composition of the stages), validates and stores each stage's frame or document where its
-IO manager loads it from, evaluates the data-quality checks and returns, for each stage
-that completed, the metadata of its materialization: a small picklable ``PartitionOutcome``.
+IO manager loads it from (stage_values.py), evaluates the data-quality checks and returns,
+for each stage that completed, the metadata of its materialization: a small picklable
+``PartitionOutcome``. A run whose stages are current (``PartitionJob.stored_stages``) gets
+only its comparison and reports made again, from its stored values (``pipeline.compare_stored``).
 In a worker process it also sends the stages before the publication as soon as they are
 stored (``StagesStored``): the step records them while the run is still being published,
 which over the network to Langfuse can take far longer than the stages. A broken run
@@ -23,8 +25,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import dagster as dg
-import pandas as pd
 import pandera.errors
 
 from .. import object_store
@@ -33,18 +33,16 @@ from ..comparison_sides import ComparisonInputError, Side
 from ..comparison_inputs import ComparisonInputs
 from ..data_quality import data_quality_findings
 from ..derivation import workers_for
-from ..formula import FORMULA_VERSION
-from ..frames import attempts_frame, raw_results_frame, tasks_frame
 from ..pipeline import compare_stored, publish, run_stages
 from ..processed import ProcessedRun
 from ..publication.result import PublicationError
 from ..publication.settings import LangfuseSettings
 from ..data_quality_checks import CheckOutcome, run_checks
-from ..resources.io_managers import store_partition
 from ..run_reader import NotARunFolderError
 from ..schemas import AttemptMetricsSchema, RawResultsSchema, TaskGroupsSchema
 from ..stored_values import StoredValuesError, stored_baseline, stored_processed
-from .stage_metadata import comparison_metadata, headline_metadata, publication_metadata
+from .stage_metadata import publication_metadata
+from .stage_values import STORED_STAGES, Computed, store_stages
 
 #: The per-run stage assets, in stage order (each depends on the one before).
 STAGES = ("raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "run_comparison", "reports",
@@ -232,8 +230,8 @@ def _compared_again(job: PartitionJob, processed: ProcessedRun, baseline: Callab
                                 comparison_inputs=inputs.record() if inputs is not None else None)
         if outputs_ready is not None:  # a bucket's are uploaded
             outputs_ready()
-        computed = _Computed(replace(job, comparison_inputs=inputs), processed, result.written, result.comparison,
-                             baseline_reason)
+        computed = Computed(replace(job, comparison_inputs=inputs), processed, result.written, result.comparison,
+                            baseline_reason)
         for stage in ("run_comparison", "reports"):
             outcome.materialized[stage] = STORED_STAGES[stage](stage, computed)
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
@@ -246,113 +244,12 @@ def _compared_again(job: PartitionJob, processed: ProcessedRun, baseline: Callab
     return outcome
 
 
-@dataclass(frozen=True)
-class _Computed:
-    """A partition's run through ``run_stages``: what its stages store and show."""
-
-    job: PartitionJob
-    processed: ProcessedRun
-    written: dict[str, Path]
-    comparison: dict | None
-    baseline_reason: str
-
-
 def _store_stages(job: PartitionJob, processed: ProcessedRun, written: dict[str, Path], comparison: dict | None,
                   baseline_reason: str) -> tuple[dict[str, dict], str | None, str | None]:
     """The stored values and materialization metadata of every stage before publication, in
     stage order, up to the first that fails: (metadata by stage, the failed stage, its error)."""
-    computed = _Computed(job, processed, written, comparison, baseline_reason)
-    materialized: dict[str, dict] = {}
-    for stage in STAGES[:-1]:
-        try:
-            materialized[stage] = STORED_STAGES[stage](stage, computed)
-        except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
-            return materialized, stage, _failure(job, stage, exc)
-    return materialized, None, None
-
-
-def _raw_results(stage: str, computed: _Computed) -> dict[str, Any]:
-    raw = computed.processed.raw
-    frame = raw_results_frame(raw)
-    store_partition(computed.job.storage_base, stage, computed.job.key, frame)
-    return {
-        "dagster/row_count": len(frame),
-        "usable_rows": len(raw.rows),
-        "bad_rows": len(raw.bad_rows),
-        "duplicate_task_attempts": len(raw.duplicate_rows),
-        "suite": raw.suite or "unknown",
-        "metrics_k": raw.metrics_k if raw.metrics_k is not None else "unknown",
-        "run_folder": dg.MetadataValue.path(object_store.location_text(raw.run_dir)),
-        "preview": _preview(frame, ["line", "task_id", "attempt", "status", "bad_reason"]),
-    }
-
-
-def _attempt_metrics(stage: str, computed: _Computed) -> dict[str, Any]:
-    attempts = computed.processed.attempts
-    frame = attempts_frame(attempts)
-    store_partition(computed.job.storage_base, stage, computed.job.key, frame)
-    return {
-        "dagster/row_count": len(frame),
-        "eligible_attempts": int(frame["agent_eligible"].sum()),
-        "recorded_fallback_values": sum(1 for a in attempts for v in a["provenance"].values() if v == "recorded"),
-        "preview": _preview(frame, ["task_id", "attempt", "status", "success", "agent_eligible",
-                                    "task_wall_ms", "total_tokens"]),
-    }
-
-
-def _task_groups(stage: str, computed: _Computed) -> dict[str, Any]:
-    frame = tasks_frame(computed.processed.tasks)
-    store_partition(computed.job.storage_base, stage, computed.job.key, frame)
-    return {
-        "dagster/row_count": len(frame),
-        "tasks_in_E1": int(frame["in_e1"].sum()),
-        "tasks_in_Ek": int(frame["in_ek"].sum()),
-        "preview": _preview(frame, ["task_id", "attempts", "eligible_attempts", "passed", "in_e1", "in_ek"]),
-    }
-
-
-def _capability_aggregates(stage: str, computed: _Computed) -> dict[str, Any]:
-    metrics, written = computed.processed.metrics, computed.written
-    store_partition(computed.job.storage_base, stage, computed.job.key, metrics)
-    return {
-        **headline_metadata(metrics),
-        "formula_version": FORMULA_VERSION,
-        "metrics_json": dg.MetadataValue.path(object_store.location_text(written["metrics.json"])),
-        "attempts_jsonl": dg.MetadataValue.path(object_store.location_text(written["attempts.jsonl"])),
-    }
-
-
-def _run_comparison(stage: str, computed: _Computed) -> dict[str, Any]:
-    metadata = comparison_metadata(computed.comparison, computed.job.baseline, computed.baseline_reason,
-                                   computed.written)
-    inputs = computed.job.comparison_inputs
-    if inputs is not None and computed.comparison is not None:  # what it was computed from
-        metadata["candidate_data_version"] = inputs.candidate_version or "unknown"
-        metadata["baseline_data_version"] = inputs.baseline_version or "unknown"
-    return metadata
-
-
-def _reports(stage: str, computed: _Computed) -> dict[str, Any]:
-    written = computed.written
-    summary = Path(written["summary.md"]).read_text(encoding="utf-8")
-    return {
-        "summary_md": dg.MetadataValue.path(object_store.location_text(written["summary.md"])),
-        "report_html": dg.MetadataValue.path(object_store.location_text(written["report.html"])),
-        "report_bytes": Path(written["report.html"]).stat().st_size,
-        "preview": dg.MetadataValue.md(summary[:4000]),
-    }
-
-
-#: How each stage before the publication is stored (``store_partition``) and what its
-#: materialization shows; run in STAGES order.
-STORED_STAGES: dict[str, Callable[[str, _Computed], dict[str, Any]]] = {
-    "raw_results": _raw_results,
-    "attempt_metrics": _attempt_metrics,
-    "task_groups": _task_groups,
-    "capability_aggregates": _capability_aggregates,
-    "run_comparison": _run_comparison,
-    "reports": _reports,
-}
+    materialized, failed_stage, exc = store_stages(Computed(job, processed, written, comparison, baseline_reason))
+    return materialized, failed_stage, _failure(job, failed_stage, exc) if failed_stage is not None else None
 
 
 def _failure(job: PartitionJob, stage: str, exc: Exception) -> str:
@@ -369,10 +266,6 @@ def _failure(job: PartitionJob, stage: str, exc: Exception) -> str:
     where = f" (at {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else ""
     return (f"{run}: {stage} failed: {type(exc).__name__}: {exc}{where}\n"
             f"{''.join(traceback.format_exception(exc))}")
-
-
-def _preview(frame: pd.DataFrame, columns: list[str], rows: int = 10) -> dg.MetadataValue:
-    return dg.MetadataValue.md(frame[columns].head(rows).to_markdown(index=False))
 
 
 class _Forward(logging.Handler):

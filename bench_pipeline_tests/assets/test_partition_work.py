@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench_pipeline.assets.partition_pool import in_dependency_order, run_partitions, side_by_side
-from bench_pipeline.assets.partition_work import STAGES, STORED_STAGES, PartitionJob, PartitionOutcome, StagesStored
+from bench_pipeline.assets.partition_work import STAGES, PartitionJob, PartitionOutcome, StagesStored
+from bench_pipeline.assets.stage_values import STORED_STAGES
 from bench_pipeline.publication.settings import LangfuseSettings
 
 from ..dagster_helpers import make_resources

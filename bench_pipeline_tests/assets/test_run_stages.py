@@ -111,13 +111,13 @@ def test_schema_violation_fails_the_partition_with_a_readable_message(run_env, m
     """A frame that breaks the attempt schema (here: a negative attempt) is not stored: the
     partition fails at attempt_metrics, naming the schema and the column, and the stage
     before it stays materialized."""
-    from bench_pipeline.assets import partition_work
+    from bench_pipeline.assets import stage_values
     from bench_pipeline.frames import attempts_frame
 
     def broken(rows):
         return attempts_frame([{**r, "attempt": -r["attempt"]} for r in rows])
 
-    monkeypatch.setattr(partition_work, "attempts_frame", broken)
+    monkeypatch.setattr(stage_values, "attempts_frame", broken)  # where the frame is made
     root, run, instance, resources = run_env
     result = dg.materialize(per_run_assets, partition_key="run-x", instance=instance, resources=resources,
                             raise_on_error=False)
