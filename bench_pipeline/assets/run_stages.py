@@ -198,8 +198,9 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
     in_step = set(keys)
     folders = scan(settings.runs_root)
     outputs = processed_outputs(settings.output_root)
-    runs = [replace(r, processed=r.processed or r.run_id in in_step)
-            for r in run_index(settings.runs_root, settings.output_root, folders=folders, outputs=outputs)]
+    index = run_index(settings.runs_root, settings.output_root, folders=folders, outputs=outputs)
+    with_outputs = {r.run_id for r in index if r.processed}  # metrics.json and attempts.jsonl written
+    runs = [replace(r, processed=r.processed or r.run_id in in_step) for r in index]
     by_id = {r.run_id: r for r in runs}
     pins = load_pins(pins_file())
     choices = {key: choose_baseline(by_id.get(key, RunInfo(key, None, None, False)), runs, pins) for key in keys}
@@ -207,7 +208,9 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
     fingerprints = {f.run_id: f.fingerprint for f in folders}  # a bucket's too (object_fingerprint)
     # runs whose stages are current: only their comparison and reports are made again
     current = up_to_date(instance, {k: fingerprints[k] for k in keys if fingerprints.get(k)}) if instance else set()
-    current = {k for k in current if has_stored_values(settings.storage_base, k)}
+    # ... and whose stored values and output files are there (a cleared storage or output folder:
+    # processed in full)
+    current = {k for k in current if k in with_outputs and has_stored_values(settings.storage_base, k)}
     derived = in_step - current  # the runs whose values this step stores
     stored = stored_versions(instance, sorted({b.run_id for b in choices.values() if b.run_id} - derived))
     jobs = []

@@ -169,3 +169,44 @@ def test_a_run_whose_stages_are_current_gets_the_same_reports_from_its_stored_va
     assert outcome.error is None and not outcome.compared_only and list(outcome.materialized) == list(STAGES)
     assert any("processed in full, its stored values cannot be read" in line and "attempt_metrics" in line
                for line in logged)
+
+
+def test_a_run_is_compared_from_its_stored_values_only_with_its_values_and_outputs_there(tmp_path, monkeypatch):
+    """``stored_stages`` is set for a run whose stages are current (up_to_date) only when its
+    stored values and its metrics.json and attempts.jsonl are all there: a run whose storage or
+    output folder was cleared since is processed in full; a run compared again from its stored
+    values is not waited for by a run compared with it."""
+    import shutil
+
+    import dagster as dg
+
+    from bench_pipeline.assets import run_stages
+    from bench_pipeline.assets.partition_work import process_partition
+    from bench_pipeline.generator import generate_runs
+
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    settings = make_resources(tmp_path)["settings"]
+    keys = sorted(p.name for p in generate_runs(tmp_path / "runs", runs=3, seed=4, tasks=4, repeats=1,
+                                                history_messages=4, edge_cases=False, systems=1))
+    for j in run_stages.partition_jobs(keys, settings, LangfuseSettings(None, None, None), workers=1):
+        assert process_partition(replace_after(j), lambda line: None).error is None
+    monkeypatch.setattr(run_stages, "up_to_date", lambda instance, fingerprints: set(fingerprints))
+
+    def flags() -> list[tuple[bool, str | None]]:
+        with dg.instance_for_test() as instance:  # no materialization: up_to_date above says current
+            jobs = run_stages.partition_jobs(keys, settings, LangfuseSettings(None, None, None), workers=1,
+                                             instance=instance)
+        return [(j.stored_stages, j.after) for j in jobs]
+
+    assert flags() == [(True, None), (True, None), (True, None)]
+    (tmp_path / "storage" / "task_groups" / f"{keys[0]}.parquet").unlink()  # a stored value gone
+    shutil.rmtree(tmp_path / "reports" / keys[2])  # an output folder gone
+    assert flags() == [(False, None), (True, keys[0]), (False, None)]
+
+
+def replace_after(j: PartitionJob) -> PartitionJob:
+    """The job processed alone (not waiting for a baseline of the same step)."""
+    from dataclasses import replace
+
+    return replace(j, after=None)
