@@ -146,9 +146,8 @@ def _run_all(defs, instance, samples: bool) -> int:
     if new:
         instance.add_dynamic_partitions(runs_partitions.name, new)
     unchanged = up_to_date(instance, {f.run_id: f.fingerprint for f in folders})
-    for key in keys:
-        if key in unchanged:
-            _say(f"{key}: unchanged since it was processed with formula {FORMULA_VERSION}: skipped")
+    for line in unchanged_lines([k for k in keys if k in unchanged]):
+        _say(line)
     todo = [k for k in keys if k not in unchanged]
     processed_before = set(existing)
     again = processed_again(instance, {f.run_id: f.fingerprint for f in folders
@@ -329,6 +328,22 @@ def _failed_runs(result) -> dict[str, str]:
         if failed is not None:
             errors.update({key: f"{v['stage']}: {v['error']}" for key, v in failed.value.items()})
     return errors
+
+
+#: The most unchanged runs the command names one by one; beyond, it says how many.
+UNCHANGED_LISTED = 20
+
+
+def unchanged_lines(skipped: list[str], limit: int = UNCHANGED_LISTED) -> list[str]:
+    """What the command says of the runs it skips as unchanged: one line each, or, for more
+    than ``limit`` (a catalog of thousands, every run said again at each invocation), one
+    line with their number and the first and last."""
+    from .formula import FORMULA_VERSION
+
+    if len(skipped) <= limit:
+        return [f"{key}: unchanged since it was processed with formula {FORMULA_VERSION}: skipped" for key in skipped]
+    return [f"{len(skipped):,} runs unchanged since they were processed with formula {FORMULA_VERSION}: skipped "
+            f"({skipped[0]} ... {skipped[-1]})"]
 
 
 def _run_seconds(result) -> dict[str, float]:

@@ -18,7 +18,7 @@ from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.assets.run_stages import up_to_date
 from bench_pipeline.data_quality import data_quality_findings
 from bench_pipeline.formula import FORMULA_VERSION
-from bench_pipeline.main import SAMPLES
+from bench_pipeline.main import SAMPLES, unchanged_lines
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.resources import PipelineSettings
 from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
@@ -77,6 +77,15 @@ def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
                                              "no_unsafe_artifact_dirs", "no_invalid_artifacts"}
     ensure_sample_runs(tmp_path)  # a runs root with runs gets no more
     assert sorted(p.name for p in tmp_path.iterdir()) == names
+
+
+def test_unchanged_runs_are_named_one_by_one_up_to_twenty_then_counted():
+    keys = [f"run-{i:02d}" for i in range(25)]
+    assert unchanged_lines(keys[:20]) == [
+        f"run-{i:02d}: unchanged since it was processed with formula {FORMULA_VERSION}: skipped" for i in range(20)]
+    assert unchanged_lines(keys) == [
+        f"25 runs unchanged since they were processed with formula {FORMULA_VERSION}: skipped (run-00 ... run-24)"]
+    assert unchanged_lines([]) == []
 
 
 def test_run_sh_help_names_the_script_and_its_options(capsys):
