@@ -5,6 +5,7 @@ named readably and told apart by a hash of the exact values. ``repeats`` re-expo
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -56,9 +57,6 @@ def system_slugs(systems: Iterable[System]) -> dict[System, str]:
     is the one they had before setups were part of systems, and the same whichever layout
     recorded them), else with it (the same agent judged by another judge or on another
     device gets a folder of its own)."""
-    systems = list(systems)
-    bases: dict[str, int] = {}
-    for system in systems:
-        base = system_slug(system)
-        bases[base] = bases.get(base, 0) + 1
-    return {s: system_slug(s, with_setup=bases[system_slug(s)] > 1) for s in systems}
+    bases = {system: system_slug(system) for system in systems}
+    counts = Counter(bases.values())
+    return {s: base if counts[base] == 1 else system_slug(s, with_setup=True) for s, base in bases.items()}

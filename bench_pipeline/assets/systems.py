@@ -32,6 +32,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from ..bulk import gc_paused
 from ..catalog import catalog_records, row_identity
 from ..comparison_sides import make_side
 from ..identity import read_json_object
@@ -387,16 +388,19 @@ def _page_key(suite_rows: list[dict], suite_systems: list[dict], runs: StoredRun
 def systems_and_suite_pages(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame):
     """system_repeats, then suite_pages, each stored frame read at most once and only for the
     systems and pages made again (module doc, refresh_state.py)."""
-    records = catalog_records(run_catalog)
-    keys = [row["run_id"] for row in records]
-    kept = load_state(settings.storage_base, "systems_and_suite_pages", context)
-    runs = StoredRuns(settings, records, run_versions(context.instance, "capability_aggregates", keys),
-                      run_versions(context.instance, "run_comparison", keys), kept.get("runs") or {})
-    value, metadata, systems_state = write_systems(settings, runs, kept.get("systems") or {})
-    metadata["runs_read"] = sum(1 for run in runs.loaded.values() if run is not None)
-    yield dg.Output(value, output_name="system_repeats", metadata=metadata)
-    entries = {slug: kept_system["entry"] for slug, kept_system in systems_state.items()}
-    pages, pages_state = write_suite_pages(settings, records, runs, entries, kept.get("pages") or {})
-    save_state(settings.storage_base, "systems_and_suite_pages",
-               {"runs": runs.state, "systems": systems_state, "pages": pages_state})
-    yield dg.MaterializeResult(asset_key="suite_pages", metadata=pages)
+    # the kept state of thousands of systems is hundreds of thousands of objects: the
+    # collector's passes over them cost more than the step's own work (bulk.gc_paused)
+    with gc_paused():
+        records = catalog_records(run_catalog)
+        keys = [row["run_id"] for row in records]
+        kept = load_state(settings.storage_base, "systems_and_suite_pages", context)
+        runs = StoredRuns(settings, records, run_versions(context.instance, "capability_aggregates", keys),
+                          run_versions(context.instance, "run_comparison", keys), kept.get("runs") or {})
+        value, metadata, systems_state = write_systems(settings, runs, kept.get("systems") or {})
+        metadata["runs_read"] = sum(1 for run in runs.loaded.values() if run is not None)
+        yield dg.Output(value, output_name="system_repeats", metadata=metadata)
+        entries = {slug: kept_system["entry"] for slug, kept_system in systems_state.items()}
+        pages, pages_state = write_suite_pages(settings, records, runs, entries, kept.get("pages") or {})
+        save_state(settings.storage_base, "systems_and_suite_pages",
+                   {"runs": runs.state, "systems": systems_state, "pages": pages_state})
+        yield dg.MaterializeResult(asset_key="suite_pages", metadata=pages)

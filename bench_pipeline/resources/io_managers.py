@@ -8,7 +8,6 @@ key can never leave the base folder: keys are plain run-folder names, checked he
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Mapping
 from typing import Any, get_origin
 
@@ -17,6 +16,8 @@ import pandas as pd
 from dagster import InputContext, OutputContext, UPathIOManager
 from upath import UPath
 
+from ..artifacts import loads_json
+from ..jsonio import json_bytes
 from ..object_store import storage_path
 from .settings import PipelineSettings, safe_partition_key
 
@@ -67,10 +68,10 @@ class JsonIOManager(_SafeUPathIOManager):
 
     def dump_to_path(self, context: OutputContext, obj: dict, path: UPath) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(obj, indent=1))
+        path.write_bytes(json_bytes(obj))  # the one JSON writer (jsonio.py)
 
     def load_from_path(self, context: InputContext, path: UPath) -> dict:
-        return json.loads(path.read_text())
+        return loads_json(path.read_bytes())
 
 
 class ParquetIOManagerFactory(dg.ConfigurableIOManagerFactory):
