@@ -230,8 +230,8 @@ def _compared_again(job: PartitionJob, processed: ProcessedRun, baseline: Callab
                                 comparison_inputs=inputs.record() if inputs is not None else None)
         if outputs_ready is not None:  # a bucket's are uploaded
             outputs_ready()
-        computed = Computed(replace(job, comparison_inputs=inputs), processed, result.written, result.comparison,
-                            baseline_reason)
+        computed = Computed(job.storage_base, job.key, processed, result.written, result.comparison, job.baseline,
+                            baseline_reason, inputs)
         for stage in ("run_comparison", "reports"):
             outcome.materialized[stage] = STORED_STAGES[stage](stage, computed)
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
@@ -248,7 +248,8 @@ def _store_stages(job: PartitionJob, processed: ProcessedRun, written: dict[str,
                   baseline_reason: str) -> tuple[dict[str, dict], str | None, str | None]:
     """The stored values and materialization metadata of every stage before publication, in
     stage order, up to the first that fails: (metadata by stage, the failed stage, its error)."""
-    materialized, failed_stage, exc = store_stages(Computed(job, processed, written, comparison, baseline_reason))
+    materialized, failed_stage, exc = store_stages(Computed(job.storage_base, job.key, processed, written, comparison,
+                                                            job.baseline, baseline_reason, job.comparison_inputs))
     return materialized, failed_stage, _failure(job, failed_stage, exc) if failed_stage is not None else None
 
 

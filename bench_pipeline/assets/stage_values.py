@@ -10,31 +10,33 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 import pandas as pd
 
 from .. import object_store
+from ..comparison_inputs import ComparisonInputs
 from ..formula import FORMULA_VERSION
 from ..frames import attempts_frame, raw_results_frame, tasks_frame
 from ..processed import ProcessedRun
 from ..resources.io_managers import store_partition
 from .stage_metadata import comparison_metadata, headline_metadata
 
-if TYPE_CHECKING:  # partition_work.py imports this module
-    from .partition_work import PartitionJob
-
-
 @dataclass(frozen=True)
 class Computed:
-    """A partition's run through ``run_stages``: what its stages store and show."""
+    """A partition's run through the stages: what its stages store and show. ``storage_base``
+    and ``key``: where its values are stored; ``baseline``: the baseline's run id (None: no
+    comparison); ``inputs``: what its comparison was computed from."""
 
-    job: PartitionJob
+    storage_base: str
+    key: str
     processed: ProcessedRun
     written: dict[str, Path]
     comparison: dict | None
+    baseline: str | None
     baseline_reason: str
+    inputs: ComparisonInputs | None
 
 
 def store_stages(computed: Computed) -> tuple[dict[str, dict], str | None, Exception | None]:
@@ -52,7 +54,7 @@ def store_stages(computed: Computed) -> tuple[dict[str, dict], str | None, Excep
 def _raw_results(stage: str, computed: Computed) -> dict[str, Any]:
     raw = computed.processed.raw
     frame = raw_results_frame(raw)
-    store_partition(computed.job.storage_base, stage, computed.job.key, frame)
+    store_partition(computed.storage_base, stage, computed.key, frame)
     return {
         "dagster/row_count": len(frame),
         "usable_rows": len(raw.rows),
@@ -68,7 +70,7 @@ def _raw_results(stage: str, computed: Computed) -> dict[str, Any]:
 def _attempt_metrics(stage: str, computed: Computed) -> dict[str, Any]:
     attempts = computed.processed.attempts
     frame = attempts_frame(attempts)
-    store_partition(computed.job.storage_base, stage, computed.job.key, frame)
+    store_partition(computed.storage_base, stage, computed.key, frame)
     return {
         "dagster/row_count": len(frame),
         "eligible_attempts": int(frame["agent_eligible"].sum()),
@@ -80,7 +82,7 @@ def _attempt_metrics(stage: str, computed: Computed) -> dict[str, Any]:
 
 def _task_groups(stage: str, computed: Computed) -> dict[str, Any]:
     frame = tasks_frame(computed.processed.tasks)
-    store_partition(computed.job.storage_base, stage, computed.job.key, frame)
+    store_partition(computed.storage_base, stage, computed.key, frame)
     return {
         "dagster/row_count": len(frame),
         "tasks_in_E1": int(frame["in_e1"].sum()),
@@ -91,7 +93,7 @@ def _task_groups(stage: str, computed: Computed) -> dict[str, Any]:
 
 def _capability_aggregates(stage: str, computed: Computed) -> dict[str, Any]:
     metrics, written = computed.processed.metrics, computed.written
-    store_partition(computed.job.storage_base, stage, computed.job.key, metrics)
+    store_partition(computed.storage_base, stage, computed.key, metrics)
     return {
         **headline_metadata(metrics),
         "formula_version": FORMULA_VERSION,
@@ -101,9 +103,9 @@ def _capability_aggregates(stage: str, computed: Computed) -> dict[str, Any]:
 
 
 def _run_comparison(stage: str, computed: Computed) -> dict[str, Any]:
-    metadata = comparison_metadata(computed.comparison, computed.job.baseline, computed.baseline_reason,
+    metadata = comparison_metadata(computed.comparison, computed.baseline, computed.baseline_reason,
                                    computed.written)
-    inputs = computed.job.comparison_inputs
+    inputs = computed.inputs
     if inputs is not None and computed.comparison is not None:  # what it was computed from
         metadata["candidate_data_version"] = inputs.candidate_version or "unknown"
         metadata["baseline_data_version"] = inputs.baseline_version or "unknown"
