@@ -24,10 +24,8 @@ from .comparison_sides import SIDE_FIELDS, ComparisonInputError, Side, make_side
 from .frames import attempts_from_frame, raw_run_from_frame, tasks_from_frame
 from .identity import RunIdentity
 from .artifacts import loads_json
-from .object_store import storage_path
 from .processed import ProcessedRun
-from .resources.io_managers import load_partition
-from .resources.settings import safe_partition_key
+from .resources.io_managers import load_partition, partition_path
 
 #: The attempt_metrics columns a comparison side reads (``comparison_sides.make_side``).
 SIDE_COLUMNS = ["task_id", "attempt", "line", *SIDE_FIELDS, "evidence"]
@@ -36,7 +34,7 @@ SIDE_COLUMNS = ["task_id", "attempt", "line", *SIDE_FIELDS, "evidence"]
 def stored_path(storage_base: str, asset: str, run_id: str, extension: str) -> UPath:
     """Where the per-run step stored ``asset``'s value for a run (``extension``: ``.parquet``
     for a frame, ``.json`` for a document)."""
-    return storage_path(storage_base) / asset / (safe_partition_key(run_id) + extension)
+    return partition_path(storage_base, asset, run_id, extension)
 
 
 def stored_frame_path(storage_base: str, run_id: str) -> UPath:

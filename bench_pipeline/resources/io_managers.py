@@ -92,16 +92,26 @@ class JsonIOManagerFactory(dg.ConfigurableIOManagerFactory):
         return JsonIOManager(storage_path(self.settings.storage_base))
 
 
+def partition_path(base_path: str, asset: str, partition_key: str, extension: str) -> UPath:
+    """Where one partition's value of ``asset`` is stored: ``<base>/<asset>/<partition><extension>``
+    (``.parquet`` for a frame, ``.json`` for a document), as the IO managers place it."""
+    return storage_path(base_path) / asset / (safe_partition_key(partition_key) + extension)
+
+
+def _manager(base_path: str, extension: str) -> ParquetIOManager | JsonIOManager:
+    """The IO manager that stores values with ``extension``."""
+    base = storage_path(base_path)
+    return ParquetIOManager(base) if extension == ParquetIOManager.extension else JsonIOManager(base)
+
+
 def store_partition(base_path: str, asset: str, partition_key: str, value: pd.DataFrame | dict) -> UPath:
     """Store one partition's value of ``asset`` where the matching IO manager loads it from
-    (``<base>/<asset>/<partition>.parquet`` for a frame, ``.json`` for a document), with
-    that IO manager's own writer. The per-run stages compute in one step and store each
-    stage's value with this; later reads (the catalog, ``load_asset_value``) go through
-    the IO managers as usual."""
-    base = storage_path(base_path)
-    manager = ParquetIOManager(base) if isinstance(value, pd.DataFrame) else JsonIOManager(base)
-    path = base / asset / (safe_partition_key(partition_key) + manager.extension)
-    manager.dump_to_path(None, value, path)  # the writers need no context
+    (``partition_path``), with that IO manager's own writer. The per-run stages compute in one
+    step and store each stage's value with this; later reads (the catalog,
+    ``load_asset_value``) go through the IO managers as usual."""
+    extension = ParquetIOManager.extension if isinstance(value, pd.DataFrame) else JsonIOManager.extension
+    path = partition_path(base_path, asset, partition_key, extension)
+    _manager(base_path, extension).dump_to_path(None, value, path)  # the writers need no context
     return path
 
 
@@ -109,6 +119,5 @@ def load_partition(base_path: str, asset: str, partition_key: str, extension: st
     """One partition's stored value of ``asset`` (``extension``: ``.parquet`` for a frame,
     ``.json`` for a document), read with the matching IO manager's own reader: what
     ``store_partition`` stored. Raises OSError when it was never stored."""
-    base = storage_path(base_path)
-    manager = ParquetIOManager(base) if extension == ParquetIOManager.extension else JsonIOManager(base)
-    return manager.load_from_path(None, base / asset / (safe_partition_key(partition_key) + manager.extension))
+    return _manager(base_path, extension).load_from_path(None, partition_path(base_path, asset, partition_key,
+                                                                               extension))
