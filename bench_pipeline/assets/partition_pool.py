@@ -1,12 +1,16 @@
 """The worker processes of the per-run step: every partition of a step processed by
-``partition_work.process_partition`` in a fresh worker forked from a fork server (a Dagster
-run process has threads, and forking it could copy a lock another thread holds; the fork
-server is a fresh single-threaded process, and its workers may fork in turn, ``bulk.fork_map``,
-to derive a large run on every core). A run whose baseline is processed in the same step is
+``partition_work.process_partition`` in one of the step's worker processes, forked from a fork
+server (a Dagster run process has threads, and forking it could copy a lock another thread
+holds; the fork server is a fresh single-threaded process, and its workers may fork in turn,
+``bulk.fork_map``, to derive a large run on every core). Each worker processes partitions one
+after another until the step's are done, collecting the garbage of each before the next (a
+fresh process per partition cost more than a small run's own work: measured in
+docs/benchmarks.md). A run whose baseline is processed in the same step is
 processed beside it and waits, before its comparison, for the baseline's stored values."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -40,7 +44,7 @@ def run_partitions(jobs: list[PartitionJob], log: Callable[[str], None],
                    processes: int | None = None,
                    on_ready: Callable[[str], None] | None = None) -> Iterator[PartitionOutcome | StagesStored]:
     """Each job's outcome as soon as it is done (any order). Jobs run in up to ``processes``
-    (default: one per core) fresh worker processes, one partition per process, or in this
+    (default: one per core) worker processes, one partition at a time each, or in this
     process when ``in_worker_processes`` says they are not worth it. A job whose ``after``
     names another job of the list is processed beside it and compared once that one's stage
     values are stored (a run is compared with its baseline's stored values as this step makes
@@ -90,8 +94,11 @@ WAIT_SAID_AFTER = 5
 
 
 def _start_worker(messages: Any, stored: dict[str, Any]) -> None:
+    """A worker's start: the step's queue and events; what the fork server loaded is frozen
+    (the collector never goes through it again: ``_work``'s collections stay small)."""
     global _messages, _stored
     _messages, _stored = messages, stored
+    gc.freeze()
 
 
 def _worker_log(line: str) -> None:
@@ -112,9 +119,21 @@ def _wait_stored(candidate: str, key: str) -> None:
 def _work(job: PartitionJob) -> PartitionOutcome:
     """A worker's job: one partition. Its messages to the step (log lines, outputs ready,
     stages stored) go through the queue, from this process or from the child it forks."""
-    return process_partition(job, _worker_log, lambda: _messages.put(("ready", job.key)),
-                             lambda early: _messages.put(("stored", early)),
-                             lambda baseline: _wait_stored(job.key, baseline))
+    try:
+        return process_partition(job, _worker_log, lambda: _messages.put(("ready", job.key)),
+                                 lambda early: _said_stored(job.key, early),
+                                 lambda baseline: _wait_stored(job.key, baseline))
+    finally:
+        gc.collect()  # the partition's garbage (never collected while it ran: bulk.gc_paused), before the next
+
+
+def _said_stored(key: str, early: StagesStored) -> None:
+    """Tell the step that partition ``key``'s stage values are stored, and a worker waiting to
+    compare with them that it can go on: at once, not once the step has read the message (the
+    step is busy recording other partitions' events, and a chain of runs of one suite would
+    otherwise advance at the step's pace)."""
+    _messages.put(("stored", early))
+    _stored[key].set()
 
 
 def side_by_side(jobs: list[PartitionJob]) -> list[PartitionJob]:
@@ -138,7 +157,7 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
     messages = context.SimpleQueue()
     stored = {job.key: context.Event() for job in jobs}
     pool = ProcessPoolExecutor(min(processes, len(jobs)), mp_context=context, initializer=_start_worker,
-                               initargs=(messages, stored), max_tasks_per_child=1)
+                               initargs=(messages, stored))
     # Even split of the cores: a worker forks for a large run only when it has cores to itself.
     per_job = max(1, processes // min(processes, len(jobs)))
     futures = {pool.submit(_work, replace(job, workers=per_job)): job for job in side_by_side(jobs)}

@@ -91,9 +91,12 @@ def test_run_comparisons_metadata_names_an_inconclusive_gate_and_what_is_missing
 
 
 @pytest.mark.slow
-def test_a_suites_runs_in_one_step_are_processed_side_by_side_and_compared_as_from_scratch(tmp_path, monkeypatch):
-    """Three runs of one suite in one step, each the next one's baseline, in three workers
-    started together: each comparison, made once its baseline's values are stored, equals a
+@pytest.mark.parametrize("runs,processes", [(3, 3), (5, 2)])
+def test_a_suites_runs_in_one_step_are_processed_side_by_side_and_compared_as_from_scratch(
+        tmp_path, monkeypatch, runs, processes):
+    """Runs of one suite in one step, each the next one's baseline, in workers started
+    together (three for three runs; two for five, each worker taking partition after
+    partition): each comparison, made once its baseline's values are stored, equals a
     `bench-pipeline compare` of the two run folders from scratch."""
     import json
 
@@ -104,12 +107,12 @@ def test_a_suites_runs_in_one_step_are_processed_side_by_side_and_compared_as_fr
     for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
         monkeypatch.delenv(var, raising=False)
     settings = make_resources(tmp_path)["settings"]
-    runs = tmp_path / "runs"
-    keys = sorted(p.name for p in generate_runs(runs, runs=3, seed=11, tasks=8, repeats=2, history_messages=4,
+    count, runs = runs, tmp_path / "runs"
+    keys = sorted(p.name for p in generate_runs(runs, runs=count, seed=11, tasks=8, repeats=2, history_messages=4,
                                                 edge_cases=False, systems=1))
     jobs = partition_jobs(keys, settings, LangfuseSettings(None, None, None), workers=1)
-    assert [(j.key, j.after) for j in side_by_side(jobs)] == [(keys[0], None), (keys[1], keys[0]), (keys[2], keys[1])]
-    items = list(run_partitions(jobs, lambda line: None, processes=3))
+    assert [(j.key, j.after) for j in side_by_side(jobs)] == [(keys[0], None), *zip(keys[1:], keys)]
+    items = list(run_partitions(jobs, lambda line: None, processes=processes))
 
     outcomes = {x.key: x for x in items if isinstance(x, PartitionOutcome)}
     assert sorted(outcomes) == keys and all(o.error is None for o in outcomes.values())
