@@ -41,9 +41,16 @@ from .partition_work import FRAME_SCHEMAS, STAGES, PartitionJob, PartitionOutcom
 
 GROUP = "per_run"
 
-#: Run partitions per Dagster run of a backfill (BENCH_PARTITIONS_PER_RUN): each run pays the
-#: start-up of a run process once for this many run folders.
-PARTITIONS_PER_RUN = int(os.environ.get("BENCH_PARTITIONS_PER_RUN", "20"))
+#: Run partitions per Dagster run of a backfill, of `scripts/run.sh` and of a sensor's burst
+#: (BENCH_PARTITIONS_PER_RUN): each Dagster run pays the start-up of a run process, the planned
+#: events and a fork server once for this many run folders, and its step keeps every core busy
+#: (its workers take run folder after run folder): a backfill of 200 small runs took about 1.7x
+#: as long in 10 Dagster runs of 20 as in 2 of 100 (docs/benchmarks.md).
+PARTITIONS_PER_RUN = int(os.environ.get("BENCH_PARTITIONS_PER_RUN", "100"))
+#: Up to this many runs requested at once by a sensor get a Dagster run each (the lowest latency
+#: for a few new runs, side by side in the queue); more are requested as ranges of
+#: PARTITIONS_PER_RUN.
+REQUESTED_ONE_BY_ONE = 20
 
 def data_version(fingerprint: str) -> str:
     """The data version of a run's stages: what their values were computed from, the run

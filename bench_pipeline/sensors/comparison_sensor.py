@@ -16,7 +16,7 @@ import hashlib
 import dagster as dg
 
 from ..assets.comparisons import COMPARISON_ASSET, behind_markdown, behind_now
-from ..assets.run_stages import PARTITIONS_PER_RUN
+from ..assets.run_stages import PARTITIONS_PER_RUN, REQUESTED_ONE_BY_ONE
 from ..partitions import runs_partitions
 from ..resources import PipelineSettings
 from .run_folder_sensor import batched_requests
@@ -33,7 +33,7 @@ def evaluate_comparisons(instance: dg.DagsterInstance, settings: PipelineSetting
     digest = hashlib.sha1("|".join(b.key for b in behind).encode()).hexdigest()[:16]
     requests = [dg.RunRequest(partition_key=b.run_id, run_key=f"compare:{b.key}",
                               tags={"bench/trigger": "baseline_changed"}) for b in behind]
-    if len(requests) > batch_size:
+    if len(requests) > min(batch_size, REQUESTED_ONE_BY_ONE):
         requests = batched_requests(requests, instance.get_dynamic_partitions(runs_partitions.name),
                                     {b.run_id: b.key for b in behind}, batch_size)
     events = []

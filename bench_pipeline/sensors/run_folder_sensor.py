@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from ..assets.run_stages import PARTITIONS_PER_RUN, up_to_date
+from ..assets.run_stages import PARTITIONS_PER_RUN, REQUESTED_ONE_BY_ONE, up_to_date
 from .. import object_store
 from ..partitions import partition_batches, range_tags, runs_partitions
 from ..resources import PipelineSettings, safe_partition_key
@@ -68,10 +68,10 @@ def evaluate_run_folders(
     ``existing`` is the instance's partition keys in their order. ``already_done({run_id:
     fingerprint})`` names the runs already materialized from a folder with that fingerprint
     and with this formula version (by ``bench_pipeline.main``, a backfill, or before the
-    cursor was lost): they are recorded, not requested again. Up to ``batch_size`` runs to
-    process get a Dagster run each (the lowest latency); a burst of more (a first tick over
-    a full runs root) gets one Dagster run per consecutive range of ``batch_size``, as a
-    backfill does.
+    cursor was lost): they are recorded, not requested again. Up to ``REQUESTED_ONE_BY_ONE``
+    runs to process (at most ``batch_size``) get a Dagster run each (the lowest latency); a
+    burst of more (a first tick over a full runs root) gets one Dagster run per consecutive
+    range of ``batch_size``, as a backfill does.
     """
     with object_store.shared(settings.runs_root):  # one client for the tick's listing and reads
         return _evaluate(settings, cursor, existing, already_done, batch_size, log)
@@ -135,7 +135,7 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
                 tags={"bench/trigger": "changed" if folder.run_id in seen else "new"},
             )
         )
-    if len(requests) > batch_size:
+    if len(requests) > min(batch_size, REQUESTED_ONE_BY_ONE):
         requests = batched_requests(requests, [*existing, *new_keys], current, batch_size)
     gone = sorted(k for k in existing if k not in current and k not in skipped and k in seen)
     if not_runs:

@@ -141,6 +141,24 @@ def test_a_burst_of_runs_is_requested_in_ranges(tmp_path):
     assert again.run_requests[1].run_key == burst.run_requests[1].run_key
 
 
+def test_up_to_twenty_runs_get_a_dagster_run_each_and_more_one_range(tmp_path):
+    """A few new runs get a Dagster run each (the lowest latency); one more than
+    REQUESTED_ONE_BY_ONE, and they are one range of up to PARTITIONS_PER_RUN partitions."""
+    from bench_pipeline.assets.run_stages import REQUESTED_ONE_BY_ONE
+    from bench_pipeline.partitions import RANGE_END, RANGE_START
+    from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
+
+    resources = make_resources(tmp_path)
+    names = [f"r{i:02d}" for i in range(REQUESTED_ONE_BY_ONE + 1)]
+    for name in names[:-1]:
+        make_run(tmp_path / "runs", [row("t")], run_id=name)
+    few = evaluate_run_folders(resources["settings"], None, [], batch_size=100)
+    assert [r.partition_key for r in few.run_requests] == names[:-1]
+    make_run(tmp_path / "runs", [row("t")], run_id=names[-1])
+    burst = evaluate_run_folders(resources["settings"], None, [], batch_size=100)
+    assert [(r.tags[RANGE_START], r.tags[RANGE_END]) for r in burst.run_requests] == [(names[0], names[-1])]
+
+
 def test_runs_already_materialized_are_recorded_not_requested(tmp_path):
     """After the main command (or a lost cursor) the first tick asks the instance which runs
     are already done with this folder content and formula version."""
