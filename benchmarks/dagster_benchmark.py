@@ -24,7 +24,7 @@ figure is the median of the rounds with their range, never the best), on this ma
             sensor requests after a backfill (the refresh_catalog job: catalog, trends, every
             system's repeats, the suite pages), three rounds, against the runs' time.
 
-The package's bytecode is compiled first, as an installation has it (see ``compile_bytecode``).
+The package's bytecode is compiled first, as an installation has it (compiled.py).
 
     .venv/bin/python benchmarks/dagster_benchmark.py [--workdir DIR] [--repeat N] [--runs N] [--only large|backfill]
                                                      [--partitions-per-run N]
@@ -44,6 +44,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from compiled import compile_package
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -128,16 +130,6 @@ class CoresBusy:
         if len(inside) < 2:
             return float("nan")
         return (inside[-1][1] - inside[0][1]) / (inside[-1][2] - inside[0][2])
-
-
-def compile_bytecode() -> None:
-    """Compile the package's bytecode before measuring, as an installation has it. Where
-    PYTHONDONTWRITEBYTECODE is set, a fresh clone never caches it: every process would compile
-    the package from source (about 70 ms each), which weighs on a loop of 200 commands far
-    more than on a backfill's few Dagster runs."""
-    import compileall
-
-    compileall.compile_dir(str(ROOT / "bench_pipeline"), quiet=1)
 
 
 def timed(cmd: list[str], env: dict, log: Path, sample_memory: bool = False) -> tuple[float, TreePeak | None]:
@@ -415,7 +407,7 @@ def main() -> None:
     parser.add_argument("--partitions-per-run", type=int, default=None,
                         help="BENCH_PARTITIONS_PER_RUN for the backfill (default: the project's)")
     args = parser.parse_args()
-    compile_bytecode()
+    compile_package()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-dagster-"))
     workdir.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "large"):

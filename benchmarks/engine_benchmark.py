@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiled import compile_package
+
 import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,6 +110,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds (best and median of N are shown)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of processing the large run")
     args = parser.parse_args()
+    compile_package()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -55,6 +55,8 @@ import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from compiled import compile_package
+
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("sensor", "submit", "queue", "launch", "step", "work")
 
@@ -301,6 +303,7 @@ def main() -> None:
     parser.add_argument("--catalog", type=Path, default=None,
                         help="a work folder already processed (dagster_home, data), used in place")
     args = parser.parse_args()
+    compile_package()
     if args.catalog is not None:
         if args.bucket or not (args.catalog / "dagster_home").is_dir():
             raise SystemExit("--catalog needs a processed work folder (dagster_home, data) on disk")

@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from compiled import compile_package
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine_benchmark import metrics_only, process_command, warm  # noqa: E402
 
@@ -55,6 +57,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (at least 3; medians are shown)")
     parser.add_argument("--tasks", type=int, default=2000, help="tasks of the run (x 5 attempts)")
     args = parser.parse_args()
+    compile_package()
     if args.rounds < 3:
         parser.error("--rounds: at least 3")
 

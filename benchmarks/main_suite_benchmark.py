@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiled import compile_package
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -51,6 +53,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--other", type=Path, default=None, help="another checkout to time on the same runs")
     args = parser.parse_args()
+    compile_package()
     from bench_pipeline.generator import generate_runs
 
     base = Path(tempfile.mkdtemp(prefix="bench-main-suite-"))

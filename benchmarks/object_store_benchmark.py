@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiled import compile_package
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN_ID = "bench-1000-attempts"
 
@@ -170,6 +172,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000, help="runs of the sensor tick")
     parser.add_argument("--only", choices=("run", "tick"))
     args = parser.parse_args()
+    compile_package()
     sys.path.insert(0, str(ROOT))
     from standins.s3 import Bucket, S3Server, s3_environment, start_moto_server
 

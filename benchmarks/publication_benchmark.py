@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiled import compile_package
+
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [str(ROOT / ".venv" / "bin" / "bench-pipeline")] if (ROOT / ".venv" / "bin" / "bench-pipeline").exists() \
     else [sys.executable, "-m", "bench_pipeline.cli"]
@@ -153,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeded", type=float, default=0.5, help="fraction of trace ids pre-seeded in the stand-in")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    compile_package()
     modes = [m for m in args.modes.split(",") if m]
 
     with tempfile.TemporaryDirectory(prefix="publication-benchmark-") as tmp_name:

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiled import compile_package
+
 ROOT = Path(__file__).resolve().parents[1]
 
 REFRESH = (
@@ -134,6 +136,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None, help="keep processed catalogs here between invocations")
     args = parser.parse_args()
+    compile_package()
     base = args.workdir or Path(tempfile.mkdtemp(prefix="refresh-bench-"))
     results = {size: measure(base / f"n{size}", size, args.rounds) for size in args.sizes}
     for size, times in results.items():

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiled import compile_package
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 CLI = [sys.executable, "-m", "bench_pipeline.cli"]
@@ -56,6 +58,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
+    compile_package()
 
     from bench_pipeline.generator import generate_runs
 

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiled import compile_package
+
 from bench_pipeline.resources import PipelineSettings
 from bench_pipeline.sensors.run_folder_sensor import MINIMUM_INTERVAL_SECONDS, evaluate_run_folders
 
@@ -39,6 +41,7 @@ def main() -> None:
     parser.add_argument("--folders", type=int, default=5000)
     parser.add_argument("--ticks", type=int, default=5, help="steady ticks of the whole sensor")
     args = parser.parse_args()
+    compile_package()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         make_folders(root, args.folders)
