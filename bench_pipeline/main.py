@@ -115,7 +115,6 @@ def run_all(samples: bool = True) -> int:
 def _run_all(defs, instance, samples: bool) -> int:
     from .assets.cross_run import catalog_behind
     from .assets.run_stages import PARTITIONS_PER_RUN, up_to_date
-    from .formula import FORMULA_VERSION
     from .partitions import partition_batches, range_tags, runs_partitions
     from .resources import default_settings
     from .run_folders import not_runs_note, ready_folders, scan, waiting_reason
@@ -292,7 +291,7 @@ def follow_comparisons(job, instance, settings) -> tuple[int, int]:
 def _suite_pages(output_root: str) -> list[str]:
     """Every suite's page (``_suites/<suite>/index.html``) under the output root, sorted."""
     from . import object_store
-    from .assets.systems import SUITES_FOLDER
+    from .assets.suite_pages import SUITES_FOLDER
 
     if object_store.is_remote(output_root):
         folder = object_store.join(output_root, SUITES_FOLDER)

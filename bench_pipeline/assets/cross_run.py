@@ -1,4 +1,4 @@
-"""Cross-run assets: the run catalog and per-suite trends (and, in assets/systems.py, the
+"""Cross-run assets: the run catalog and per-suite trends (and, in assets/systems_and_pages.py, the
 systems' repeats and the suite pages).
 
 They depend on every run partition. Dagster computes no dependency-based staleness for an

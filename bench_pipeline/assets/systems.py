@@ -1,61 +1,35 @@
-"""Cross-run assets of repeated runs (repeated-runs.md): ``system_repeats``, every system's
-repeats.json and repeats.md, and ``suite_pages``, one page per suite.
+"""What ``system_repeats`` makes (repeated-runs.md): the catalog's runs grouped into systems,
+each pooled by task into ``_systems/<system slug>/repeats.json`` and ``repeats.md``, made again
+only when its runs changed since the last refresh (refresh_state.py), and the catalog's runs
+with their stored attempt frames, each read at most once (``StoredRuns``). The step that makes
+it, with the suite pages, is assets/systems_and_pages.py."""
 
-Both read what the pipeline already stored, never the run folders again: the run catalog
-(suite, metrics_k, model, git sha, start, pass_at_1 of every processed run) and each run's
-``attempt_metrics`` frame (``<storage base>/attempt_metrics/<run id>.parquet``, only the
-columns a comparison side keeps). They are part of the catalog refresh (``refresh_catalog``,
-downstream of ``run_catalog``), so they follow the runs as the catalog does: one refresh
-after a sensor run or a backfill, not one per partition.
-
-One step makes both (the multi-asset ``systems_and_suite_pages``): the stored frames are
-read once, for the systems' documents and for the pages (which show every attempt's cost
-and tokens and the flaky tasks' evidence, ``SystemEntry.runs``); the systems are
-materialized before the pages are written, so a page that fails leaves them made.
-``system_repeats``' stored value is a small JSON document: per system folder name, the
-system (suite, model, git sha, setup), its run ids, the runs left out and why, and where its
-repeats.md and repeats.json are (the documents themselves are in those files: stored again
-on every refresh, they would make each refresh grow with the number of systems).
-
-Files land under the output root: ``_systems/<system_slug>/`` and
-``_suites/<suite_slug>/index.html`` (``system_folders.system_slugs`` / ``suite_slug``). Each refresh
-rewrites the current ones atomically; a folder of a system or suite no longer in the catalog
-is left as it is (never delete what another run produced).
-"""
-
-
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pandas as pd
 
-from ..bulk import gc_paused
-from ..catalog import catalog_records, row_identity
+from ..catalog import row_identity
 from ..comparison_sides import make_side
-from ..identity import read_json_object
-from ..object_store import location_text
 from ..output_root import OutputRoot
 from ..outputs import write_repeats_files
 from ..repeats import RepeatRun, System, group_systems, repeats
-from ..system_folders import suite_slug, system_slugs
+from ..system_folders import system_slugs
 from ..reports.change_format import NO_VARIATION
 from ..reports.format import fmt_pct
 from ..reports.format import fmt_int
 from ..reports.planning_text import runs_per_side_for
 from ..reports.repeated import level_interval
-from ..reports.suite_page import SystemEntry, page_summary, write_suite_page
+from ..reports.suite_page import page_summary
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
 from ..stored_values import FRAME_ERRORS, read_attempt_rows, stored_frame_path
 from ..system_members import Members, pooled_members, results_digests, usable
-from .cross_run import GROUP
-from .refresh_state import REFRESH_VERSION, load_state, run_versions, save_state, unchanged
+from .refresh_state import unchanged
 
-#: Folders under the output root.
-SYSTEMS_FOLDER, SUITES_FOLDER = "_systems", "_suites"
+#: The systems' folder under the output root.
+SYSTEMS_FOLDER = "_systems"
 #: Rows of the metadata tables.
 LISTED = 50
 
@@ -122,7 +96,8 @@ class StoredRuns:
         return [row["run_id"] for row in self.records if not self.state[row["run_id"]]["has_frame"]]
 
 
-def _cell(value: Any) -> str:
+def table_cell(value: Any) -> str:
+    """A markdown table cell: the value as text with its pipes escaped, "unknown" for None."""
     return "unknown" if value is None else str(value).replace("|", "\\|")
 
 
@@ -149,9 +124,10 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
         interval = (NO_VARIATION if fa["n"] >= 2 and fa["se"] == 0
                     else level_interval("rate", fa["ci95"]["lower"], fa["ci95"]["upper"]))
         lines.append(" | ".join([
-            f"| {_cell(e['suite'])}", _cell(e["model"]), _cell(e["git_sha"]), str(len(e["runs"])), fmt_pct(fa["mean"]),
+            f"| {table_cell(e['suite'])}", table_cell(e["model"]), table_cell(e["git_sha"]), str(len(e["runs"])),
+            fmt_pct(fa["mean"]),
             interval, f"{noise * 100:.1f} points" if noise is not None else "n/a (one run)",
-            fmt_int(runs_per_side_for(doc)), fmt_pct(flips) if flips is not None else "n/a", _cell(e.get("setup")),
+            fmt_int(runs_per_side_for(doc)), fmt_pct(flips) if flips is not None else "n/a", table_cell(e.get("setup")),
             f"`{e['slug']}` |"]))
     if len(entries) > limit:
         lines += ["", f"... and {len(entries) - limit} more (every system has its folder under `{SYSTEMS_FOLDER}/`)."]
@@ -262,145 +238,3 @@ def _kept(before: dict | None, versions: dict[str, str | None]) -> bool:
     known and unchanged data version."""
     return (before is not None and before.get("versions") == versions
             and all(v is not None for v in versions.values()))
-
-
-def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str, str | None],
-               kept: dict[str, dict]) -> dict[str, dict]:
-    """{run id: what the suite page shows of its comparison: ``gate``, ``gate_reasons``,
-    ``gate_mde80``, ``baseline`` and ``warnings`` (its comparison.json's gate.result,
-    gate.reasons, the mde80 of first_attempt and task_success, baseline.run_id and warnings;
-    None / empty without one) and
-    ``report`` (its report.html's absolute path, None without one)}. Read from the output root
-    (a bucket's: comparison.json through local copies, report.html's existence from the
-    listing) only for the runs whose comparison's data version (``comparisons``) is not the one
-    ``kept`` has it for."""
-    shown: dict[str, dict] = {}
-    read = []
-    for row in rows:
-        before, version = kept.get(row["run_id"]), comparisons.get(row["run_id"])
-        if before is not None and version is not None and before.get("comparison_version") == version:
-            shown[row["run_id"]] = before["shown"]
-        else:
-            read.append(row["run_id"])
-    names = {run_id: safe_partition_key(run_id) for run_id in read}
-    local = output_root.fetch(list(names.values()), ("comparison.json",)) if read else output_root.local
-    for run_id, name in names.items():
-        folder = (local / name).absolute()
-        comparison = read_json_object(folder / "comparison.json")
-        gate = comparison.get("gate") if isinstance(comparison.get("gate"), dict) else {}
-        baseline = comparison.get("baseline") if isinstance(comparison.get("baseline"), dict) else {}
-        reasons = gate.get("reasons") if isinstance(gate.get("reasons"), list) else []
-        warnings = comparison.get("warnings") if isinstance(comparison.get("warnings"), list) else []
-        mde = {section: (comparison.get(section) or {}).get("mde80") if isinstance(comparison.get(section), dict)
-               else None for section in ("first_attempt", "task_success")}
-        shown[run_id] = {"gate": gate.get("result"), "gate_reasons": [r for r in reasons if isinstance(r, str)],
-                         "gate_mde80": mde, "baseline": baseline.get("run_id"),
-                         "warnings": [w for w in warnings if isinstance(w, str)],
-                         "report": str(folder / "report.html") if output_root.has(name, "report.html") else None}
-    return shown
-
-
-def suite_runs(catalog_rows: list[dict], shown: dict[str, dict]) -> dict[Any, list[dict]]:
-    """{suite: its catalog rows, each with what the page shows of its comparison
-    (``shown_runs``; ``report`` as a Path)}, suites in catalog order."""
-    suites: dict[Any, list[dict]] = {}
-    for row in catalog_rows:
-        extra = shown[row["run_id"]]
-        suites.setdefault(row["suite"], []).append(
-            {**row, **extra, "report": Path(extra["report"]) if extra["report"] is not None else None})
-    return suites
-
-
-def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: StoredRuns, systems: dict[str, dict],
-                      kept: dict[str, str]) -> tuple[dict, dict]:
-    """One page per suite of the catalog rows ``records``, with its systems (``systems``:
-    system_repeats' entries with what each page shows of their runs), written again only
-    when what it shows changed since the last refresh (``kept``: {suite slug: the key of what
-    its page showed}): the pages' materialization metadata and what to keep."""
-    output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
-    shown = shown_runs(records, output_root, runs.comparisons, runs.kept)
-    for row in records:
-        runs.state[row["run_id"]].update(comparison_version=runs.comparisons.get(row["run_id"]),
-                                         shown=shown[row["run_id"]])
-    pages, state, written = [], {}, 0
-    for suite, suite_rows in suite_runs(records, shown).items():
-        slug = suite_slug(suite)
-        suite_systems = [e for e in systems.values() if e["suite"] == suite]
-        key = _page_key(suite_rows, suite_systems, runs)
-        path = output_root.staged() / SUITES_FOLDER / slug / "index.html"
-        if key is None or kept.get(slug) != key:
-            entries = [SystemEntry(e["slug"], e["doc"], [], Path(e["repeats_md"]), setup=e.get("setup"),
-                                   left_out=e.get("left_out") or {}, summary=e["page"]) for e in suite_systems]
-            path = write_suite_page(output_root.staged() / SUITES_FOLDER / slug, suite, suite_rows, entries)
-            written += 1
-        if key is not None:
-            state[slug] = key
-        pages.append((suite, len(suite_rows), len(suite_systems), location_text(output_root.read_side(Path(path)))))
-    output_root.publish()
-    lines = ["| suite | runs | systems | page |", "| --- | --- | --- | --- |"]
-    lines += [f"| {_cell(s)} | {n} | {m} | `{p}` |" for s, n, m, p in pages[:LISTED]]
-    if len(pages) > LISTED:
-        lines += ["", f"... and {len(pages) - LISTED} more under `{output_root.url(SUITES_FOLDER)}`."]
-    return {
-        "pages_written": written,
-        "pages_listed": len(pages),
-        "suites_folder": dg.MetadataValue.path(output_root.url(SUITES_FOLDER)),
-        "pages": dg.MetadataValue.md("\n".join(lines) if pages else "No processed run yet."),
-    }, state
-
-
-def _page_key(suite_rows: list[dict], suite_systems: list[dict], runs: StoredRuns) -> str | None:
-    """What a suite page shows, as the versions it is made from: each run's data version and
-    its comparison's, each system's runs; None when one of them is unknown (the page is then
-    made every time)."""
-    parts = [[row["run_id"], runs.versions.get(row["run_id"]), runs.comparisons.get(row["run_id"])]
-             for row in suite_rows]
-    parts += [[e["slug"], e["runs"], sorted(e["left_out"])] for e in suite_systems]
-    if any(p[1] is None or p[2] is None for p in parts[:len(suite_rows)]):
-        return None
-    return json.dumps(parts, sort_keys=True)
-
-
-@dg.multi_asset(
-    name="systems_and_suite_pages",
-    specs=[
-        dg.AssetSpec(
-            "system_repeats", group_name=GROUP, kinds={"python", "json", "markdown"},
-            deps=["run_catalog", "attempt_metrics"], code_version=REFRESH_VERSION,
-            description="Every processed run grouped into systems (suite, model, git sha and setup key: judge "
-                        "and platform; repeated-runs.md \"Systems\": a run with an unknown part is a system of its "
-                        "own; a copy of a run and a run without usable rows are not pooled), each pooled by task: "
-                        "<output root>/_systems/<system slug>/repeats.json and repeats.md (the noise floor, the "
-                        "flip rate, the flaky tasks). Read from the catalog and the stored attempt_metrics "
-                        "frames, never from the run folders.",
-        ).with_io_manager_key("json_io_manager"),
-        dg.AssetSpec(
-            "suite_pages", group_name=GROUP, kinds={"python", "html"},
-            deps=["run_catalog", "system_repeats", "attempt_metrics", "run_comparison"], code_version=REFRESH_VERSION,
-            description="One self-contained page per suite, <output root>/_suites/<suite slug>/index.html: its "
-                        "runs in start order with each one's gate against its baseline, its systems side by "
-                        "side (system_repeats' documents), cost against capability and the flaky tasks.",
-        ),
-    ],
-    ins={"run_catalog": dg.AssetIn()},
-    can_subset=False,
-)
-def systems_and_suite_pages(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame):
-    """system_repeats, then suite_pages, each stored frame read at most once and only for the
-    systems and pages made again (module doc, refresh_state.py)."""
-    # the kept state of thousands of systems is hundreds of thousands of objects: the
-    # collector's passes over them cost more than the step's own work (bulk.gc_paused)
-    with gc_paused():
-        records = catalog_records(run_catalog)
-        keys = [row["run_id"] for row in records]
-        kept = load_state(settings.storage_base, "systems_and_suite_pages", context)
-        runs = StoredRuns(settings, records, run_versions(context.instance, "capability_aggregates", keys),
-                          run_versions(context.instance, "run_comparison", keys), kept.get("runs") or {})
-        value, metadata, systems_state = write_systems(settings, runs, kept.get("systems") or {})
-        metadata["runs_read"] = sum(1 for run in runs.loaded.values() if run is not None)
-        yield dg.Output(value, output_name="system_repeats", metadata=metadata)
-        entries = {slug: kept_system["entry"] for slug, kept_system in systems_state.items()}
-        pages, pages_state = write_suite_pages(settings, records, runs, entries, kept.get("pages") or {})
-        save_state(settings.storage_base, "systems_and_suite_pages",
-                   {"runs": runs.state, "systems": systems_state, "pages": pages_state})
-        yield dg.MaterializeResult(asset_key="suite_pages", metadata=pages)

@@ -18,5 +18,5 @@ def pages(monkeypatch):
         (Path(out_dir) / "index.html").write_text("page")
         return Path(out_dir) / "index.html"
 
-    monkeypatch.setattr("bench_pipeline.assets.systems.write_suite_page", record)
+    monkeypatch.setattr("bench_pipeline.assets.suite_pages.write_suite_page", record)
     return calls

@@ -12,11 +12,10 @@ import pytest
 from upath import UPath
 
 from bench_pipeline import cli
-from bench_pipeline.assets import cross_run_assets, per_run_assets, systems
+from bench_pipeline.assets import cross_run_assets, per_run_assets, suite_pages
 from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.frames import attempts_frame
 from bench_pipeline.generator import generate_runs
-from bench_pipeline.output_root import OutputRoot
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.pipeline import run_stages
 from bench_pipeline.repeats import System
@@ -221,12 +220,12 @@ def test_the_refresh_is_behind_until_every_one_of_its_assets_is_made(tmp_path, p
                           resources=resources).success
     assert catalog_behind(instance) == before  # the systems and pages are still missing: the same key
 
-    recorder = systems.write_suite_page
+    recorder = suite_pages.write_suite_page
 
     def broken(*args):
         raise RuntimeError("the page cannot be written")
 
-    monkeypatch.setattr("bench_pipeline.assets.systems.write_suite_page", broken)
+    monkeypatch.setattr("bench_pipeline.assets.suite_pages.write_suite_page", broken)
     failed = dg.materialize([*per_run_assets, *cross_run_assets], selection=REFRESH, instance=instance,
                             resources=resources, raise_on_error=False)
     assert not failed.success
@@ -234,40 +233,12 @@ def test_the_refresh_is_behind_until_every_one_of_its_assets_is_made(tmp_path, p
     assert made == {"run_catalog", "system_repeats"}
     assert catalog_behind(instance) == before  # no new key: no refresh storm from a failing page
 
-    monkeypatch.setattr("bench_pipeline.assets.systems.write_suite_page", recorder)
+    monkeypatch.setattr("bench_pipeline.assets.suite_pages.write_suite_page", recorder)
     _refresh(instance, resources)
     assert catalog_behind(instance) is None
     assert dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources).success
     again = catalog_behind(instance)
     assert again is not None and again != before
-
-
-def test_suite_runs_read_each_runs_gate_and_baseline(tmp_path):
-    out = tmp_path / "reports"
-    (out / "r2").mkdir(parents=True)
-    (out / "r2" / "comparison.json").write_text(json.dumps({"baseline": {"run_id": "r1"}, "gate": {"result": "fail"}}))
-    (out / "r2" / "report.html").write_text("x")
-    (out / "r3").mkdir()
-    (out / "r3" / "comparison.json").write_text("not json")
-    rows = [{"run_id": r, "suite": s} for r, s in (("r1", "a"), ("r2", "a"), ("r3", None))]
-    suites = systems.suite_runs(rows, systems.shown_runs(rows, OutputRoot(str(out)), {}, {}))
-    assert list(suites) == ["a", None]
-    r1, r2 = suites["a"]
-    assert (r1["gate"], r1["baseline"], r1["report"]) == (None, None, None)
-    assert (r2["gate"], r2["baseline"], r2["report"]) == ("fail", "r1", (out / "r2" / "report.html").absolute())
-    assert suites[None][0]["gate"] is None
-    assert r2["gate_reasons"] == [] and r2["gate_mde80"] == {"first_attempt": None, "task_success": None}
-    (out / "r2" / "comparison.json").write_text(json.dumps({
-        "baseline": {"run_id": "r1"}, "first_attempt": {"mde80": 0.3}, "task_success": {"mde80": 0.2},
-        "gate": {"result": "inconclusive", "reasons": ["task_success_below_margin"]}, "warnings": ["judge_differs"]}))
-    r2 = systems.suite_runs(rows, systems.shown_runs(rows, OutputRoot(str(out)), {}, {}))["a"][1]
-    assert (r2["gate"], r2["gate_reasons"]) == ("inconclusive", ["task_success_below_margin"])
-    # kept from an earlier refresh while its comparison's data version is unchanged: not read again
-    kept = {"r2": {"comparison_version": "v1", "shown": {**r2, "report": None, "gate": "pass"}}}
-    assert systems.shown_runs(rows, OutputRoot(str(out)), {"r2": "v1"}, kept)["r2"]["gate"] == "pass"
-    assert systems.shown_runs(rows, OutputRoot(str(out)), {"r2": "v2"}, kept)["r2"]["gate"] == "inconclusive"
-    assert r2["gate_mde80"] == {"first_attempt": 0.3, "task_success": 0.2}
-    assert r2["warnings"] == ["judge_differs"]  # the page says the comparison crossed setups
 
 
 def test_stored_frames_give_plain_values_and_the_evidence_folder(tmp_path):

@@ -45,7 +45,7 @@ def test_a_backfill_run_then_one_refresh_makes_the_systems_and_pages_once(tmp_pa
         (Path(out_dir) / "index.html").write_text("page")
         return Path(out_dir) / "index.html"
 
-    monkeypatch.setattr("bench_pipeline.assets.systems.write_suite_page", record)
+    monkeypatch.setattr("bench_pipeline.assets.suite_pages.write_suite_page", record)
     resources = make_resources(tmp_path)
     keys = sorted(p.name for p in generate_runs(tmp_path / "runs", runs=4, seed=3, tasks=5, repeats=2,
                                                 history_messages=8, edge_cases=False, systems=2))

@@ -1,0 +1,38 @@
+"""The suite pages' parts (assets/suite_pages.py): what a page shows of each run's comparison,
+read from its comparison.json only when that comparison changed. The pages as the refresh
+writes them are tested with the systems (test_systems.py)."""
+
+from __future__ import annotations
+
+import json
+
+from bench_pipeline.assets.suite_pages import shown_runs, suite_runs
+from bench_pipeline.output_root import OutputRoot
+
+
+def test_suite_runs_read_each_runs_gate_and_baseline(tmp_path):
+    out = tmp_path / "reports"
+    (out / "r2").mkdir(parents=True)
+    (out / "r2" / "comparison.json").write_text(json.dumps({"baseline": {"run_id": "r1"}, "gate": {"result": "fail"}}))
+    (out / "r2" / "report.html").write_text("x")
+    (out / "r3").mkdir()
+    (out / "r3" / "comparison.json").write_text("not json")
+    rows = [{"run_id": r, "suite": s} for r, s in (("r1", "a"), ("r2", "a"), ("r3", None))]
+    suites = suite_runs(rows, shown_runs(rows, OutputRoot(str(out)), {}, {}))
+    assert list(suites) == ["a", None]
+    r1, r2 = suites["a"]
+    assert (r1["gate"], r1["baseline"], r1["report"]) == (None, None, None)
+    assert (r2["gate"], r2["baseline"], r2["report"]) == ("fail", "r1", (out / "r2" / "report.html").absolute())
+    assert suites[None][0]["gate"] is None
+    assert r2["gate_reasons"] == [] and r2["gate_mde80"] == {"first_attempt": None, "task_success": None}
+    (out / "r2" / "comparison.json").write_text(json.dumps({
+        "baseline": {"run_id": "r1"}, "first_attempt": {"mde80": 0.3}, "task_success": {"mde80": 0.2},
+        "gate": {"result": "inconclusive", "reasons": ["task_success_below_margin"]}, "warnings": ["judge_differs"]}))
+    r2 = suite_runs(rows, shown_runs(rows, OutputRoot(str(out)), {}, {}))["a"][1]
+    assert (r2["gate"], r2["gate_reasons"]) == ("inconclusive", ["task_success_below_margin"])
+    # kept from an earlier refresh while its comparison's data version is unchanged: not read again
+    kept = {"r2": {"comparison_version": "v1", "shown": {**r2, "report": None, "gate": "pass"}}}
+    assert shown_runs(rows, OutputRoot(str(out)), {"r2": "v1"}, kept)["r2"]["gate"] == "pass"
+    assert shown_runs(rows, OutputRoot(str(out)), {"r2": "v2"}, kept)["r2"]["gate"] == "inconclusive"
+    assert r2["gate_mde80"] == {"first_attempt": 0.3, "task_success": 0.2}
+    assert r2["warnings"] == ["judge_differs"]  # the page says the comparison crossed setups
