@@ -17,6 +17,7 @@ from .attempt_metrics import COUNT_LIMIT
 from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, compare
 from .comparison_sides import Side
 from .data_quality import data_quality_findings
+from .reports.format import md_cell
 from .identity import RunIdentity, run_identity
 from .setup import CATALOG_SETUP_COLUMNS, setup_columns, setup_from_columns
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
@@ -132,11 +133,6 @@ def runs_behind_formula(catalog: pd.DataFrame, current: str) -> pd.DataFrame:
     return catalog.loc[mask, ["run_id", "suite", "formula_version"]].reset_index(drop=True)
 
 
-def _cell(value: Any) -> str:
-    """A markdown table cell: null as "unknown", pipes escaped."""
-    return "unknown" if value is None or pd.isna(value) else str(value).replace("|", "\\|")
-
-
 def behind_formula_markdown(behind: pd.DataFrame, current: str, limit: int = BEHIND_LISTED) -> str:
     """The runs behind the formula as a markdown table (run id, suite, formula version): the
     first ``limit``, then how many more there are."""
@@ -144,7 +140,7 @@ def behind_formula_markdown(behind: pd.DataFrame, current: str, limit: int = BEH
         return f"Every run in the catalog was computed with the current formula version `{current}`."
     lines = [f"{len(behind)} run(s) computed with another formula version than the current `{current}`:", "",
              "| run_id | suite | formula_version |", "| --- | --- | --- |"]
-    lines += [f"| {_cell(r.run_id)} | {_cell(r.suite)} | {_cell(r.formula_version)} |"
+    lines += [f"| {md_cell(r.run_id)} | {md_cell(r.suite)} | {md_cell(r.formula_version)} |"
               for r in behind.head(limit).itertuples(index=False)]
     if len(behind) > limit:
         lines += ["", f"... and {len(behind) - limit} more (the catalog's `formula_version` column has every run)."]

@@ -30,7 +30,7 @@ from ..catalog import (
 from ..catalog import suite_trends as build_trends
 from ..comparison_sides import Side
 from ..formula import FORMULA_VERSION
-from ..reports.format import fmt_int, fmt_pct, md_text, plural
+from ..reports.format import fmt_int, fmt_pct, md_cell, md_text, plural
 from ..resources import PipelineSettings
 from ..run_folders import local_run_files
 from ..stored_values import FRAME_ERRORS, read_stored_document, stored_side
@@ -40,11 +40,6 @@ GROUP = "cross_run"
 
 #: How many runs the catalog's preview names.
 PREVIEW_RUNS = 20
-
-
-def _cell(value: object) -> str:
-    """A catalog string for the preview's markdown (escaped), "unknown" when missing."""
-    return md_text(value) if isinstance(value, str) and value else "unknown"
 
 
 def catalog_preview(frame: pd.DataFrame, formula_version: str, limit: int = PREVIEW_RUNS) -> str:
@@ -61,13 +56,13 @@ def catalog_preview(frame: pd.DataFrame, formula_version: str, limit: int = PREV
     for row in frame.head(limit).itertuples(index=False):
         k = _number(row.metrics_k)
         version = row.formula_version if isinstance(row.formula_version, str) else None
-        bits = [_cell(row.suite), f"model {_cell(row.model)} at {_cell(row.git_sha)}",
+        bits = [md_cell(row.suite), f"model {md_cell(row.model)} at {md_cell(row.git_sha)}",
                 f"pass@1 **{fmt_pct(_number(row.pass_at_1))}**",
                 f"pass@k {fmt_pct(_number(row.pass_at_k))}" + (f" (k={fmt_int(k)})" if k is not None else ""),
                 f"{fmt_int(_number(row.attempts))} attempts"]
         if version != formula_version:
-            bits.append(f"formula {_cell(version)} (behind the current {md_text(formula_version)})")
-        lines.append(f"- **{_cell(row.run_id)}**: " + " · ".join(bits))
+            bits.append(f"formula {md_cell(version)} (behind the current {md_text(formula_version)})")
+        lines.append(f"- **{md_cell(row.run_id)}**: " + " · ".join(bits))
     if len(frame) > limit:
         lines += ["", f"... and {len(frame) - limit} more (the catalog's table has every run, every digit)."]
     return "\n".join(lines)
@@ -84,16 +79,16 @@ def trends_preview(frame: pd.DataFrame, limit: int = PREVIEW_RUNS) -> str:
              + (f"; the first {limit}:" if len(frame) > limit else ":"), ""]
     for row in frame.head(limit).itertuples(index=False):
         if not isinstance(row.compared_with, str):
-            lines.append(f"- **{_cell(row.run_id)}** ({_cell(row.suite)}): the first run of its suite, "
+            lines.append(f"- **{md_cell(row.run_id)}** ({md_cell(row.suite)}): the first run of its suite, "
                          f"pass@1 **{fmt_pct(_number(row.pass_at_1))}**")
             continue
         change = _number(row.pass_at_1_change)
-        bits = [f"against {_cell(row.compared_with)}", f"{fmt_int(_number(row.paired_tasks))} paired tasks",
+        bits = [f"against {md_cell(row.compared_with)}", f"{fmt_int(_number(row.paired_tasks))} paired tasks",
                 f"first attempt: {_words(row.first_attempt_verdict)}", f"task success: {_words(row.task_success_verdict)}",
                 f"gate **{_words(row.gate)}**",
                 f"pass@1 {fmt_pct(_number(row.pass_at_1))}"
                 + (f" ({change * 100:+.1f} pp, a plain difference)" if change is not None else "")]
-        lines.append(f"- **{_cell(row.run_id)}** ({_cell(row.suite)}): " + " · ".join(bits))
+        lines.append(f"- **{md_cell(row.run_id)}** ({md_cell(row.suite)}): " + " · ".join(bits))
     if len(frame) > limit:
         lines += ["", f"... and {len(frame) - limit} more (the table has every run, every digit)."]
     return "\n".join(lines)

@@ -17,7 +17,8 @@ from ..system_folders import suite_slug
 from ..reports.suite_page import SystemEntry, write_suite_page
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
-from .systems import LISTED, StoredRuns, table_cell
+from ..reports.format import md_cell
+from .systems import LISTED, StoredRuns
 
 #: The suites' folder under the output root.
 SUITES_FOLDER = "_suites"
@@ -97,7 +98,7 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: Sto
         pages.append((suite, len(suite_rows), len(suite_systems), location_text(output_root.read_side(Path(path)))))
     output_root.publish()
     lines = ["| suite | runs | systems | page |", "| --- | --- | --- | --- |"]
-    lines += [f"| {table_cell(s)} | {n} | {m} | `{p}` |" for s, n, m, p in pages[:LISTED]]
+    lines += [f"| {md_cell(s)} | {n} | {m} | `{p}` |" for s, n, m, p in pages[:LISTED]]
     if len(pages) > LISTED:
         lines += ["", f"... and {len(pages) - LISTED} more under `{output_root.url(SUITES_FOLDER)}`."]
     return {

@@ -6,7 +6,6 @@ it, with the suite pages, is assets/systems_and_pages.py."""
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 
@@ -17,7 +16,7 @@ from ..outputs import write_repeats_files
 from ..repeats import RepeatRun, System, group_systems, repeats
 from ..system_folders import system_slugs
 from ..reports.change_format import NO_VARIATION
-from ..reports.format import fmt_pct
+from ..reports.format import fmt_pct, md_cell
 from ..reports.format import fmt_int
 from ..reports.planning_text import runs_per_side_for
 from ..reports.repeated import level_interval
@@ -96,11 +95,6 @@ class StoredRuns:
         return [row["run_id"] for row in self.records if not self.state[row["run_id"]]["has_frame"]]
 
 
-def table_cell(value: Any) -> str:
-    """A markdown table cell: the value as text with its pipes escaped, "unknown" for None."""
-    return "unknown" if value is None else str(value).replace("|", "\\|")
-
-
 def _order(entry: dict) -> tuple:
     """Suite (unknown last), then pooled first attempt descending (none last), then folder."""
     mean = entry["doc"]["pooled"]["first_attempt"]["mean"]
@@ -124,10 +118,10 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
         interval = (NO_VARIATION if fa["n"] >= 2 and fa["se"] == 0
                     else level_interval("rate", fa["ci95"]["lower"], fa["ci95"]["upper"]))
         lines.append(" | ".join([
-            f"| {table_cell(e['suite'])}", table_cell(e["model"]), table_cell(e["git_sha"]), str(len(e["runs"])),
+            f"| {md_cell(e['suite'])}", md_cell(e["model"]), md_cell(e["git_sha"]), str(len(e["runs"])),
             fmt_pct(fa["mean"]),
             interval, f"{noise * 100:.1f} points" if noise is not None else "n/a (one run)",
-            fmt_int(runs_per_side_for(doc)), fmt_pct(flips) if flips is not None else "n/a", table_cell(e.get("setup")),
+            fmt_int(runs_per_side_for(doc)), fmt_pct(flips) if flips is not None else "n/a", md_cell(e.get("setup")),
             f"`{e['slug']}` |"]))
     if len(entries) > limit:
         lines += ["", f"... and {len(entries) - limit} more (every system has its folder under `{SYSTEMS_FOLDER}/`)."]

@@ -216,6 +216,13 @@ def md_text(value: Any) -> str:
     return "".join(out)
 
 
+def md_cell(value: Any) -> str:
+    """Run text (a run id, a suite, a model, a setup) for a markdown table cell or list item in
+    Dagster's metadata: ``md_text`` of a non-empty string, "unknown" for anything else (None,
+    NaN or NA: a catalog cell that is missing)."""
+    return md_text(value) if isinstance(value, str) and value else "unknown"
+
+
 def _fragment(value: Any) -> orjson.Fragment:
     if type(value) is EncodedJSON:
         return orjson.Fragment(value.encoded)
