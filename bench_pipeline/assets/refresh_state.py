@@ -28,7 +28,7 @@ from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
 from ..formula import FORMULA_VERSION
 from ..artifacts import loads_json
 from ..jsonio import json_bytes
-from ..object_store import storage_path
+from ..object_store import storage_path, write_whole
 from ..partitions import runs_partitions
 
 #: The version of what the cross-run assets write (catalog rows, trends, repeats files, suite
@@ -84,7 +84,7 @@ def save_state(storage_base: str, name: str, parts: dict) -> None:
     """Keep ``parts`` (JSON values) for the next refresh."""
     path = _path(storage_base, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(json_bytes({"refresh_version": REFRESH_VERSION, "parts": parts}))
+    write_whole(path, json_bytes({"refresh_version": REFRESH_VERSION, "parts": parts}))
 
 
 def unchanged(before: dict | None, version: str | None) -> bool:

@@ -41,7 +41,8 @@ The modules: ``locations`` (pure), ``clients``, ``listings``, ``objects``, ``cop
 (``monkeypatch``) does so in the module that calls it.
 """
 
-from .clients import CONCURRENCY, StoreError, _gcs_client, _Session, endpoint, reason, session, shared, storage_path
+from .clients import (CONCURRENCY, StoreError, _gcs_client, _Session, endpoint, reason, session, shared, storage_path,
+                      write_whole)
 from .conditional import create_exclusive, delete_if_unchanged, read_with_etag
 from .listings import Listing, ObjectInfo, list_objects, list_runs
 from .locations import (CLIENTS, LOCAL_SCHEMES, MIRROR, cache_root, is_remote, join, location_text, mirror_path,

@@ -145,6 +145,23 @@ def storage_path(location: str) -> Any:
     return UPath(location)
 
 
+def write_whole(path: Any, data: bytes) -> None:
+    """Write ``data`` to a place under a ``storage_path`` so that no reader ever sees half of
+    it: a local file through a temporary file and a rename (``jsonio.write_atomic``); an object
+    in a bucket with one put (a store replaces an object whole). A reader of a stored value
+    (the next run's comparison, the catalog refresh, the UI) may come at any moment."""
+    if is_remote(str(path)):
+        path.write_bytes(data)
+        return
+    from pathlib import Path
+
+    from ..jsonio import write_atomic
+
+    target = Path(str(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(target, data)
+
+
 def _bucket_missing(s: _Session, bucket: str) -> bool:
     """Whether ``bucket`` does not exist, asked of a client whose "not found" does not say
     whether the bucket or the object is missing (gcsfs: a 404 for either); False on S3, whose

@@ -18,7 +18,7 @@ from upath import UPath
 
 from ..artifacts import loads_json
 from ..jsonio import json_bytes
-from ..object_store import storage_path
+from ..object_store import storage_path, write_whole
 from .settings import PipelineSettings, safe_partition_key
 
 
@@ -55,7 +55,7 @@ class ParquetIOManager(_SafeUPathIOManager):
         buffer = io.BytesIO()
         obj.to_parquet(buffer, index=False)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(buffer.getvalue())
+        write_whole(path, buffer.getvalue())  # a reader never sees half a frame
 
     def load_from_path(self, context: InputContext, path: UPath) -> pd.DataFrame:
         return pd.read_parquet(io.BytesIO(path.read_bytes()))
@@ -68,7 +68,7 @@ class JsonIOManager(_SafeUPathIOManager):
 
     def dump_to_path(self, context: OutputContext, obj: dict, path: UPath) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(json_bytes(obj))  # the one JSON writer (jsonio.py)
+        write_whole(path, json_bytes(obj))  # the one JSON writer (jsonio.py), whole or not at all
 
     def load_from_path(self, context: InputContext, path: UPath) -> dict:
         return loads_json(path.read_bytes())

@@ -53,3 +53,26 @@ def test_storage_on_a_non_local_filesystem(tmp_path, monkeypatch):
         frame = pd.read_parquet(fh)
     assert list(frame["task_id"]) == ["a", "b"]
     assert UPath("memory://bench/storage/capability_aggregates/mem-run.json").exists()
+
+
+@pytest.mark.parametrize("value", [pd.DataFrame({"run_id": ["a", "b"], "pass_at_1": [0.5, 1.0]}), {"runs": ["a"]}])
+def test_a_stored_value_is_replaced_whole_so_a_reader_never_sees_half_of_it(tmp_path, value):
+    """A reader that opened the stored file before it is stored again (the next run's
+    comparison, the catalog refresh, the UI) reads the whole old value, and the place then
+    holds the whole new one: the file is replaced, never truncated and rewritten."""
+    from bench_pipeline.resources.io_managers import load_partition, store_partition
+
+    first = store_partition(str(tmp_path), "run_catalog", "r1", value)
+    old_bytes = first.read_bytes()
+    newer = (pd.concat([value, value], ignore_index=True) if isinstance(value, pd.DataFrame)
+             else {"runs": ["a", "b", "c"]})
+    with open(first, "rb") as reader:
+        stored_again = store_partition(str(tmp_path), "run_catalog", "r1", newer)
+        assert reader.read() == old_bytes
+    assert stored_again == first
+    loaded = load_partition(str(tmp_path), "run_catalog", "r1", first.suffix)
+    if isinstance(value, pd.DataFrame):
+        pd.testing.assert_frame_equal(loaded, newer)
+    else:
+        assert loaded == newer
+    assert [p.name for p in first.parent.iterdir()] == [first.name]  # no temporary file left
