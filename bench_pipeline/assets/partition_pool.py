@@ -123,7 +123,7 @@ def _work(job: PartitionJob) -> PartitionOutcome:
 
     The previous partition's garbage (never collected while it ran: bulk.gc_paused) is
     collected first; a worker's last partition leaves its garbage to the process's end, as
-    the command line does (a collection after a large run costs a tenth of a second)."""
+    the command line does (a collection after a large run is not free: docs/benchmarks.md)."""
     global _worked
     if _worked:
         gc.collect()

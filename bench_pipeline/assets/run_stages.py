@@ -44,8 +44,8 @@ GROUP = "per_run"
 #: Run partitions per Dagster run of a backfill, of `scripts/run.sh` and of a sensor's burst
 #: (BENCH_PARTITIONS_PER_RUN): each Dagster run pays the start-up of a run process, the planned
 #: events and a fork server once for this many run folders, and its step keeps every core busy
-#: (its workers take run folder after run folder): a backfill of 200 small runs took about 1.7x
-#: as long in 10 Dagster runs of 20 as in 2 of 100 (docs/benchmarks.md).
+#: (its workers take run folder after run folder): larger ranges make a faster backfill
+#: (measured in docs/benchmarks.md).
 PARTITIONS_PER_RUN = int(os.environ.get("BENCH_PARTITIONS_PER_RUN", "100"))
 #: Up to this many runs requested at once by a sensor get a Dagster run each (the lowest latency
 #: for a few new runs, side by side in the queue); more are requested as ranges of

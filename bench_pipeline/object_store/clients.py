@@ -8,8 +8,10 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+from ..jsonio import write_atomic
 from .locations import CLIENTS, is_remote, normalize, split
 
 
@@ -153,10 +155,6 @@ def write_whole(path: Any, data: bytes) -> None:
     if is_remote(str(path)):
         path.write_bytes(data)
         return
-    from pathlib import Path
-
-    from ..jsonio import write_atomic
-
     target = Path(str(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(target, data)
