@@ -117,8 +117,19 @@ def catalog_records(catalog: pd.DataFrame) -> list[dict]:
     """The catalog's rows as plain dicts (``plain_value`` of every cell), in catalog order:
     what code that is not pandas reads (``repeats``, the suite pages)."""
     columns = list(catalog.columns)
-    values = [[plain_value(v) for v in catalog[c].tolist()] for c in columns]
+    values = [_plain_values(catalog[c].tolist()) for c in columns]
     return [dict(zip(columns, cells)) for cells in zip(*values)]
+
+
+def _plain_values(values: list) -> list:
+    """``plain_value`` of each value, a text, an integer, a truth value or a number that is
+    not NaN taken as it is (most cells of a catalog: every refresh reads thousands)."""
+    out = []
+    for value in values:
+        kind = type(value)
+        plain = kind is str or kind is int or kind is bool or (kind is float and value == value)
+        out.append(value if plain else plain_value(value))
+    return out
 
 
 #: How many runs behind the formula the catalog's metadata lists by name.

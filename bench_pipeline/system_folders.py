@@ -5,6 +5,7 @@ named readably and told apart by a hash of the exact values. ``repeats`` re-expo
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -13,11 +14,15 @@ if TYPE_CHECKING:
     from .repeats import System
 
 
+#: A run of characters a slug does not keep (anything but ASCII letters, digits, ``.`` and
+#: ``_``), with the ``-`` among them.
+_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
+
+
 def _slug_part(value: str | None, unknown: str = "unknown") -> str:
     """A readable, filesystem-safe piece: letters, digits, ``.``, ``_`` and ``-`` kept, every
-    other run of characters one ``-``, at most 40 characters."""
-    text = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in (value or unknown))
-    text = "-".join(p for p in text.split("-") if p).strip(".-") or unknown
+    other run of characters one ``-`` (a run of ``-`` too), at most 40 characters."""
+    text = _UNSAFE.sub("-", value or unknown).strip(".-") or unknown
     return text[:40]
 
 

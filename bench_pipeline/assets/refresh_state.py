@@ -11,7 +11,10 @@ Kept parts are the values a refresh from scratch would make from the same inputs
 result is the same byte for byte (bench_pipeline_tests/assets/test_incremental_refresh.py).
 
 The state lives under the storage base (``<base>/cross_run_state/<name>.json``), written with
-the one JSON writer. It is dropped whole (the refresh starts from scratch) when it was made by
+the one JSON writer. What is large and needed only for a few parts at a time (a system's
+repeats document) is kept in pieces of its own (``<base>/cross_run_state/<name>/<key>.json``,
+``save_piece`` / ``load_piece``), each read only when a refresh needs it, so that the state
+read and written by every refresh stays small. It is dropped whole (the refresh starts from scratch) when it was made by
 another ``REFRESH_VERSION``: another formula version, or another version of the cross-run code
 (``CROSS_RUN_VERSION``, raised with any change to what the cross-run assets write). A
 refresh run tagged ``bench/refresh=from_scratch`` ignores it as well.
@@ -34,7 +37,7 @@ from ..partitions import runs_partitions
 #: The version of what the cross-run assets write (catalog rows, trends, repeats files, suite
 #: pages): raise it with any change to their code or templates, so that the next refresh
 #: recomputes every part instead of keeping parts made by the old code.
-CROSS_RUN_VERSION = "2026-12-05.3"
+CROSS_RUN_VERSION = "2026-12-05.4"
 #: What a kept part must have been made by: this formula and this cross-run code.
 REFRESH_VERSION = f"{FORMULA_VERSION}/{CROSS_RUN_VERSION}"
 #: The run tag that makes a refresh ignore what earlier refreshes kept.
@@ -85,6 +88,29 @@ def save_state(storage_base: str, name: str, parts: dict) -> None:
     path = _path(storage_base, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_whole(path, json_bytes({"refresh_version": REFRESH_VERSION, "parts": parts}))
+
+
+def _piece_path(storage_base: str, name: str, key: str) -> Any:
+    return storage_path(storage_base) / "cross_run_state" / name / f"{key}.json"
+
+
+def save_piece(storage_base: str, name: str, key: str, value: Any) -> None:
+    """Keep ``value`` (a JSON value) as the piece ``key`` of ``name``, replaced whole."""
+    path = _piece_path(storage_base, name, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_whole(path, json_bytes({"refresh_version": REFRESH_VERSION, "value": value}))
+
+
+def load_piece(storage_base: str, name: str, key: str) -> Any:
+    """The piece ``key`` of ``name`` kept by ``save_piece``; None when there is none, it cannot
+    be read or was made by another REFRESH_VERSION."""
+    try:
+        piece = loads_json(_piece_path(storage_base, name, key).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(piece, dict) or piece.get("refresh_version") != REFRESH_VERSION:
+        return None
+    return piece.get("value")
 
 
 def unchanged(before: dict | None, version: str | None) -> bool:

@@ -14,11 +14,11 @@ from ..identity import read_json_object
 from ..object_store import location_text
 from ..output_root import OutputRoot
 from ..system_folders import suite_slug
-from ..reports.suite_page import SystemEntry, write_suite_page
+from ..reports.suite_page import RUNS_SHOWN, SystemEntry, latest_runs, write_suite_page
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
 from ..reports.format import md_cell
-from .systems import LISTED, StoredRuns
+from .systems import LISTED, StoredRuns, SystemDocs
 
 #: The suites' folder under the output root.
 SUITES_FOLDER = "_suites"
@@ -72,11 +72,12 @@ def suite_runs(catalog_rows: list[dict], shown: dict[str, dict]) -> dict[Any, li
 
 
 def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: StoredRuns, systems: dict[str, dict],
-                      kept: dict[str, str]) -> tuple[dict, dict]:
+                      docs: SystemDocs, kept: dict[str, str]) -> tuple[dict, dict]:
     """One page per suite of the catalog rows ``records``, with its systems (``systems``:
-    system_repeats' entries with what each page shows of their runs), written again only
-    when what it shows changed since the last refresh (``kept``: {suite slug: the key of what
-    its page showed}): the pages' materialization metadata and what to keep."""
+    system_repeats' entries; ``docs``: their documents, read only for the systems of a page
+    made again that it shows), written again only when what it shows changed since the last
+    refresh (``kept``: {suite slug: the key of what its page showed}): the pages'
+    materialization metadata and what to keep."""
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
     shown = shown_runs(records, output_root, runs.comparisons, runs.kept)
     for row in records:
@@ -89,9 +90,12 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: Sto
         key = _page_key(suite_rows, suite_systems, runs)
         path = output_root.staged() / SUITES_FOLDER / slug / "index.html"
         if key is None or kept.get(slug) != key:
-            entries = [SystemEntry(e["slug"], e["doc"], [], Path(e["repeats_md"]), setup=e.get("setup"),
-                                   left_out=e.get("left_out") or {}, summary=e["page"]) for e in suite_systems]
-            path = write_suite_page(output_root.staged() / SUITES_FOLDER / slug, suite, suite_rows, entries)
+            _, listed = latest_runs(suite_rows, suite_systems, RUNS_SHOWN, members=lambda e: [*e["runs"], *e["left_out"]])
+            entries = [SystemEntry(e["slug"], doc, [], Path(e["repeats_md"]), setup=e.get("setup"),
+                                   left_out=e.get("left_out") or {}, summary=page)
+                       for e in listed for doc, page in [docs.get(e["slug"])]]
+            path = write_suite_page(output_root.staged() / SUITES_FOLDER / slug, suite, suite_rows, entries,
+                                    systems_total=len(suite_systems))
             written += 1
         if key is not None:
             state[slug] = key

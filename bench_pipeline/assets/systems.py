@@ -1,7 +1,9 @@
 """What ``system_repeats`` makes (repeated-runs.md): the catalog's runs grouped into systems,
 each pooled by task into ``_systems/<system slug>/repeats.json`` and ``repeats.md``, made again
 only when its runs changed since the last refresh (refresh_state.py), and the catalog's runs
-with their stored attempt frames, each read at most once (``StoredRuns``). The step that makes
+with their stored attempt frames, each read at most once (``StoredRuns``). Each system's
+repeats document and what its suite page shows of its runs are kept in a piece of their own,
+read only for the systems a page made again shows (``SystemDocs``). The step that makes
 it, with the suite pages, is assets/systems_and_pages.py."""
 
 from collections.abc import Iterable
@@ -20,17 +22,19 @@ from ..reports.format import fmt_pct, md_cell
 from ..reports.format import fmt_int
 from ..reports.planning_text import runs_per_side_for
 from ..reports.repeated import level_interval
-from ..reports.suite_page import page_summary
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
 from ..stored_values import FRAME_ERRORS, read_attempt_rows, stored_frame_path
 from ..system_members import Members, pooled_members, results_digests, usable
-from .refresh_state import unchanged
+from ..reports.suite_page import page_summary
+from .refresh_state import load_piece, save_piece, unchanged
 
 #: The systems' folder under the output root.
 SYSTEMS_FOLDER = "_systems"
 #: Rows of the metadata tables.
 LISTED = 50
+#: The name under which each system's documents are kept, a piece per system (refresh_state.py).
+SYSTEM_DOCS = "system_docs"
 
 
 def stored_repeat_run(settings: PipelineSettings, row: dict) -> RepeatRun | None:
@@ -95,9 +99,17 @@ class StoredRuns:
         return [row["run_id"] for row in self.records if not self.state[row["run_id"]]["has_frame"]]
 
 
+def table_summary(doc: dict) -> dict:
+    """What the systems table (``systems_markdown``) and the step's metadata show of a
+    system's repeats.json: pooled first attempt, noise floor, flip rate and the runs per side
+    its planning gives for 5 points (kept with the system's entry, without the document)."""
+    return {"first_attempt": doc["pooled"]["first_attempt"], "noise_floor95": doc["between_runs"]["noise_floor95"],
+            "flip_rate": doc["stability"]["flip_rate"], "runs_per_side": runs_per_side_for(doc)}
+
+
 def _order(entry: dict) -> tuple:
     """Suite (unknown last), then pooled first attempt descending (none last), then folder."""
-    mean = entry["doc"]["pooled"]["first_attempt"]["mean"]
+    mean = entry["table"]["first_attempt"]["mean"]
     return (entry["suite"] is None, entry["suite"] or "", mean is None, -(mean or 0.0), entry["slug"])
 
 
@@ -112,16 +124,15 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
              "| runs per side for 5 pp (first attempt) | flip rate | setup | folder |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for e in sorted(entries, key=_order)[:limit]:
-        doc = e["doc"]
-        fa, noise, flips = (doc["pooled"]["first_attempt"], doc["between_runs"]["noise_floor95"],
-                            doc["stability"]["flip_rate"])
+        table = e["table"]
+        fa, noise, flips = table["first_attempt"], table["noise_floor95"], table["flip_rate"]
         interval = (NO_VARIATION if fa["n"] >= 2 and fa["se"] == 0
                     else level_interval("rate", fa["ci95"]["lower"], fa["ci95"]["upper"]))
         lines.append(" | ".join([
             f"| {md_cell(e['suite'])}", md_cell(e["model"]), md_cell(e["git_sha"]), str(len(e["runs"])),
             fmt_pct(fa["mean"]),
             interval, f"{noise * 100:.1f} points" if noise is not None else "n/a (one run)",
-            fmt_int(runs_per_side_for(doc)), fmt_pct(flips) if flips is not None else "n/a", md_cell(e.get("setup")),
+            fmt_int(table["runs_per_side"]), fmt_pct(flips) if flips is not None else "n/a", md_cell(e.get("setup")),
             f"`{e['slug']}` |"]))
     if len(entries) > limit:
         lines += ["", f"... and {len(entries) - limit} more (every system has its folder under `{SYSTEMS_FOLDER}/`)."]
@@ -131,19 +142,17 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
 def _entry(system: System, slug: str, doc: dict, repeats_md: Path, members: Members) -> dict:
     """A system in system_repeats' value: ``runs`` are the runs pooled, ``left_out`` {run id:
     why not} (system_members.py), ``setup`` its setup key in words (None when unrecorded),
-    ``page`` what its suite's page shows of its runs (suite_page.page_summary: the page is
-    made again from it without reading the runs; kept with the system for the next refresh,
-    not part of system_repeats' value)."""
+    ``table`` what the systems table shows of its document (``table_summary``: kept with the
+    system for the next refresh, not part of system_repeats' value)."""
     return {"slug": slug, "suite": system.suite, "model": system.model, "git_sha": system.git_sha,
             "setup": system.setup_text, "runs": [r["run_id"] for r in doc["runs"]],
             "left_out": members.left_out, "repeats_md": str(repeats_md),
-            "repeats_json": str(repeats_md.with_name("repeats.json")), "doc": doc,
-            "page": page_summary(members.pooled)}
+            "repeats_json": str(repeats_md.with_name("repeats.json")), "table": table_summary(doc)}
 
 
-#: What a system's entry keeps for the next refresh and the suite page, not part of
+#: What a system's entry keeps for the next refresh and the systems table, not part of
 #: system_repeats' value.
-KEPT_ONLY = ("doc", "page")
+KEPT_ONLY = ("table",)
 
 
 def _value(entry: dict) -> dict:
@@ -170,15 +179,47 @@ def _reports(output_root: OutputRoot, runs: Iterable[RepeatRun]) -> dict[str, Pa
     return found
 
 
-def write_systems(settings: PipelineSettings, runs: StoredRuns, kept: dict[str, dict]) -> tuple[dict, dict, dict]:
+class SystemDocs:
+    """Each system's repeats document and what its suite page shows of its runs
+    (suite_page.page_summary), for the pages made again: those made by this refresh, else the
+    piece kept when the system was made (``SYSTEM_DOCS``), else (no such piece, or one made from
+    other versions of its runs) made again from the stored runs and kept."""
+
+    def __init__(self, settings: PipelineSettings, runs: StoredRuns, systems: dict[str, dict],
+                 made: dict[str, tuple[dict, dict]]) -> None:
+        self.settings, self.runs, self.systems, self.made = settings, runs, systems, made
+
+    def get(self, slug: str) -> tuple[dict, dict]:
+        """(repeats document, page summary) of the system ``slug``."""
+        if slug not in self.made:
+            versions = self.systems[slug]["versions"]
+            piece = load_piece(self.settings.storage_base, SYSTEM_DOCS, slug)
+            if isinstance(piece, dict) and piece.get("versions") == versions:
+                self.made[slug] = (piece["doc"], piece["page"])
+            else:
+                split = split_members(self.settings, self.runs.full(versions))
+                self.made[slug] = (repeats(split.pooled), page_summary(split.pooled))
+                keep_docs(self.settings, slug, versions, *self.made[slug])
+        return self.made[slug]
+
+
+def keep_docs(settings: PipelineSettings, slug: str, versions: dict[str, str | None], doc: dict, page: dict) -> None:
+    """Keep a system's documents for later refreshes, with the versions of the runs they were made from."""
+    save_piece(settings.storage_base, SYSTEM_DOCS, slug, {"versions": versions, "doc": doc, "page": page})
+
+
+def write_systems(settings: PipelineSettings, runs: StoredRuns,
+                  kept: dict[str, dict]) -> tuple[dict, dict, dict, SystemDocs]:
     """Every system's repeats.json and repeats.md under the output root, made again only for
     the systems whose runs or their data versions changed since the last refresh (``kept``:
-    {slug: {"versions": {run id: data version}, "entry": its value}}): (system_repeats'
-    value, its materialization metadata, what to keep for the next refresh)."""
+    {slug: {"versions": {run id: data version}, "entry": its entry}}): (system_repeats'
+    value, its materialization metadata, what to keep for the next refresh, the systems'
+    documents for the pages)."""
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
     value: dict[str, dict] = {}
     state: dict[str, dict] = {}
-    changed = made = 0
+    docs: dict[str, tuple[dict, dict]] = {}
+    changed = 0
     grouped = group_systems(runs.shells())
     slugs = system_slugs(grouped)
     systems = {slugs[system]: (system, members) for system, members in grouped.items()}
@@ -198,9 +239,10 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns, kept: dict[str, 
         written = write_repeats_files(output_root.staged() / SYSTEMS_FOLDER / slug, doc, split.pooled,
                                       _reports(output_root, split.pooled), notes=split.notes())
         changed += written["repeats.json"].read_bytes() != was
-        made += 1
+        docs[slug] = (doc, page_summary(split.pooled))
+        keep_docs(settings, slug, versions, *docs[slug])
         entry = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]), split)
-        state[slug] = {"versions": versions, "entry": entry}  # with what the suite page shows of its runs
+        state[slug] = {"versions": versions, "entry": entry}
         value[slug] = _value(entry)
     output_root.publish()
     entries = [state[slug]["entry"] for slug in value]
@@ -208,8 +250,8 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns, kept: dict[str, 
         "systems": len(entries),
         "runs_pooled": sum(len(e["runs"]) for e in entries),
         "systems_with_repeats": sum(1 for e in entries if len(e["runs"]) >= 2),
-        "systems_with_planning": sum(1 for e in entries if runs_per_side_for(e["doc"]) is not None),
-        "systems_made": made,
+        "systems_with_planning": sum(1 for e in entries if e["table"]["runs_per_side"] is not None),
+        "systems_made": len(docs),
         "systems_changed": changed,
         "systems_folder": dg.MetadataValue.path(output_root.url(SYSTEMS_FOLDER)),
         "systems_table": dg.MetadataValue.md(systems_markdown(entries)),
@@ -224,7 +266,7 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns, kept: dict[str, 
         metadata["runs_without_stored_attempts"] = dg.MetadataValue.md(
             f"{len(missing)} catalog run(s) have no stored attempt_metrics frame and are not pooled: "
             + ", ".join(f"`{r}`" for r in missing[:LISTED]) + (" ..." if len(missing) > LISTED else ""))
-    return value, metadata, state
+    return value, metadata, state, SystemDocs(settings, runs, state, docs)
 
 
 def _kept(before: dict | None, versions: dict[str, str | None]) -> bool:

@@ -69,13 +69,15 @@ def systems_and_suite_pages(context: dg.AssetExecutionContext, settings: Pipelin
         records = catalog_records(run_catalog)
         keys = [row["run_id"] for row in records]
         kept = load_state(settings.storage_base, "systems_and_suite_pages", context)
-        runs = StoredRuns(settings, records, run_versions(context.instance, "capability_aggregates", keys),
-                          run_versions(context.instance, "run_comparison", keys), kept.get("runs") or {})
-        value, metadata, systems_state = write_systems(settings, runs, kept.get("systems") or {})
+        # each run's data version as the catalog has it (run_catalog's row, from the same query)
+        versions = {row["run_id"]: row["data_version"] for row in records}
+        runs = StoredRuns(settings, records, versions, run_versions(context.instance, "run_comparison", keys),
+                          kept.get("runs") or {})
+        value, metadata, systems_state, docs = write_systems(settings, runs, kept.get("systems") or {})
         metadata["runs_read"] = sum(1 for run in runs.loaded.values() if run is not None)
         yield dg.Output(value, output_name="system_repeats", metadata=metadata)
         entries = {slug: kept_system["entry"] for slug, kept_system in systems_state.items()}
-        pages, pages_state = write_suite_pages(settings, records, runs, entries, kept.get("pages") or {})
+        pages, pages_state = write_suite_pages(settings, records, runs, entries, docs, kept.get("pages") or {})
         save_state(settings.storage_base, "systems_and_suite_pages",
                    {"runs": runs.state, "systems": systems_state, "pages": pages_state})
         yield dg.MaterializeResult(asset_key="suite_pages", metadata=pages)

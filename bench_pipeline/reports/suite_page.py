@@ -22,10 +22,10 @@ Content-Security-Policy of ``default-src 'none'``. Run strings are escaped by au
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from markupsafe import Markup
 
@@ -117,18 +117,27 @@ def mean_per_attempt(runs: Sequence[RepeatRun], field: str) -> tuple[float | Non
     return fsum_mean(values), len(values)
 
 
-def latest_runs(runs: Sequence[Mapping[str, Any]], systems: Sequence[SystemEntry],
-                limit: int) -> tuple[list[Mapping[str, Any]], list[SystemEntry]]:
+def entry_runs(entry: SystemEntry) -> list[str]:
+    """The runs of a system: those it pools, then those it leaves out."""
+    return [r["run_id"] for r in entry.page()["runs"]] + list(entry.left_out)
+
+
+System = TypeVar("System")
+
+
+def latest_runs(runs: Sequence[Mapping[str, Any]], systems: Sequence[System], limit: int,
+                members: Callable[[System], Iterable[str]] = entry_runs,
+                ) -> tuple[list[Mapping[str, Any]], list[System]]:
     """The runs a suite page lists, the latest ``limit`` in start order (``run_start_order``:
     a run without a start is last), and the systems it shows: when runs are cut, those the
-    listed runs belong to (pooled in them or left out of them), in their order; else all."""
+    listed runs belong to (``members``: pooled in them or left out of them), in their order;
+    else all."""
     ordered = run_start_order(runs)
     if len(ordered) <= limit:  # nothing cut: every system, whichever runs it has
         return ordered, list(systems)
     shown = ordered[-limit:]
     ids = {r.get("run_id") for r in shown}
-    return shown, [e for e in systems
-                   if any(r["run_id"] in ids for r in e.page()["runs"]) or any(i in ids for i in e.left_out)]
+    return shown, [e for e in systems if any(run_id in ids for run_id in members(e))]
 
 
 def run_start_order(runs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -354,13 +363,14 @@ def _run_rows(out_dir: Path, runs: Sequence[Mapping[str, Any]], labels: Mapping[
 
 
 def suite_view(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any]],
-               systems: Sequence[SystemEntry]) -> dict[str, Any]:
+               systems: Sequence[SystemEntry], systems_total: int | None = None) -> dict[str, Any]:
     """What the suite page shows (strings raw, numbers formatted; escaped where rendered): the
     latest RUNS_SHOWN runs and their systems (``latest_runs``; ``every``: how many the suite
-    has, when the page shows fewer)."""
+    has, when the page shows fewer). ``systems_total``: how many systems the suite has, when
+    ``systems`` are already only those of its latest runs (the catalog refresh reads no more)."""
     out_dir = Path(out_dir)
     systems = [replace(entry, summary=entry.page()) for entry in systems]  # each made once
-    every = {"runs": len(runs), "systems": len(systems)}
+    every = {"runs": len(runs), "systems": systems_total if systems_total is not None else len(systems)}
     runs, systems = latest_runs(runs, systems, RUNS_SHOWN)
     rows = [_system_row(i, entry, out_dir) for i, entry in enumerate(systems, start=1)]
     labels = {run["run_id"]: row["label"] for entry, row in zip(systems, rows) for run in entry.page()["runs"]}
@@ -374,17 +384,19 @@ def suite_view(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any
 
 
 def render_suite_page(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any]],
-                      systems: Sequence[SystemEntry]) -> str:
-    """The suite page's HTML (links relative to ``out_dir``, where it goes)."""
+                      systems: Sequence[SystemEntry], systems_total: int | None = None) -> str:
+    """The suite page's HTML (links relative to ``out_dir``, where it goes; ``systems_total``:
+    ``suite_view``)."""
     return _env(True).get_template("suite_page.html.j2").render(
-        v=suite_view(out_dir, suite, runs, systems), csp=CSP,
+        v=suite_view(out_dir, suite, runs, systems, systems_total), csp=CSP,
         style=Markup(_asset("report.css") + "\n" + _asset("suite_page.css")))
 
 
-def write_suite_page(out_dir: Path, suite: str | None, runs: list[dict], systems: list[SystemEntry]) -> Path:
+def write_suite_page(out_dir: Path, suite: str | None, runs: list[dict], systems: list[SystemEntry],
+                     systems_total: int | None = None) -> Path:
     """``out_dir/index.html`` (written atomically); returns its path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"
-    write_atomic(path, render_suite_page(out_dir, suite, runs, systems).encode())
+    write_atomic(path, render_suite_page(out_dir, suite, runs, systems, systems_total).encode())
     return path

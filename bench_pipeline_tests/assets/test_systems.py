@@ -12,7 +12,7 @@ import pytest
 from upath import UPath
 
 from bench_pipeline import cli
-from bench_pipeline.assets import cross_run_assets, per_run_assets, suite_pages
+from bench_pipeline.assets import cross_run_assets, per_run_assets, suite_pages, systems
 from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.frames import attempts_frame
 from bench_pipeline.generator import generate_runs
@@ -127,6 +127,43 @@ def test_two_models_on_one_suite_are_two_systems_on_one_page(tmp_path, pages):
     assert entry.page()["outcomes"]["t2"] == [2, 1]  # t2: failed in a1, passed in a2 (eligible both times)
     sp = meta["suite_pages"]
     assert sp["pages_written"] == 1 and suite_slug("suite-a") in sp["pages"]
+
+
+def test_a_page_made_again_reads_the_documents_of_the_systems_it_shows_only(tmp_path, pages, monkeypatch):
+    # a page lists its latest RUNS_SHOWN runs (2 here) and their systems: a new run makes the
+    # page again from the kept pieces of those systems only; a piece gone is made again from
+    # the stored frames, equal to repeats.json
+    monkeypatch.setattr(suite_pages, "RUNS_SHOWN", 2)
+    resources = make_resources(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+
+    def process(i: int) -> None:  # through the per-run stages, so that each run has its data version
+        make_run(tmp_path / "runs", [row("t1", 1, "passed"), row("t2", 1, "failed" if i % 2 else "passed")],
+                 run_id=f"r{i}", manifest=_manifest(f"model-{i}", "sha", i), suite={"name": "suite-a", "tasks": []})
+        instance.add_dynamic_partitions(runs_partitions.name, [f"r{i}"])
+        assert dg.materialize(per_run_assets, partition_key=f"r{i}", instance=instance, resources=resources).success
+
+    for i in range(1, 5):
+        process(i)
+    _refresh(instance, resources)
+    read = []
+    real_load = systems.load_piece
+    monkeypatch.setattr(systems, "load_piece", lambda base, name, key: read.append(key) or real_load(base, name, key))
+    slug = {i: system_slug(System("suite-a", f"model-{i}", "sha")) for i in range(1, 6)}
+    pieces = tmp_path / "storage" / "cross_run_state" / systems.SYSTEM_DOCS
+    assert sorted(p.stem for p in pieces.glob("*.json")) == sorted(slug[i] for i in range(1, 5))
+    (pieces / f"{slug[4]}.json").unlink()
+
+    process(5)
+    meta = _refresh(instance, resources)
+    assert meta["system_repeats"]["systems_made"] == 1  # r5's system; r4's is kept, its piece gone
+    assert read == [slug[4]]  # r5's documents were made by this refresh; r1-r3 are not on the page
+    call = pages[-1]
+    assert [s.slug for s in call["systems"]] == [slug[4], slug[5]] and call["systems_total"] == 5
+    docs = _docs(tmp_path / "reports")
+    assert [s.doc for s in call["systems"]] == [docs[slug[4]], docs[slug[5]]]
+    assert call["systems"][0].page()["outcomes"] == {"t1": [1, 1], "t2": [1, 1]}
+    assert (pieces / f"{slug[4]}.json").is_file()  # kept again for the next page
 
 
 def test_an_unknown_model_or_git_sha_makes_a_run_its_own_system(tmp_path, pages):
