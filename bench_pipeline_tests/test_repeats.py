@@ -269,6 +269,19 @@ def test_set_warnings_in_their_order_and_a_regression_fails_the_gate():
         compare_sets([], cand)
 
 
+def test_a_slug_keeps_ascii_letters_digits_dots_and_underscores_and_one_dash_for_each_other_run():
+    from bench_pipeline.system_folders import suite_slug
+
+    def readable(name):
+        return suite_slug(name).rsplit("-", 1)[0]
+
+    assert readable("é–model--x.") == "model-x"  # non-ASCII letters and dashes: one "-"; the ends stripped
+    assert readable(" a . b ") == "a-.-b"
+    assert readable("\u0661\u0662") == "unknown"  # digits, but not ASCII ones: nothing left
+    assert readable("Suite_v2.1") == "Suite_v2.1"
+    assert readable("x" * 50) == "x" * 40
+
+
 def test_slugs_are_readable_safe_and_distinct():
     from bench_pipeline.repeats import System
     from bench_pipeline.system_folders import suite_slug, system_slug, system_slugs
