@@ -22,7 +22,8 @@ refresh run tagged ``bench/refresh=from_scratch`` ignores it as well.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import dagster as dg
@@ -31,7 +32,7 @@ from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
 from ..formula import FORMULA_VERSION
 from ..artifacts import loads_json
 from ..jsonio import json_bytes
-from ..object_store import storage_path, write_whole
+from ..object_store import CONCURRENCY, is_remote, storage_path, write_whole
 from ..partitions import runs_partitions
 
 #: The version of what the cross-run assets write (catalog rows, trends, repeats files, suite
@@ -111,6 +112,25 @@ def load_piece(storage_base: str, name: str, key: str) -> Any:
     if not isinstance(piece, dict) or piece.get("refresh_version") != REFRESH_VERSION:
         return None
     return piece.get("value")
+
+
+def save_pieces(storage_base: str, name: str, pieces: dict[str, Any]) -> None:
+    """``save_piece`` of each {key: value}, several at once when the storage base is a bucket."""
+    _each(storage_base, lambda item: save_piece(storage_base, name, *item), list(pieces.items()))
+
+
+def load_pieces(storage_base: str, name: str, keys: Iterable[str]) -> dict[str, Any]:
+    """{key: ``load_piece``} of each key, several at once when the storage base is a bucket."""
+    keys = list(keys)
+    return dict(zip(keys, _each(storage_base, lambda key: load_piece(storage_base, name, key), keys)))
+
+
+def _each(storage_base: str, action: Callable[[Any], Any], items: list) -> list:
+    """``action`` of each item, in threads when each is a request to a bucket."""
+    if is_remote(storage_base) and len(items) > 1:
+        with ThreadPoolExecutor(min(CONCURRENCY, 16, len(items))) as pool:
+            return list(pool.map(action, items))
+    return [action(item) for item in items]
 
 
 def unchanged(before: dict | None, version: str | None) -> bool:

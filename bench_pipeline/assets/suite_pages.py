@@ -91,6 +91,7 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: Sto
         path = output_root.staged() / SUITES_FOLDER / slug / "index.html"
         if key is None or kept.get(slug) != key:
             _, listed = latest_runs(suite_rows, suite_systems, RUNS_SHOWN, members=lambda e: [*e["runs"], *e["left_out"]])
+            docs.load(e["slug"] for e in listed)
             entries = [SystemEntry(e["slug"], doc, [], Path(e["repeats_md"]), setup=e.get("setup"),
                                    left_out=e.get("left_out") or {}, summary=page)
                        for e in listed for doc, page in [docs.get(e["slug"])]]

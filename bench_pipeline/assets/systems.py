@@ -27,7 +27,7 @@ from ..resources.settings import safe_partition_key
 from ..stored_values import FRAME_ERRORS, read_attempt_rows, stored_frame_path
 from ..system_members import Members, pooled_members, results_digests, usable
 from ..reports.suite_page import page_summary
-from .refresh_state import load_piece, save_piece, unchanged
+from .refresh_state import load_pieces, save_pieces, unchanged
 
 #: The systems' folder under the output root.
 SYSTEMS_FOLDER = "_systems"
@@ -189,23 +189,29 @@ class SystemDocs:
                  made: dict[str, tuple[dict, dict]]) -> None:
         self.settings, self.runs, self.systems, self.made = settings, runs, systems, made
 
-    def get(self, slug: str) -> tuple[dict, dict]:
-        """(repeats document, page summary) of the system ``slug``."""
-        if slug not in self.made:
+    def load(self, slugs: Iterable[str]) -> None:
+        """Have the documents of the systems ``slugs`` (their pieces read at once)."""
+        wanted = [slug for slug in dict.fromkeys(slugs) if slug not in self.made]
+        remade = {}
+        for slug, piece in load_pieces(self.settings.storage_base, SYSTEM_DOCS, wanted).items():
             versions = self.systems[slug]["versions"]
-            piece = load_piece(self.settings.storage_base, SYSTEM_DOCS, slug)
             if isinstance(piece, dict) and piece.get("versions") == versions:
                 self.made[slug] = (piece["doc"], piece["page"])
             else:
                 split = split_members(self.settings, self.runs.full(versions))
                 self.made[slug] = (repeats(split.pooled), page_summary(split.pooled))
-                keep_docs(self.settings, slug, versions, *self.made[slug])
+                remade[slug] = kept_docs(versions, *self.made[slug])
+        save_pieces(self.settings.storage_base, SYSTEM_DOCS, remade)
+
+    def get(self, slug: str) -> tuple[dict, dict]:
+        """(repeats document, page summary) of the system ``slug``."""
+        self.load([slug])
         return self.made[slug]
 
 
-def keep_docs(settings: PipelineSettings, slug: str, versions: dict[str, str | None], doc: dict, page: dict) -> None:
-    """Keep a system's documents for later refreshes, with the versions of the runs they were made from."""
-    save_piece(settings.storage_base, SYSTEM_DOCS, slug, {"versions": versions, "doc": doc, "page": page})
+def kept_docs(versions: dict[str, str | None], doc: dict, page: dict) -> dict:
+    """A system's documents as kept for later refreshes, with the versions of the runs they were made from."""
+    return {"versions": versions, "doc": doc, "page": page}
 
 
 def write_systems(settings: PipelineSettings, runs: StoredRuns,
@@ -240,11 +246,12 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
                                       _reports(output_root, split.pooled), notes=split.notes())
         changed += written["repeats.json"].read_bytes() != was
         docs[slug] = (doc, page_summary(split.pooled))
-        keep_docs(settings, slug, versions, *docs[slug])
         entry = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]), split)
         state[slug] = {"versions": versions, "entry": entry}
         value[slug] = _value(entry)
     output_root.publish()
+    save_pieces(settings.storage_base, SYSTEM_DOCS,
+                {slug: kept_docs(state[slug]["versions"], *made) for slug, made in docs.items()})
     entries = [state[slug]["entry"] for slug in value]
     metadata = {
         "systems": len(entries),

@@ -147,8 +147,8 @@ def test_a_page_made_again_reads_the_documents_of_the_systems_it_shows_only(tmp_
         process(i)
     _refresh(instance, resources)
     read = []
-    real_load = systems.load_piece
-    monkeypatch.setattr(systems, "load_piece", lambda base, name, key: read.append(key) or real_load(base, name, key))
+    real_load = systems.load_pieces
+    monkeypatch.setattr(systems, "load_pieces", lambda base, name, keys: real_load(base, name, read.extend(keys) or keys))
     slug = {i: system_slug(System("suite-a", f"model-{i}", "sha")) for i in range(1, 6)}
     pieces = tmp_path / "storage" / "cross_run_state" / systems.SYSTEM_DOCS
     assert sorted(p.stem for p in pieces.glob("*.json")) == sorted(slug[i] for i in range(1, 5))
