@@ -219,14 +219,14 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
     Incremental: a row whose run and predecessor kept their data versions keeps its verdicts,
     and only the runs of the other rows are read."""
     kept = load_state(settings.storage_base, "suite_trends", context)
-    rows = {row["run_id"]: row for row in catalog_records(run_catalog)}
     read: list[str] = []
 
     def side_of(run_id: str) -> tuple[Side | None, str | None]:
         read.append(run_id)
+        (row,) = catalog_records(run_catalog[run_catalog["run_id"] == run_id])  # only the runs read
         try:
             # with its setup, so that the comparison warns when the setups differ
-            return stored_side(settings.storage_base, rows[run_id], identity=row_identity(rows[run_id])), None
+            return stored_side(settings.storage_base, row, identity=row_identity(row)), None
         except FRAME_ERRORS as exc:
             return None, f"{run_id}: no stored attempt frame to compare with ({type(exc).__name__})"
 
