@@ -84,17 +84,22 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: Sto
         runs.state[row["run_id"]].update(comparison_version=runs.comparisons.get(row["run_id"]),
                                          shown=shown[row["run_id"]])
     pages, state, written = [], {}, 0
+    by_suite: dict[Any, list[dict]] = {}
+    for entry in systems.values():
+        by_suite.setdefault(entry["suite"], []).append(entry)
     for suite, suite_rows in suite_runs(records, shown).items():
         slug = suite_slug(suite)
-        suite_systems = [e for e in systems.values() if e["suite"] == suite]
+        suite_systems = by_suite.get(suite, [])
         key = _page_key(suite_rows, suite_systems, runs)
         path = output_root.staged() / SUITES_FOLDER / slug / "index.html"
         if key is None or kept.get(slug) != key:
             _, listed = latest_runs(suite_rows, suite_systems, RUNS_SHOWN, members=lambda e: [*e["runs"], *e["left_out"]])
             docs.load(e["slug"] for e in listed)
-            entries = [SystemEntry(e["slug"], doc, [], Path(e["repeats_md"]), setup=e.get("setup"),
-                                   left_out=e.get("left_out") or {}, summary=page)
-                       for e in listed for doc, page in [docs.get(e["slug"])]]
+            entries = []
+            for e in listed:
+                doc, page = docs.get(e["slug"])
+                entries.append(SystemEntry(e["slug"], doc, [], Path(e["repeats_md"]), setup=e.get("setup"),
+                                           left_out=e.get("left_out") or {}, summary=page))
             path = write_suite_page(output_root.staged() / SUITES_FOLDER / slug, suite, suite_rows, entries,
                                     systems_total=len(suite_systems))
             written += 1
