@@ -19,6 +19,7 @@ import json
 import dagster as dg
 import pandas as pd
 
+from ..bulk import gc_paused
 from ..catalog import (
     behind_formula_markdown,
     catalog_frame,
@@ -171,43 +172,46 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
     Incremental (refresh_state.py): a run whose data version is the one its kept row was made
     from keeps that row; only new and changed runs' stored capability_aggregates documents and
     manifests are read."""
-    versions = run_versions(context.instance, "capability_aggregates", run_keys(context.instance))
-    kept = load_state(settings.storage_base, "run_catalog", context)
-    rows, read = {}, []
-    for run_id, version in versions.items():
-        if unchanged(kept.get(run_id), version):
-            rows[run_id] = kept[run_id]
-        else:
-            read.append(run_id)
-    documents = {run_id: read_stored_document(settings.storage_base, "capability_aggregates", run_id)
-                 for run_id in read}
-    measured = [run_id for run_id in read if documents[run_id] is not None]
-    # each run's manifest.json: in its run folder, or in the local copy of a run in a bucket
-    # (brought up to date from one listing of the runs root: only changed manifests read)
-    folders = local_run_files(settings.runs_root, measured, ("manifest.json",)) if measured else {}
-    for run_id in measured:
-        try:
-            manifest = json.loads((folders[run_id] / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            manifest = {}
-        rows[run_id] = catalog_row(run_id, documents[run_id], manifest if isinstance(manifest, dict) else {},
-                                   versions[run_id])
-    rows = {run_id: rows[run_id] for run_id in versions if run_id in rows}  # in partition order, however made
-    save_state(settings.storage_base, "run_catalog", rows)
-    frame = catalog_frame(list(rows.values()))
-    behind = runs_behind_formula(frame, FORMULA_VERSION)
-    context.add_output_metadata({
-        "dagster/row_count": len(frame),
-        "suites": frame["suite"].nunique(),
-        "formula_version": FORMULA_VERSION,
-        "refresh_version": REFRESH_VERSION,
-        "runs_read": len(measured),
-        "runs_kept": len(rows) - len(measured),
-        "runs_behind_formula": len(behind),
-        "runs_behind_formula_list": dg.MetadataValue.md(behind_formula_markdown(behind, FORMULA_VERSION)),
-        "preview": dg.MetadataValue.md(catalog_preview(frame, FORMULA_VERSION)),
-    })
-    return frame
+    # thousands of rows in a process that holds Dagster and the definitions: the collector's
+    # passes over them cost more than the step's own work (bulk.gc_paused)
+    with gc_paused():
+        versions = run_versions(context.instance, "capability_aggregates", run_keys(context.instance))
+        kept = load_state(settings.storage_base, "run_catalog", context)
+        rows, read = {}, []
+        for run_id, version in versions.items():
+            if unchanged(kept.get(run_id), version):
+                rows[run_id] = kept[run_id]
+            else:
+                read.append(run_id)
+        documents = {run_id: read_stored_document(settings.storage_base, "capability_aggregates", run_id)
+                     for run_id in read}
+        measured = [run_id for run_id in read if documents[run_id] is not None]
+        # each run's manifest.json: in its run folder, or in the local copy of a run in a bucket
+        # (brought up to date from one listing of the runs root: only changed manifests read)
+        folders = local_run_files(settings.runs_root, measured, ("manifest.json",)) if measured else {}
+        for run_id in measured:
+            try:
+                manifest = json.loads((folders[run_id] / "manifest.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                manifest = {}
+            rows[run_id] = catalog_row(run_id, documents[run_id], manifest if isinstance(manifest, dict) else {},
+                                       versions[run_id])
+        rows = {run_id: rows[run_id] for run_id in versions if run_id in rows}  # in partition order, however made
+        save_state(settings.storage_base, "run_catalog", rows)
+        frame = catalog_frame(list(rows.values()))
+        behind = runs_behind_formula(frame, FORMULA_VERSION)
+        context.add_output_metadata({
+            "dagster/row_count": len(frame),
+            "suites": frame["suite"].nunique(),
+            "formula_version": FORMULA_VERSION,
+            "refresh_version": REFRESH_VERSION,
+            "runs_read": len(measured),
+            "runs_kept": len(rows) - len(measured),
+            "runs_behind_formula": len(behind),
+            "runs_behind_formula_list": dg.MetadataValue.md(behind_formula_markdown(behind, FORMULA_VERSION)),
+            "preview": dg.MetadataValue.md(catalog_preview(frame, FORMULA_VERSION)),
+        })
+        return frame
 
 
 @dg.asset(group_name=GROUP, kinds={"python", "pandas"}, io_manager_key="parquet_io_manager",
@@ -218,26 +222,28 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
     stored attempt frames; the change in pass_at_1 beside them is a plain difference.
     Incremental: a row whose run and predecessor kept their data versions keeps its verdicts,
     and only the runs of the other rows are read."""
-    kept = load_state(settings.storage_base, "suite_trends", context)
-    read: list[str] = []
+    # as run_catalog: no collector's passes over the process's objects while the rows are made
+    with gc_paused():
+        kept = load_state(settings.storage_base, "suite_trends", context)
+        read: list[str] = []
 
-    def side_of(run_id: str) -> tuple[Side | None, str | None]:
-        read.append(run_id)
-        (row,) = catalog_records(run_catalog[run_catalog["run_id"] == run_id])  # only the runs read
-        try:
-            # with its setup, so that the comparison warns when the setups differ
-            return stored_side(settings.storage_base, row, identity=row_identity(row)), None
-        except FRAME_ERRORS as exc:
-            return None, f"{run_id}: no stored attempt frame to compare with ({type(exc).__name__})"
+        def side_of(run_id: str) -> tuple[Side | None, str | None]:
+            read.append(run_id)
+            (row,) = catalog_records(run_catalog[run_catalog["run_id"] == run_id])  # only the runs read
+            try:
+                # with its setup, so that the comparison warns when the setups differ
+                return stored_side(settings.storage_base, row, identity=row_identity(row)), None
+            except FRAME_ERRORS as exc:
+                return None, f"{run_id}: no stored attempt frame to compare with ({type(exc).__name__})"
 
-    frame = build_trends(run_catalog, side_of, kept)
-    save_state(settings.storage_base, "suite_trends",
-               {row["run_id"]: row for row in catalog_records(frame) if isinstance(row["run_id"], str)})
-    context.add_output_metadata({
-        "dagster/row_count": len(frame),
-        "gate_failures": int((frame["gate"] == "fail").sum()) if len(frame) else 0,
-        "gate_inconclusive": int((frame["gate"] == "inconclusive").sum()) if len(frame) else 0,
-        "runs_read": len(read),
-        "preview": dg.MetadataValue.md(trends_preview(frame)),
-    })
-    return frame
+        frame = build_trends(run_catalog, side_of, kept)
+        save_state(settings.storage_base, "suite_trends",
+                   {row["run_id"]: row for row in catalog_records(frame) if isinstance(row["run_id"], str)})
+        context.add_output_metadata({
+            "dagster/row_count": len(frame),
+            "gate_failures": int((frame["gate"] == "fail").sum()) if len(frame) else 0,
+            "gate_inconclusive": int((frame["gate"] == "inconclusive").sum()) if len(frame) else 0,
+            "runs_read": len(read),
+            "preview": dg.MetadataValue.md(trends_preview(frame)),
+        })
+        return frame
