@@ -226,10 +226,13 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
     with gc_paused():
         kept = load_state(settings.storage_base, "suite_trends", context)
         read: list[str] = []
+        rows: dict[str, dict] = {}  # the catalog's rows by run id, made when the first run is read
 
         def side_of(run_id: str) -> tuple[Side | None, str | None]:
             read.append(run_id)
-            (row,) = catalog_records(run_catalog[run_catalog["run_id"] == run_id])  # only the runs read
+            if not rows:
+                rows.update((row["run_id"], row) for row in catalog_records(run_catalog))
+            row = rows[run_id]
             try:
                 # with its setup, so that the comparison warns when the setups differ
                 return stored_side(settings.storage_base, row, identity=row_identity(row)), None

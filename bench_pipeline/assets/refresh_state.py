@@ -68,50 +68,51 @@ def _path(storage_base: str, name: str) -> Any:
     return storage_path(storage_base) / "cross_run_state" / f"{name}.json"
 
 
+def _piece_path(storage_base: str, name: str, key: str) -> Any:
+    return storage_path(storage_base) / "cross_run_state" / name / f"{key}.json"
+
+
+def _read(path: Any, field: str) -> Any:
+    """The ``field`` of what ``_write`` kept at ``path``; None when there is nothing, it cannot
+    be read or was made by another REFRESH_VERSION."""
+    try:
+        kept = loads_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or kept.get("refresh_version") != REFRESH_VERSION:
+        return None
+    return kept.get(field)
+
+
+def _write(path: Any, field: str, value: Any) -> None:
+    """Keep ``value`` at ``path`` as ``field``, with this REFRESH_VERSION, replaced whole."""
+    write_whole(path, json_bytes({"refresh_version": REFRESH_VERSION, field: value}))
+
+
 def load_state(storage_base: str, name: str, context: dg.AssetExecutionContext | None = None) -> dict:
     """The parts kept by the last refresh under ``name``; empty when there are none, when they
     cannot be read, were made by another REFRESH_VERSION, or the run asks for a refresh from
     scratch."""
     if context is not None and from_scratch(context):
         return {}
-    try:
-        state = loads_json(_path(storage_base, name).read_bytes())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(state, dict) or state.get("refresh_version") != REFRESH_VERSION:
-        return {}
-    parts = state.get("parts")
+    parts = _read(_path(storage_base, name), "parts")
     return parts if isinstance(parts, dict) else {}
 
 
 def save_state(storage_base: str, name: str, parts: dict) -> None:
     """Keep ``parts`` (JSON values) for the next refresh."""
-    path = _path(storage_base, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_whole(path, json_bytes({"refresh_version": REFRESH_VERSION, "parts": parts}))
-
-
-def _piece_path(storage_base: str, name: str, key: str) -> Any:
-    return storage_path(storage_base) / "cross_run_state" / name / f"{key}.json"
+    _write(_path(storage_base, name), "parts", parts)
 
 
 def save_piece(storage_base: str, name: str, key: str, value: Any) -> None:
-    """Keep ``value`` (a JSON value) as the piece ``key`` of ``name``, replaced whole."""
-    path = _piece_path(storage_base, name, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_whole(path, json_bytes({"refresh_version": REFRESH_VERSION, "value": value}))
+    """Keep ``value`` (a JSON value) as the piece ``key`` of ``name``."""
+    _write(_piece_path(storage_base, name, key), "value", value)
 
 
 def load_piece(storage_base: str, name: str, key: str) -> Any:
     """The piece ``key`` of ``name`` kept by ``save_piece``; None when there is none, it cannot
     be read or was made by another REFRESH_VERSION."""
-    try:
-        piece = loads_json(_piece_path(storage_base, name, key).read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(piece, dict) or piece.get("refresh_version") != REFRESH_VERSION:
-        return None
-    return piece.get("value")
+    return _read(_piece_path(storage_base, name, key), "value")
 
 
 def save_pieces(storage_base: str, name: str, pieces: dict[str, Any]) -> None:

@@ -122,12 +122,13 @@ def entry_runs(entry: SystemEntry) -> list[str]:
     return [r["run_id"] for r in entry.page()["runs"]] + list(entry.left_out)
 
 
-System = TypeVar("System")
+#: A system as ``latest_runs`` takes it: a SystemEntry, or whatever ``members`` reads.
+AnySystem = TypeVar("AnySystem")
 
 
-def latest_runs(runs: Sequence[Mapping[str, Any]], systems: Sequence[System], limit: int,
-                members: Callable[[System], Iterable[str]] = entry_runs,
-                ) -> tuple[list[Mapping[str, Any]], list[System]]:
+def latest_runs(runs: Sequence[Mapping[str, Any]], systems: Sequence[AnySystem], limit: int,
+                members: Callable[[AnySystem], Iterable[str]] = entry_runs,
+                ) -> tuple[list[Mapping[str, Any]], list[AnySystem]]:
     """The runs a suite page lists, the latest ``limit`` in start order (``run_start_order``:
     a run without a start is last), and the systems it shows: when runs are cut, those the
     listed runs belong to (``members``: pooled in them or left out of them), in their order;
