@@ -14,8 +14,11 @@ invocation, rounds alternating, each figure the median of --rounds with its rang
 - **tick**: the run-folder sensor over N runs already requested (every one unchanged), on
   an instance holding their N partitions: the runs in a bucket (each with artifacts under
   tasks/) against the same runs on disk.
+- **pieces**: the catalog refresh's kept system documents (refresh_state.save_pieces /
+  load_pieces) with the storage base in the bucket: N documents of about 4 KB written, then
+  100 read, several at once (as the refresh does) against one after another.
 
-    .venv/bin/python benchmarks/object_store_benchmark.py [--rounds 3] [--runs 1000] [--only run|tick]
+    .venv/bin/python benchmarks/object_store_benchmark.py [--rounds 3] [--runs 1000] [--only run|tick|pieces]
 """
 
 from __future__ import annotations
@@ -112,6 +115,35 @@ def run_benchmark(work: Path, bucket, rounds: int, server_pid: int) -> None:
               f"moto's own CPU {figure(server_cpu[kind])}, against the whole target of {1.5 * base:.2f} s (1.5x local)")
 
 
+def pieces_benchmark(bucket, count: int, rounds: int) -> None:
+    """Writing ``count`` system documents and reading 100 of them, threaded against serial."""
+    from bench_pipeline.assets import refresh_state
+
+    doc = {"versions": {"run": "fingerprint@formula"}, "doc": {"tasks": [{"task_id": f"t{i}", "mean": i / 7}
+                                                                         for i in range(60)]}, "page": {}}
+    pieces = {f"system-{i:05d}": doc for i in range(count)}
+    times: dict[str, list[float]] = {k: [] for k in ("write, several at once", "write, one after another",
+                                                     "read 100, several at once", "read 100, one after another")}
+    for round_no in range(rounds):
+        base = bucket.url(f"pieces-{round_no}")
+        started = time.perf_counter()
+        refresh_state.save_pieces(base, "system_docs", pieces)
+        times["write, several at once"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for key, value in pieces.items():
+            refresh_state.save_piece(base, "system_docs", key, value)
+        times["write, one after another"].append(time.perf_counter() - started)
+        wanted = list(pieces)[:100]
+        started = time.perf_counter()
+        assert all(v == doc for v in refresh_state.load_pieces(base, "system_docs", wanted).values())
+        times["read 100, several at once"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        assert all(refresh_state.load_piece(base, "system_docs", key) == doc for key in wanted)
+        times["read 100, one after another"].append(time.perf_counter() - started)
+    for kind, values in times.items():
+        print(f"pieces ({count}): {kind} {figure(values)}", flush=True)
+
+
 def make_runs(root: Path, count: int) -> None:
     manifest = json.dumps({"status": "completed", "metrics_k": 1})
     row = json.dumps({"task_id": "t", "attempt": 1, "status": "passed"}) + "\n"
@@ -170,7 +202,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=1000, help="runs of the sensor tick")
-    parser.add_argument("--only", choices=("run", "tick"))
+    parser.add_argument("--only", choices=("run", "tick", "pieces"))
+    parser.add_argument("--pieces", type=int, default=2000, help="system documents of the pieces measurement")
     args = parser.parse_args()
     compile_package()
     sys.path.insert(0, str(ROOT))
@@ -191,6 +224,8 @@ def main() -> None:
                 run_benchmark(work, bucket, args.rounds, server.pid)
             if args.only in (None, "tick"):
                 tick_benchmark(work, bucket, args.runs, max(args.rounds, 3))
+            if args.only in (None, "pieces"):
+                pieces_benchmark(bucket, args.pieces, max(args.rounds, 3))
     finally:
         server.terminate()
         server.wait(timeout=10)
