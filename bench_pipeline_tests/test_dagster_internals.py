@@ -12,6 +12,7 @@ from importlib.metadata import version
 import dagster as dg
 import pytest
 
+from bench_pipeline import dagster_internals
 from bench_pipeline.dagster_internals import (
     CHECKED_WITH_DAGSTER,
     execute_graphql_in_process,
@@ -103,6 +104,22 @@ def test_latest_tags_by_partition_gives_each_partitions_latest_value():
         latest = latest_tags_by_partition(instance, key, ["dagster/data_version"], ["run-1", "run-2", "run-3"])
     assert latest == {"run-1": {"dagster/data_version": "c"}, "run-2": {"dagster/data_version": "b"}}
 
+
+
+def test_latest_tags_of_many_partitions_are_those_of_the_asked_ones_only(monkeypatch):
+    """More than LISTED_PARTITIONS asked: every partition's latest is read, the asked kept."""
+    key = dg.AssetKey("capability_aggregates")
+    monkeypatch.setattr(dagster_internals, "LISTED_PARTITIONS", 2)
+    with dg.instance_for_test() as instance:
+        for partition, data_version in (("run-1", "a"), ("run-2", "b"), ("run-1", "c"), ("gone", "d"), ("run-4", "e")):
+            instance.report_runless_asset_event(dg.AssetMaterialization(
+                key, partition=partition, tags=provenance_tags("7", data_version, None)))
+        asked = ["run-1", "run-2", "run-3", "run-4"]
+        latest = latest_tags_by_partition(instance, key, ["dagster/data_version"], asked)
+        monkeypatch.setattr(dagster_internals, "LISTED_PARTITIONS", 200)
+        named = latest_tags_by_partition(instance, key, ["dagster/data_version"], asked)
+    assert latest == named == {"run-1": {"dagster/data_version": "c"}, "run-2": {"dagster/data_version": "b"},
+                               "run-4": {"dagster/data_version": "e"}}
 
 def test_graphql_in_process_answers_from_the_loaded_code_location(tmp_path, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))

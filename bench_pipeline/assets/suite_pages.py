@@ -4,13 +4,14 @@ changed) and its systems from ``system_repeats``, written again only when what i
 since the last refresh (refresh_state.py). The step that makes it, with the systems, is
 assets/systems_and_pages.py."""
 
-import json
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from ..identity import read_json_object
+from ..jsonio import json_bytes
 from ..object_store import location_text
 from ..output_root import OutputRoot
 from ..system_folders import suite_slug
@@ -121,11 +122,12 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: Sto
 
 def _page_key(suite_rows: list[dict], suite_systems: list[dict], runs: StoredRuns) -> str | None:
     """What a suite page shows, as the versions it is made from: each run's data version and
-    its comparison's, each system's runs; None when one of them is unknown (the page is then
-    made every time)."""
+    its comparison's, each system's runs (kept as their SHA-256: the list of a suite of
+    thousands of runs is most of the state otherwise); None when one of them is unknown (the
+    page is then made every time)."""
     parts = [[row["run_id"], runs.versions.get(row["run_id"]), runs.comparisons.get(row["run_id"])]
              for row in suite_rows]
     parts += [[e["slug"], e["runs"], sorted(e["left_out"])] for e in suite_systems]
     if any(p[1] is None or p[2] is None for p in parts[:len(suite_rows)]):
         return None
-    return json.dumps(parts, sort_keys=True)
+    return hashlib.sha256(json_bytes(parts)).hexdigest()
