@@ -32,7 +32,8 @@ module that reads it, never here.
 """
 
 from .charts import svg_delta_intervals, svg_hbar_chart, svg_interval_bar
-from .histogram import histogram_bins, histograms, svg_histogram
+from .histogram import histograms, svg_histogram
+from .histogram_bins import histogram_bins
 from .format import (
     fmt_bool,
     fmt_ci,

@@ -1,5 +1,5 @@
 """report.html's inline SVG charts: interval bars, bar charts and the comparison's changes
-(the histograms are in histogram.py).
+(the histograms are in histogram.py, their bins in histogram_bins.py).
 
 Pure functions; each returns Markup built only from escaped text and formatted numbers.
 """

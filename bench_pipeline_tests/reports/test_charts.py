@@ -1,4 +1,5 @@
-"""reports/charts.py: the inline SVG charts and report.html's histograms, on values in memory."""
+"""reports/charts.py and reports/histogram.py: the inline SVG charts and report.html's
+histograms, on values in memory (their bins alone: test_histogram_bins.py)."""
 
 from __future__ import annotations
 
@@ -13,19 +14,6 @@ from bench_pipeline.reports.charts import nice_step, svg_stacked_bar
 from bench_pipeline.reports.histogram import histograms, place_labels, text_width
 from bench_pipeline.stats import percentile
 from bench_pipeline_tests.support.svg import SVG, assert_marker_labels_apart, bar_counts, intersect, svg_tree, text_box, texts
-
-
-def test_histogram_bins() -> None:
-    h = reports.histogram_bins([1, 2, 2, 3, 7])
-    assert [(lo, c) for lo, _, c in h.bins] == [(1, 1), (2, 2), (3, 1), (4, 0), (5, 0), (6, 0), (7, 1)]
-    assert h.per_value and h.scale == "linear" and h.above == 0 and h.above_threshold is None
-    # only the far-out 10,000 is left out (198 and 199 are no outliers), in whole steps of 10
-    values = [float(v) for v in range(1, 200)] + [10_000.0]
-    h = reports.histogram_bins(values)
-    assert h.scale == "linear" and h.count == len(values) and (h.above, h.above_threshold, h.high) == (1, 200, 10_000)
-    assert [b[:2] for b in h.bins[:2]] == [(0, 10), (10, 20)] and h.bins[-1][2] == 10
-    assert reports.histogram_bins([]).bins == [] and reports.histogram_bins([]).count == 0
-    assert reports.histogram_bins([5.5] * 3).count == 3
 
 
 def test_svg_builders_escape_labels() -> None:
@@ -254,16 +242,6 @@ def test_text_width_is_0_7_em_per_character_plus_padding() -> None:
     assert text_width("abc") == pytest.approx(0.7 * 10 * 3 + 2)
     assert text_width("abc", 20) == pytest.approx(0.7 * 20 * 3 + 2)
     assert text_width("") == pytest.approx(2.0)
-
-
-def test_linear_bins_in_nice_steps() -> None:
-    # span 9 in at most 4 bins: raw step 2.25, nice step 2.5, from floor(0.5 / 2.5) * 2.5 = 0 to 10
-    h = reports.histogram_bins([0.5, 1.5, 9.5], max_bins=4)
-    assert h.bins == [(0.0, 2.5, 2), (2.5, 5.0, 0), (5.0, 7.5, 0), (7.5, 10.0, 1)]
-    assert (h.scale, h.per_value, h.below, h.above, h.low, h.high) == ("linear", False, 0, 0, 0.5, 9.5)
-    # integers within max_bins: one bin per value, [v, v + 1)
-    h = reports.histogram_bins([3, 5, 5], max_bins=4)
-    assert h.per_value and h.bins == [(3.0, 4.0, 1), (4.0, 5.0, 0), (5.0, 6.0, 2)]
 
 
 def test_interval_bar_places_the_band_and_the_dot_on_its_track() -> None:
