@@ -19,7 +19,7 @@ from bench_pipeline.generator import generate_runs, seeded_start
 from bench_pipeline.generator import runs as runs_module
 from bench_pipeline.generator.world import BASE_TIME
 from bench_pipeline.identity import read_identity
-from bench_pipeline.main import SAMPLES
+from bench_pipeline.sample_runs import SAMPLES
 
 #: A run's line: "<run id>: <status>, <n> of <planned> planned attempts run, <lines> lines in ...".
 RUN_LINE = re.compile(r"^(?P<run>\S+): (?P<status>completed|running|aborted), (?P<done>\d+) of (?P<planned>\d+) "
