@@ -14,10 +14,11 @@ The state lives under the storage base (``<base>/cross_run_state/<name>.json``),
 the one JSON writer. What is large and needed only for a few parts at a time (a system's
 repeats document) is kept in pieces of its own (``<base>/cross_run_state/<name>/<key>.json``,
 ``save_piece`` / ``load_piece``), each read only when a refresh needs it, so that the state
-read and written by every refresh stays small. It is dropped whole (the refresh starts from scratch) when it was made by
-another ``REFRESH_VERSION``: another formula version, or another version of the cross-run code
-(``CROSS_RUN_VERSION``, raised with any change to what the cross-run assets write). A
-refresh run tagged ``bench/refresh=from_scratch`` ignores it as well.
+read and written by every refresh stays small. It is dropped whole (the refresh starts from
+scratch) when it was made by another ``REFRESH_VERSION``: another formula version, or another
+version of the cross-run code (``CROSS_RUN_VERSION``, raised with any change to what the
+cross-run assets write). A refresh run tagged ``bench/refresh=from_scratch`` ignores it as
+well.
 """
 
 from __future__ import annotations

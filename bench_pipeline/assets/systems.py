@@ -229,11 +229,12 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
     grouped = group_systems(runs.shells())
     slugs = system_slugs(grouped)
     systems = {slugs[system]: (system, members) for system, members in grouped.items()}
-    remade = [slug for slug, (_, members) in systems.items()
-              if not _kept(kept.get(slug), {m.run_id: runs.versions.get(m.run_id) for m in members})]
+    versions_of = {slug: {m.run_id: runs.versions.get(m.run_id) for m in members}
+                   for slug, (_, members) in systems.items()}
+    remade = {slug for slug in systems if not _kept(kept.get(slug), versions_of[slug])}
     previous = output_root.fetch(remade, ("repeats.json",), SYSTEMS_FOLDER) if remade else None
     for slug, (system, members) in systems.items():
-        versions = {m.run_id: runs.versions.get(m.run_id) for m in members}
+        versions = versions_of[slug]
         if slug not in remade:
             state[slug] = kept[slug]
             value[slug] = _value(kept[slug]["entry"])
