@@ -25,7 +25,8 @@ class Sample:
 #: re-judged: results.rejudged.jsonl), and two runs with the defects real runs have
 #: (malformed lines, duplicated rows, unsafe or broken artifacts, missing attempts), whose
 #: checks are red because of the data, not the pipeline. Seed 59 makes the two imperfect
-#: runs show every kind of check failure between them; the clean runs' own seed gives them
+#: runs show every kind of check failure between them but recorded_matches_derived (generated
+#: rows record what their artifacts derive); the clean runs' own seed gives them
 #: ids of their own.
 SAMPLES = (Sample("sample-clean-", 2, False, 7, systems=1), Sample("sample-with-data-problems-", 2, True, 59))
 

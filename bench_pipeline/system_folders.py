@@ -1,6 +1,6 @@
 """The folders of the cross-run outputs: a suite's page under ``<output root>/_suites/`` and a
 system's repeats.json and repeats.md under ``<output root>/_systems/`` (repeats.py's systems),
-named readably and told apart by a hash of the exact values. ``repeats`` re-exports them."""
+named readably and told apart by a hash of the exact values."""
 
 from __future__ import annotations
 

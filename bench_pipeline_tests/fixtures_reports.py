@@ -125,7 +125,7 @@ def record(task_id: str, attempt: int, line: int, status: str, *, success: bool 
            verdicts: list[tuple[str, str]] | None = None, event_ref: str | None = None,
            artifact_dir: str | None = "", evidence_dir: str | None = "", recorded: bool = False,
            recovery: tuple[bool | None, bool | None] = (False, None), observations: list[dict] | None = None,
-           episode: bool = True, judge_error: str | None = None) -> dict[str, Any]:
+           episode: bool = True) -> dict[str, Any]:
     """One attempt record as in docs/design.md (outputs.md attempt fields + provenance + evidence)."""
     conventional = f"tasks/{task_id}" if attempt == 1 else f"tasks/{task_id}/attempt-{attempt}"
     category, requirements = SUITE_TASKS[task_id]
@@ -166,8 +166,6 @@ def record(task_id: str, attempt: int, line: int, status: str, *, success: bool 
             "expected_recalled_memory_match": None,
             "memory_recall_evidence_source": None,
             "errors": errors or {},
-            "judge": (None if verdicts is None and judge_error is None else
-                      {"model": "judge-model", "verdicts": rubric_items or [], "error": judge_error}),
             "started_at": f"2026-11-28T10:{minute:02d}:05Z",
             "finished_at": f"2026-11-28T10:{minute + 1:02d}:41Z" if nums.get("task_wall_ms") else None,
         },
@@ -268,7 +266,7 @@ def _attempts() -> list[dict[str, Any]]:
           nums=numbers(29_870, 5_610, 5, 4, 0, 25_101, device_execution_ms=0),
           final_response="Dana's number is +1 555 0100.",
           tool_calls=calls(("recall_memory", {"query": "Dana"})),
-          judge_error="judge request failed: HTTP 503", errors={"judge_error": "judge request failed: HTTP 503"}),
+          errors={"judge_error": "judge request failed: HTTP 503"}),
         r("toggle_wifi", 1, 16, "skipped", success=None, eligible=False, cls="skipped", stage="setup",
           quality=None, rubric=(None, None), nums=numbers(None, 2_311, None, None, None, None),
           final_response=None, tool_calls=None, trace_status="missing", episode=False, recorded=True,
@@ -462,7 +460,7 @@ def large_run(n_attempts: int = 10_000, k: int = 3, seed: int = 7) -> tuple[dict
                              errors={"error": "Agent not ready"})
             elif roll < 0.98:
                 rec = record(base, 1, line, "judge_error", success=None, eligible=False, cls="evaluation",
-                             stage="evaluation", quality=None, rubric=(None, 2), judge_error="HTTP 503", **common)
+                             stage="evaluation", quality=None, rubric=(None, 2), errors={"judge_error": "HTTP 503"}, **common)
             else:
                 rec = record(base, 1, line, "failed", success=False, eligible=False, cls="environment",
                              stage="setup", quality=None, rubric=(None, None),

@@ -487,6 +487,10 @@ def test_attempt_details_carry_the_evidence(page: str) -> None:
     facts, sections = by_line[7]
     rubric = [s for s in sections if s[0] == "Rubric verdicts"][0][2]
     assert rubric[1][3] == ["r4", "Final answer confirms sending", "no", "The answer says the message was drafted, not sent."]
+    facts, sections = by_line[15]  # judge_error: the rubric's items without verdicts, the judge's error among the errors
+    titles = [s[0] for s in sections]
+    assert "Rubric (no verdicts: the judge may not have run)" in titles and "Rubric verdicts" not in titles
+    assert "judge request failed: HTTP 503" in json.dumps(sections[titles.index("Errors")][2])
 
 
 def test_markup_per_attempt_stays_lean() -> None:

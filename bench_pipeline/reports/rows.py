@@ -166,9 +166,9 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
     # {id as a key (ids may be any JSON, R14's rule): (id, requirement)}
     spec = {json_key(s.get("id")): (s.get("id"), s.get("requirement"))
             for s in _as_list(ev.get("rubric_spec")) if isinstance(s, dict)}
-    rubric = ev.get("rubric")
-    judge = ev.get("judge") if isinstance(ev.get("judge"), dict) else {}
-    verdicts = rubric if isinstance(rubric, list) and rubric else judge.get("verdicts")
+    # the verdicts are the row's rubric (judge.json, in the attempt's folder, is not read: the
+    # runner writes the same verdicts into the row, and the judge's error is its judge_error)
+    verdicts = ev.get("rubric")
     if isinstance(verdicts, list) and verdicts:
         rows = [[fmt_text(v.get("id")), fmt_text(spec.get(json_key(v.get("id")), (None, None))[1]), fmt_text(v.get("verdict")),
                  clip(fmt_text(v.get("reason")), TEXT_CAP)] for v in verdicts if isinstance(v, dict)]
@@ -177,9 +177,6 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
         rows = [[fmt_text(i), fmt_text(r), NA, "not evaluated"] for i, r in spec.values()]
         sections.append(["Rubric (no verdicts: the judge may not have run)", "table",
                          [["id", "requirement", "verdict", "reason"], rows]])
-    if judge:
-        sections.append(["Judge", "kv", [["Model", fmt_text(judge.get("model"))],
-                                         ["Error", fmt_text(judge.get("error"))]]])
 
     env = ev.get("environment_state_assertions")
     if isinstance(env, list) and env:

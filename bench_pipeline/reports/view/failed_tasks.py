@@ -19,9 +19,9 @@ from .limits import LIST_CAP
 def attempt_note(rec: Mapping[str, Any]) -> str:
     """The most telling evidence line for an attempt that did not pass.
 
-    Order: execution/evaluation errors, hard-assertion failures, failed environment-state
-    checks, answer/memory mismatches, rubric "no" verdicts, judge error, artifact-acquisition
-    errors (which may not fail a task), then the failure event reference.
+    Order: execution/evaluation errors (the judge's among them), hard-assertion failures,
+    failed environment-state checks, answer/memory mismatches, rubric "no" verdicts,
+    artifact-acquisition errors (which may not fail a task), then the failure event reference.
     """
     ev = rec.get("evidence") if isinstance(rec.get("evidence"), dict) else {}
     errors = ev.get("errors") if isinstance(ev.get("errors"), dict) else {}
@@ -43,9 +43,6 @@ def attempt_note(rec: Mapping[str, Any]) -> str:
     for item in _as_list(ev.get("rubric")):
         if isinstance(item, dict) and item.get("verdict") == "no":
             return one_line(f"rubric {item.get('id')}: no ({item.get('reason')})")
-    judge = ev.get("judge")
-    if isinstance(judge, dict) and judge.get("error"):
-        return one_line(f"judge: {judge['error']}")
     for key, text in errors.items():
         if text:
             return one_line(f"{key}: {text}")

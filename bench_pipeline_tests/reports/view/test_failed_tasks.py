@@ -5,6 +5,9 @@ from bench_pipeline.reports.view.failed_tasks import attempt_note, failed_tasks
 
 def test_attempt_note_takes_the_most_telling_line():
     assert attempt_note({"evidence": {"errors": {"agent_error": "tap\nfailed"}}}) == "agent_error: tap failed"
+    # the judge's error is the row's judge_error (judge.json is not read), before any verdict
+    assert attempt_note({"evidence": {"errors": {"judge_error": "HTTP 503"},
+                                      "rubric": [{"id": "r1", "verdict": "no", "reason": "why"}]}}) == "judge_error: HTTP 503"
     assert attempt_note({"evidence": {"hard_assertion_failures": [{"id": "h", "requirement": "r", "actual": 3}]}}) == (
         "hard assertion h: r (actual: 3)")
     assert attempt_note({"evidence": {"expected_answer_match": False}}) == "expected answer did not match"
