@@ -40,9 +40,12 @@ CEIL_TOLERANCE = 1e-9
 ValuesByTask = Mapping[str, Sequence[float]]
 
 
-def ceil_count(x: float) -> int:
+def ceil_count(x: float) -> int | None:
     """planning.md's ``ceil`` for a count of runs or tasks: the smallest integer >= x - 1e-9,
-    and at least 1."""
+    and at least 1; null when x is beyond the float range (a change near 0, ``--detect
+    1e-160``, can ask for more than a float holds: docs/metric-choices.md)."""
+    if not math.isfinite(x):
+        return None
     return max(1, math.ceil(x - CEIL_TOLERANCE))
 
 
@@ -74,7 +77,10 @@ def tasks_needed(n: int, mde80: float | None, targets: Sequence[float] = TARGETS
     for d in targets:
         tasks = None
         if mde80 is not None and mde80 != 0:
-            tasks = ceil_count(n * (mde80 / d) ** 2)
+            try:
+                tasks = ceil_count(n * (mde80 / d) ** 2)
+            except OverflowError:  # (mde80 / d)^2 beyond the float range: more tasks than a float holds
+                tasks = None
         out.append({"change": d, "tasks": tasks})
     return out
 
@@ -143,11 +149,20 @@ def variance_split(values_by_task: ValuesByTask, targets: Sequence[float] = TARG
 
     runs_needed = []
     for d in targets:
-        runs = ceil_count(2 * within * ZP ** 2 / (n * d ** 2)) if noise_known else None
+        runs = _runs_for(within, n, d) if noise_known else None
         runs_needed.append({"change": d, "runs_per_side": runs})
 
     return {"within_task_var": within, "between_task_var": between, "icc": icc,
             "mde80_by_runs": mde80_by_runs, "runs_needed": runs_needed, "n": n}
+
+
+def _runs_for(within: float, n: int, d: float) -> int | None:
+    """R = ceil(2 * within * zp^2 / (n * d^2)) (section 2); when d^2 is below the smallest
+    float, more runs than a float holds, or 1 without noise (within 0)."""
+    try:
+        return ceil_count(2 * within * ZP ** 2 / (n * d ** 2))
+    except ZeroDivisionError:
+        return 1 if within == 0 else None
 
 
 # --- section 3: two sets of runs --------------------------------------------------------------

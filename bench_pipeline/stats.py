@@ -127,27 +127,45 @@ def finite_mean(values: Sequence[float]) -> float | None:
 def fsum_mean(values: Sequence[float]) -> float | None:
     """The mean of numbers with a correctly rounded sum (``math.fsum``): the mean of
     comparison.md and repeated-runs.md (per-task values, paired and pooled means) and of
-    the unbiased estimators. None for no values, or when it leaves the float range."""
+    the unbiased estimators. None for no values. A sum beyond the float range whose mean is
+    within it (1e308 and 1e308: the mean of numbers in range always is) is added up scaled
+    by a power of two; a sum in range is divided as it is."""
     if not values:
         return None
+    n = len(values)
     try:
-        value = math.fsum(values) / len(values)
+        value = math.fsum(values) / n
     except OverflowError:
-        return None
+        scale = n.bit_length()  # 2^scale > n: the scaled sum stays in range
+        try:
+            value = math.ldexp(math.fsum(math.ldexp(v, -scale) for v in values) / n, scale)
+        except OverflowError:
+            return None
     return value if is_number(value) else None
+
+
+def _se(values: Sequence[float], mean: float) -> float:
+    n = len(values)
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1) / n)
 
 
 def standard_error(values: Sequence[float], mean: float) -> float | None:
     """The standard error of a mean, sqrt(sum((x_i - mean)^2) / (n - 1) / n) (comparison.md
     "Paired statistics", repeated-runs.md "pooled"); None when n < 2 or when it leaves the
-    float range."""
-    n = len(values)
-    if n < 2:
+    float range. Squares beyond the range whose standard error is within it (1e155, -1e155
+    and 0) are computed on the values scaled by a power of two."""
+    if len(values) < 2:
         return None
     try:
-        value = math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1) / n)
+        value = _se(values, mean)
     except OverflowError:
-        return None
+        value = math.inf
+    if not math.isfinite(value):
+        scale = math.frexp(max(abs(mean), *map(abs, values)))[1]  # every scaled value below 1
+        try:
+            value = math.ldexp(_se([math.ldexp(x, -scale) for x in values], math.ldexp(mean, -scale)), scale)
+        except OverflowError:
+            return None
     return value if is_number(value) else None
 
 

@@ -197,6 +197,21 @@ def test_variance_split_stable_tasks_that_differ_have_icc_one():
     assert split["icc"] == 1
 
 
+
+def test_a_change_near_0_asks_for_more_than_a_float_counts_and_is_null():
+    """--detect 1e-160 is a valid change (0 < X <= 1): the counts it needs are beyond the float
+    range, null (docs/metric-choices.md), and the commands still write their documents."""
+    assert ceil_count(math.inf) is None
+    assert tasks_needed(9, 0.467, [1e-160, 1e-320]) == [{"change": 1e-160, "tasks": None}, {"change": 1e-320, "tasks": None}]
+    noisy = variance_split({"a": [1, 0, 1], "b": [1, 1]}, targets=(1e-170,))
+    assert noisy["runs_needed"] == [{"change": 1e-170, "runs_per_side": None}]
+    quiet = variance_split({"a": [1, 1], "b": [0, 0]}, targets=(1e-170,))  # no noise: one run, whatever the change
+    assert quiet["runs_needed"] == [{"change": 1e-170, "runs_per_side": 1}]
+    plan = repeated_planning({"a": [1, 0], "b": [1, 1]}, {"a": [0, 0], "b": [1, 0]}, 0.5, targets=(1e-200,))
+    assert plan["tasks_needed"] == [{"change": 1e-200, "tasks": None}]
+    assert plan["runs_needed"][0] == {"change": 1e-200, "runs_per_side": None}
+
+
 # --- section 3: two sets of runs -------------------------------------------------------------------
 
 def test_repeated_planning_change_that_differs_by_task_needs_more_tasks():

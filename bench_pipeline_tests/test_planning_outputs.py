@@ -149,6 +149,18 @@ def test_repeats_command_plans_for_the_changes_given(tmp_path, capsys):
     assert "Runs per side needed to detect 5 pp: 131; 25 pp: 6." in md
 
 
+
+def test_a_change_near_0_is_planned_for_not_a_crash(tmp_path, capsys):
+    folders = run_folders(tmp_path / "runs", FLAKY_C)
+    out = tmp_path / "out"
+    assert cli.main(["repeats", *map(str, folders), "--detect", "1e-160", "--output-dir", str(out)]) == 0
+    fa = json.loads((out / "repeats.json").read_text())["planning"]["first_attempt"]
+    assert fa["runs_needed"] == [{"change": 1e-160, "runs_per_side": None}]
+    assert "Runs per side needed to detect 1e-158 pp: more than can be counted." in (out / "repeats.md").read_text()
+    code = cli.main(["compare", str(folders[0]), str(folders[1]), "--detect", "1e-160", "--output-dir", str(tmp_path / "c")])
+    result = json.loads((tmp_path / "c" / "comparison.json").read_text())
+    assert code == {"pass": 0, "fail": 1, "inconclusive": 3}[result["gate"]["result"]]
+
 def test_both_forms_of_compare_plan_for_the_changes_given(tmp_path, capsys):
     base = run_folders(tmp_path / "b", FLAKY_C[:2], prefix="b")
     cand = run_folders(tmp_path / "c", [{"a": "failed", "b": "passed", "c": "passed", "d": "passed"},

@@ -243,7 +243,18 @@ def test_the_two_means_differ_in_the_last_bit_and_each_keeps_its_rule():
     assert finite_mean(values) != fsum_mean(values)
     assert distribution(values)["mean"] == finite_mean(values)
     assert finite_mean([1, 2]) == fsum_mean([1, 2]) == 1.5
-    assert fsum_mean([]) is None and fsum_mean([1.7e308, 1.7e308]) is None
+    assert fsum_mean([]) is None
+
+
+def test_a_mean_whose_sum_overflows_is_still_the_mean():
+    """docs/metric-choices.md: only a mean whose value leaves the float range is null, and a
+    mean of numbers in range never does: a sum beyond the range is added up scaled."""
+    assert fsum_mean([1.7e308, 1.7e308]) == 1.7e308
+    assert fsum_mean([1e308, 1e308, 1e308, 1e308]) == 1e308
+    assert fsum_mean([1.7e308, 1.7e308, -1.7e308]) == 1.7e308 / 3
+    assert fsum_mean([1e308, 5.0]) == 5e307
+    # a sum in range is divided as it is (the scaled path is only for an overflowing sum)
+    assert fsum_mean([0.1, 0.2, 0.3]) == 0.6 / 3
 
 
 def test_standard_error_of_a_mean():
@@ -251,7 +262,13 @@ def test_standard_error_of_a_mean():
     assert standard_error([0, 1, 1, 0], 0.5) == math.sqrt(1 / 3 / 4)
     assert standard_error([0.5], 0.5) is None and standard_error([], 0) is None
     assert standard_error([0, 0, 0], 0.0) == 0.0
-    assert standard_error([-1.7e308, 1.7e308], 0.0) is None  # squares beyond the float range
+    # squares beyond the float range, standard errors within it: computed on scaled values
+    assert standard_error([-1.7e308, 1.7e308], 0.0) == 1.7e308
+    assert standard_error([1e155, -1e155, 0.0], 0.0) == pytest.approx(1e155 / math.sqrt(3), rel=1e-15)
+    values = [1e300, 1.0, 1e-300]
+    assert standard_error(values, fsum_mean(values)) == pytest.approx(1e300 / 3, rel=1e-15)
+    # deviations beyond the range whose standard error is too: null
+    assert standard_error([1.7e308, 1.7e308], -1.7e308) is None  # 3.4e308
 
 
 def test_z_95_is_the_normal_quantile_of_both_interval_kinds():

@@ -100,9 +100,12 @@ def svg_stacked_bar(parts_in: Sequence[tuple[str, int, str]], *, width: int = 10
 
 
 def nice_step(raw: float) -> float:
-    """The smallest 1/2/2.5/5 x 10^n step >= raw."""
+    """The smallest 1/2/2.5/5 x 10^n step >= raw; an infinite raw (the span of values near
+    the float range) is returned as it is, for the caller to draw no steps."""
     if raw <= 0:
         return 1.0
+    if not math.isfinite(raw):
+        return raw
     power = 10 ** math.floor(math.log10(raw))
     for mult in (1, 2, 2.5, 5, 10):
         if mult * power >= raw:

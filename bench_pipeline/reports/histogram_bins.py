@@ -93,6 +93,11 @@ def _log_layout(lo: float, hi: float, max_bins: int) -> tuple[int, float, int]:
         decades *= 10
 
 
+#: The largest power of ten a float holds (10^308): a log axis whose top edge would be beyond
+#: it is not drawn (values near the float range get the linear path's single bin).
+MAX_DECADE = 308
+
+
 def _log_index(v: float, step: float) -> int:
     t = math.log10(v)
     return math.floor(t * round(1 / step)) if step < 1 else math.floor(t / step)
@@ -130,11 +135,12 @@ def histogram_bins(values: Sequence[Any], max_bins: int = 20) -> HistogramBins:
     median = data[(keep_lo + keep_hi - 1) // 2]
     if lo > 0 and k_hi / k_lo >= LOG_RATIO and median - k_lo < LOG_CROWDED * (k_hi - k_lo):
         k0, step, count = _log_layout(lo, hi, max_bins)
-        counts = [0] * count
-        for v in data:
-            counts[min(max(_log_index(v, step) - k0, 0), count - 1)] += 1
-        bins = [(10 ** ((k0 + i) * step), 10 ** ((k0 + i + 1) * step), c) for i, c in enumerate(counts)]
-        return HistogramBins("log", bins, log_step=step, log_start=k0 * step, low=lo, high=hi)
+        if (k0 + count) * step <= MAX_DECADE:  # else the top bin's edge is beyond the float range
+            counts = [0] * count
+            for v in data:
+                counts[min(max(_log_index(v, step) - k0, 0), count - 1)] += 1
+            bins = [(10 ** ((k0 + i) * step), 10 ** ((k0 + i + 1) * step), c) for i, c in enumerate(counts)]
+            return HistogramBins("log", bins, log_step=step, log_start=k0 * step, low=lo, high=hi)
     layout = _linear_layout(k_lo, k_hi, integral, max_bins)
     if layout is None:
         # one bin for the kept values

@@ -43,8 +43,15 @@ def pp(value: float, signed: bool = False) -> str:
 
 
 def target_text(change: float) -> str:
-    """A planned change as given: 0.05 -> ``5 pp``, 0.025 -> ``2.5 pp``."""
-    return f"{round(change * 100, 6):g} pp"
+    """A planned change as given, to six significant digits: 0.05 -> ``5 pp``, 0.025 ->
+    ``2.5 pp``, 1e-160 -> ``1e-158 pp``."""
+    return f"{change * 100:.6g} pp"
+
+
+def count_text(count: int | None) -> str:
+    """A count of tasks or runs needed; null only when it is beyond the float range (a
+    change near 0: planning.ceil_count)."""
+    return fmt_int(count) if count is not None else "more than can be counted"
 
 
 def _var(value: float) -> str:
@@ -91,7 +98,7 @@ def _tasks_clause(s: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) ->
     if observed is not None:
         parts.append(f"the observed change of {pp(s['delta'], signed=True)} with about {fmt_int(observed)} "
                      "paired tasks")
-    parts += [f"{target_text(e['change'])} with {fmt_int(e['tasks'])}" for e in entries]
+    parts += [f"{target_text(e['change'])} with {count_text(e['tasks'])}" for e in entries]
     return ", ".join(parts)
 
 
@@ -117,7 +124,7 @@ def comparison_planning(result: Mapping[str, Any]) -> dict[str, Any]:
             f"This assumes that added tasks behave like these {fmt_int(n)}: per-task changes as large and as varied, "
             "one run per side; tasks that are harder, easier or flakier than these change the count.")})
         observed = _observed_tasks(s)
-        parts.append(f"{WORDS[name]} would need about {' / '.join(fmt_int(e['tasks']) for e in entries)} paired tasks "
+        parts.append(f"{WORDS[name]} would need about {' / '.join(count_text(e['tasks']) for e in entries)} paired tasks "
                      f"to detect {' / '.join(target_text(e['change'])[:-3] for e in entries)} pp (it has {fmt_int(n)})"
                      + (f", and {fmt_int(observed)} for its observed change of {pp(s['delta'], signed=True)}"
                         if observed is not None else ""))
@@ -229,7 +236,7 @@ def _split_lines(p: Mapping[str, Any]) -> list[str]:
         detect = ("With " + ", with ".join(said)
                   + " (the smallest change detected with 80% power; `mde80_by_runs` in repeats.json).")
     runs = ("Runs per side needed to detect " + "; ".join(
-        f"{target_text(e['change'])}: {fmt_int(e['runs_per_side'])}" for e in p["runs_needed"]) + ".")
+        f"{target_text(e['change'])}: {count_text(e['runs_per_side'])}" for e in p["runs_needed"]) + ".")
     return [split, detect, runs]
 
 
@@ -266,6 +273,6 @@ def suite_plan(doc: Mapping[str, Any], label: str = "") -> dict[str, Any]:
     if p["within_task_var"] is None:
         return {"lines": [], "chart": None,
                 "note": "n/a: no task" if p["n"] == 0 else "n/a: fewer than two runs of any task"}
-    lines = [f"{target_text(e['change'])}: {fmt_int(e['runs_per_side'])}" for e in p["runs_needed"]]
+    lines = [f"{target_text(e['change'])}: {count_text(e['runs_per_side'])}" for e in p["runs_needed"]]
     return {"lines": lines, "note": None,
             "chart": svg_mde_by_runs(p["mde80_by_runs"], [e["change"] for e in p["runs_needed"]], label=label)}

@@ -238,6 +238,16 @@ def test_nice_step_is_the_smallest_1_2_2_5_5_step_at_least_the_raw_one(raw: floa
     assert nice_step(raw) == pytest.approx(step)
 
 
+def test_nice_step_of_an_infinite_span_is_infinite() -> None:
+    assert nice_step(float("inf")) == float("inf")
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0, 1e308], [-1e308, 1e308], [1e308, 1e308, 5.0], [1e300, 1.0, 1e-300]])
+def test_histograms_of_values_near_the_float_range_are_drawn(values: list[float]) -> None:
+    root = svg_tree(reports.svg_histogram(values, "task_wall_ms", markers={"p50": sorted(values)[len(values) // 2]}))
+    assert root.find(f"{SVG}rect") is not None
+
+
 def test_text_width_is_0_7_em_per_character_plus_padding() -> None:
     assert text_width("abc") == pytest.approx(0.7 * 10 * 3 + 2)
     assert text_width("abc", 20) == pytest.approx(0.7 * 20 * 3 + 2)

@@ -27,3 +27,14 @@ def test_linear_bins_in_nice_steps() -> None:
     # integers within max_bins: one bin per value, [v, v + 1)
     h = histogram_bins([3, 5, 5], max_bins=4)
     assert h.per_value and h.bins == [(3.0, 4.0, 1), (4.0, 5.0, 0), (5.0, 6.0, 2)]
+
+
+def test_values_near_the_float_range_get_bins_not_an_error() -> None:
+    # 1.0 and 1e308 would take a log axis whose top edge (10^310) no float holds: one linear bin
+    h = histogram_bins([1.0, 2.0, 1e308])
+    assert h.scale == "linear" and h.count == 3 and all(edge < float("inf") for lo, hi, _ in h.bins for edge in (lo, hi))
+    # a span beyond the float range (-1e308 to 1e308): the kept values in one bin
+    h = histogram_bins([-1e308, 0.0, 1e308])
+    assert h.scale == "linear" and h.count == 3
+    # a log axis that still fits is kept
+    assert histogram_bins([1.0, 1.5, 2.0, 1e300]).scale == "log"

@@ -24,6 +24,7 @@ from bench_pipeline_tests.fixtures_planning import DIFFERS_BASELINE, DIFFERS_CAN
 def test_target_text_is_as_exact_as_the_change_given():
     assert [target_text(d) for d in (0.02, 0.05, 0.10, 0.025, 0.001, 1.0, 0.07)] == [
         "2 pp", "5 pp", "10 pp", "2.5 pp", "0.1 pp", "100 pp", "7 pp"]
+    assert target_text(1e-160) == "1e-158 pp"  # a change near 0 is not written as 0 pp
 
 
 def test_repeats_md_says_the_split_what_runs_detect_and_the_runs_needed():
