@@ -164,9 +164,31 @@ def loads_exact(data: bytes) -> Any:
     standard library keeps it, and otherwise reads what ``_loads`` reads (it is
     ``_loads``'s fallback).
     Used for the small run-level files and for a results line whose attempt came out as
-    such a float.
+    such a float. A string with a lone surrogate escape (``"\\ud800"``: no character of
+    any text, which orjson refuses and the standard library reads) is not JSON text here
+    either: ValueError, as for bytes that are not UTF-8.
     """
-    return json.loads(data.decode("utf-8"))
+    value = json.loads(data.decode("utf-8"))
+    _refuse_lone_surrogates(value)
+    return value
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """ValueError when a string (a key or a value) of the parsed ``value`` holds a lone
+    surrogate: nothing could write it out again as UTF-8."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("a string holds a lone surrogate escape (\\ud800-\\udfff), which is not text") from None
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 #: Open without following a final symlink and without blocking on a FIFO.

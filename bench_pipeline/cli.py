@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from .bulk import exit_now
-from .cli_common import LEFT_FOR_EXIT, Progress, check_run_folders, gate_exit_code, gate_extras, say
+from .cli_common import LEFT_FOR_EXIT, Progress, check_run_folders, gate_exit_code, gate_extras, refused_input, say
 from .run_reader import NotARunFolderError
 
 
@@ -36,8 +36,8 @@ def _process(args: argparse.Namespace) -> int:
             progress=Progress("attempts derived"),
             keep_evidence=args.publish,  # the Langfuse trace output shows each attempt's evidence
         )
-    except NotARunFolderError as exc:
-        say(f"error: {exc}")
+    except (NotARunFolderError, OSError) as exc:  # OSError: an output folder that cannot be made
+        say(refused_input(exc))
         return 2
     processed, written = result.processed, result.written
     findings = data_quality_findings(processed.metrics)
@@ -108,11 +108,8 @@ def _compare(args: argparse.Namespace) -> int:
         comparison = Comparison(candidate.comparison, side_from_output(out / "baseline", baseline_run),
                                 side_from_processed(candidate.processed))
         written = write_comparison_files(out, comparison)
-    except (NotARunFolderError, ComparisonInputError) as exc:
-        say(f"error: {exc}")
-        return 2
-    except OSError as exc:
-        say(f"error: {exc.filename or ''}: {exc.strerror or exc}".replace("error: : ", "error: "))
+    except (NotARunFolderError, ComparisonInputError, OSError) as exc:
+        say(refused_input(exc))
         return 2
     result = candidate.comparison
     gate = result["gate"]

@@ -14,6 +14,14 @@ from .run_reader import NotARunFolderError, check_local
 LEFT_FOR_EXIT: list[object] = []
 
 
+def refused_input(exc: Exception) -> str:
+    """A refused input's one line (exit 2): an OSError's file and reason (an output folder
+    that cannot be made, a run file that cannot be read), else the message."""
+    if isinstance(exc, OSError):
+        return f"error: {exc.filename or ''}: {exc.strerror or exc}".replace("error: : ", "error: ")
+    return f"error: {exc}"
+
+
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 

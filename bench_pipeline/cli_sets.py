@@ -8,7 +8,8 @@ import argparse
 import time
 from pathlib import Path
 
-from .cli_common import LEFT_FOR_EXIT, BadInputError, Progress, check_run_folders, gate_exit_code, gate_extras, say
+from .cli_common import (LEFT_FOR_EXIT, BadInputError, Progress, check_run_folders, gate_exit_code, gate_extras,
+                         refused_input, say)
 from .run_reader import NotARunFolderError
 
 
@@ -37,13 +38,6 @@ def process_set(run_dirs: list[str], out_root: Path, what: str, workers: int) ->
     return results
 
 
-def set_error(exc: Exception) -> str:
-    """A refused input's one line (exit 2): an OSError's file and reason, else the message."""
-    if isinstance(exc, OSError):
-        return f"error: {exc.filename or ''}: {exc.strerror or exc}".replace("error: : ", "error: ")
-    return f"error: {exc}"
-
-
 def repeats_command(args: argparse.Namespace) -> int:
     """``repeats RUN_DIR...`` (``cli.cmd_repeats``, with ``args.targets`` read)."""
     from .bulk import default_workers
@@ -63,7 +57,7 @@ def repeats_command(args: argparse.Namespace) -> int:
         reports = {r.processed.raw.run_id: r.written["report.html"] for r in results}
         written = write_repeats_files(out, doc, runs, reports, notes=given(runs).notes())
     except (NotARunFolderError, ComparisonInputError, BadInputError, OSError) as exc:
-        say(set_error(exc))
+        say(refused_input(exc))
         return 2
     fa, br, st = doc["pooled"]["first_attempt"], doc["between_runs"], doc["stability"]
     noise = f"{br['noise_floor95'] * 100:.1f} points" if br["noise_floor95"] is not None else "n/a (one run)"
@@ -108,7 +102,7 @@ def compare_sets_command(args: argparse.Namespace) -> int:
         single = compare_sets(baseline[:1], candidate[:1], max_drop, args.targets)
         written = write_set_comparison_files(out, result, single, baseline, candidate)
     except (NotARunFolderError, ComparisonInputError, BadInputError, OSError) as exc:
-        say(set_error(exc))
+        say(refused_input(exc))
         return 2
     gate = result["gate"]
     say(f"gate {gate['result']}: {len(candidate)} candidate run(s) against {len(baseline)} baseline run(s), "

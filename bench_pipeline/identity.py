@@ -10,13 +10,13 @@ its type is unknown (None), never a default.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from .artifacts import read_json_file
 from .layouts import manifest_view
 from .run_reader import suite_name
 from .setup import Setup, run_setup
@@ -117,12 +117,12 @@ def differences(baseline: RunIdentity, candidate: RunIdentity) -> list[str]:
 
 
 def read_json_object(path: Path) -> dict:
-    """A JSON file's object; {} when the file is missing, unreadable or not an object."""
-    try:
-        value = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    """A JSON file's object; {} when the file is missing, unreadable (a FIFO or a device is
+    never waited on), not JSON or not an object. Read as the run reader reads a run's own
+    files (``artifacts.read_json_file``, integers exact)."""
+    folder = path.parent
+    file = read_json_file(folder, os.path.realpath(folder), path.name, exact=True)
+    return file.value if file.available and isinstance(file.value, dict) else {}
 
 
 def read_identity(run_dir: Path | str | None) -> RunIdentity:

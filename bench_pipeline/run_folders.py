@@ -43,6 +43,7 @@ from pathlib import Path
 import orjson
 
 from . import object_store
+from .artifacts import MISSING, UNREADABLE, JsonFile, read_json_file
 from .layouts import REJUDGED_RESULTS, RESULTS, RUNNER_DONE_FILES, results_in, runner_finished
 
 READY_STATUSES = ("completed", "aborted")
@@ -209,11 +210,9 @@ def manifest_status(path: str, version: str | None = None) -> str | None:
     ``version`` (``RunFolder.manifest_version``) lets an unchanged manifest be answered
     without reading it again; UnreadableManifest when the object cannot be read."""
     if not object_store.is_remote(path):
-        try:
-            with open(os.path.join(path, "manifest.json"), "rb") as fh:
-                return _status_of(fh.read())
-        except OSError:
-            return None
+        manifest = _local_manifest(path)
+        status = manifest.value.get("status") if manifest.available and isinstance(manifest.value, dict) else None
+        return status if isinstance(status, str) else None
     key = (object_store.normalize(path), version or "")
     if version is not None and key in _STATUSES:
         return _STATUSES[key]
@@ -301,16 +300,25 @@ def waiting_reason(folder: RunFolder, quiet_seconds: float) -> str:
     return f"no manifest status and no runner's metrics.json or summary.md yet, {quiet}"
 
 
+def _local_manifest(path: str) -> JsonFile:
+    """A local run folder's manifest.json as the run reader reads it (never waiting on a FIFO
+    or a device put in its place: ``artifacts.read_json_file``)."""
+    return read_json_file(Path(path), os.path.realpath(path), "manifest.json")
+
+
 def manifest_problem(path: str) -> str | None:
     """Why a run's manifest.json is not a readable JSON object (a read error, not valid JSON,
     not an object), or None: readable, or absent (a legacy run may have none). Asked only to
     explain a run that is not ready (``waiting_reason``, the main command): the sensor never asks."""
+    if not object_store.is_remote(path):
+        manifest = _local_manifest(path)
+        if manifest.status == MISSING:
+            return None
+        if not manifest.available:
+            return f"it cannot be read: {manifest.reason}" if manifest.status == UNREADABLE else manifest.reason
+        return None if isinstance(manifest.value, dict) else "not a JSON object"
     try:
-        if object_store.is_remote(path):
-            data = object_store.read_bytes(object_store.join(path, "manifest.json"))
-        else:
-            with open(os.path.join(path, "manifest.json"), "rb") as fh:
-                data = fh.read()
+        data = object_store.read_bytes(object_store.join(path, "manifest.json"))
     except FileNotFoundError:
         return None
     except object_store.StoreError as exc:

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from bench_pipeline.artifacts import read_json_file
+from bench_pipeline.artifacts import loads_exact, loads_json, read_json_file
 from bench_pipeline.pipeline import run_stages
 
 from .run_builder import make_run, row, write_json
@@ -541,3 +541,24 @@ def test_folder_cache_does_not_hide_a_symlink_below_a_checked_parent(tmp_path):
     inside = run / "tasks" / "u"
     os.symlink(run / "tasks" / "t", inside)  # a symlink that stays inside is followed
     assert resolve_artifact_dir(run, real, "tasks/u/attempt-2", "u", 1, checked).relative == "tasks/u/attempt-2"
+
+
+def test_a_lone_surrogate_escape_is_not_json_text():
+    """orjson refuses "\\ud800" and the standard library reads it as a string that no UTF-8
+    writer can write again: both parsers refuse it (a bad row, an invalid file), a pair that
+    makes one character is read."""
+    for data in (b'{"error": "\\ud800"}', b'{"\\udfff": 1}', b'[["x", {"a": "\\ud83d"}]]'):
+        with pytest.raises(ValueError, match="lone surrogate"):
+            loads_json(data)
+        with pytest.raises(ValueError, match="lone surrogate"):
+            loads_exact(data)
+    assert loads_json(b'{"e": "\\ud83d\\ude00", "n": NaN}')["e"] == "\U0001f600"
+
+
+def test_a_run_whose_rows_and_manifest_hold_lone_surrogates_is_processed(tmp_path):
+    rows = [row("t", metrics={"error": "\ud800"}), row("u")]
+    run = make_run(tmp_path, rows, manifest={"started_at": "\ud800", "status": "completed"})
+    result = run_stages(run, tmp_path / "out")
+    assert [a["task_id"] for a in result.processed.attempts] == ["u"]
+    assert [b["line"] for b in result.processed.metrics["data_quality"]["bad_rows"]] == [1]
+    assert (tmp_path / "out" / "report.html").stat().st_size > 0

@@ -47,6 +47,14 @@ def test_cli_process_on_a_non_run_names_the_path(tmp_path):
     assert str(tmp_path) in done.stderr and "no results.jsonl" in done.stderr
 
 
+
+@pytest.mark.parametrize("name", ["a-file", "x" * 300])
+def test_cli_process_with_an_output_folder_that_cannot_be_made_says_why(one_run, tmp_path, capsys, name):
+    (tmp_path / "a-file").write_text("not a folder")
+    assert cli.main(["process", str(one_run), "--output-dir", str(tmp_path / name)]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"error: {tmp_path / name}: ") and ("File exists" in line or "File name too long" in line)
+
 def test_cli_process_publish_keeps_the_evidence_the_trace_output_shows(one_run, tmp_path):
     """--publish keeps each attempt's trace final response and tool calls (the command
     otherwise drops them once the files are written); without keys they go to the outbox."""

@@ -4,6 +4,7 @@ missing or of the wrong type, never a default."""
 from __future__ import annotations
 
 import json
+import os
 
 from bench_pipeline.identity import RunIdentity, differences, read_identity, run_identity
 from bench_pipeline.setup import Setup
@@ -55,3 +56,11 @@ def test_read_identity_of_a_folder(tmp_path):
     assert read_identity(tmp_path) == run_identity(MANIFEST)
     assert read_identity(tmp_path / "missing") == RunIdentity()
     assert read_identity(None) == RunIdentity()
+
+
+def test_read_identity_never_waits_on_a_fifo_and_refuses_what_is_not_text(tmp_path):
+    """A FIFO in place of manifest.json is unreadable, not a read that never ends; a string
+    with a lone surrogate escape is not text: the file is unusable (artifacts.loads_exact)."""
+    os.mkfifo(tmp_path / "manifest.json")
+    (tmp_path / "suite.json").write_text('{"name": "\\ud800"}')
+    assert read_identity(tmp_path) == RunIdentity()

@@ -107,12 +107,22 @@ def test_why_a_run_is_not_ready_an_unreadable_manifest_named(tmp_path):
     assert reasons["running"] == "manifest status 'running', not completed or aborted"
     quiet = "ready once its results file has been quiet for BENCH_QUIET_SECONDS=300 s"
     assert reasons["legacy"] == f"no manifest status and no runner's metrics.json or summary.md yet, {quiet}"
-    assert reasons["broken"].startswith("its manifest.json is unreadable (not valid JSON: ")
+    assert reasons["broken"].startswith("its manifest.json is unreadable (not valid JSON (")
     assert reasons["broken"].endswith(
         f"): with no status to say whether the run is finished, it is taken for a legacy run (no manifest "
         f"status), {quiet}; its report will list the broken manifest under data quality")
     assert reasons["a-list"].startswith("its manifest.json is unreadable (not a JSON object): ")
     assert run_folders.manifest_problem(str(tmp_path / "no-manifest")) is None  # a legacy run may have none
+
+
+def test_a_manifest_that_is_a_fifo_is_never_waited_on(tmp_path):
+    """A FIFO in place of manifest.json (nothing ever writes to it) would block a plain read
+    forever, and with it the sensor's tick: it is a file that cannot be read."""
+    run = make_run(tmp_path / "runs", [row("t")], run_id="fifo")
+    (run / "manifest.json").unlink()
+    os.mkfifo(run / "manifest.json")
+    assert run_folders.manifest_status(str(run)) is None
+    assert run_folders.manifest_problem(str(run)) == "it cannot be read: not a regular file"
 
 
 def test_a_local_runs_root_that_cannot_be_listed_is_an_error_with_the_reason(tmp_path):
@@ -232,9 +242,11 @@ def test_a_status_still_decides_and_the_runners_outputs_are_only_stat_ed(tmp_pat
     make_run(root, [row("t")], run_id="aborted", manifest={"status": "aborted"})
     folders = scan(str(root))
     opened = []
-    real_open = open
+    real_open, real_os_open = open, os.open
     monkeypatch.setattr("builtins.open", lambda path, *a, **k: opened.append(os.path.basename(path))
                         or real_open(path, *a, **k))
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: opened.append(os.path.basename(path))
+                        or real_os_open(path, *a, **k))
     ready = ready_folders(folders, quiet_seconds=3600, now=time.time())
     assert ready == {"with-metrics", "with-summary", "no-manifest", "completed", "aborted"}
     assert set(opened) == {"manifest.json"}  # metrics.json and summary.md are never read

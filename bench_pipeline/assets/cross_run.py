@@ -14,8 +14,6 @@ refreshed once with the runs listed.
 """
 
 
-import json
-
 import dagster as dg
 import pandas as pd
 
@@ -31,6 +29,7 @@ from ..catalog import (
 from ..catalog import suite_trends as build_trends
 from ..comparison_sides import Side
 from ..formula import FORMULA_VERSION
+from ..identity import read_json_object
 from ..reports.format import fmt_int, fmt_pct, md_cell, md_text, plural
 from ..resources import PipelineSettings
 from ..run_folders import local_run_files
@@ -190,11 +189,7 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
         # (brought up to date from one listing of the runs root: only changed manifests read)
         folders = local_run_files(settings.runs_root, measured, ("manifest.json",)) if measured else {}
         for run_id in measured:
-            try:
-                manifest = json.loads((folders[run_id] / "manifest.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                manifest = {}
-            rows[run_id] = catalog_row(run_id, documents[run_id], manifest if isinstance(manifest, dict) else {},
+            rows[run_id] = catalog_row(run_id, documents[run_id], read_json_object(folders[run_id] / "manifest.json"),
                                        versions[run_id])
         rows = {run_id: rows[run_id] for run_id in versions if run_id in rows}  # in partition order, however made
         save_state(settings.storage_base, "run_catalog", rows)

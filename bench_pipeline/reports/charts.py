@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -100,8 +101,9 @@ def svg_stacked_bar(parts_in: Sequence[tuple[str, int, str]], *, width: int = 10
 
 
 def nice_step(raw: float) -> float:
-    """The smallest 1/2/2.5/5 x 10^n step >= raw; an infinite raw (the span of values near
-    the float range) is returned as it is, for the caller to draw no steps."""
+    """The smallest 1/2/2.5/5 x 10^n step >= raw. Near the float range: raw itself when that
+    step is beyond it (raw 1.1e308: 2e308 is no float), and an infinite raw (a span beyond
+    the range) as it is, for the caller to draw no steps."""
     if raw <= 0:
         return 1.0
     if not math.isfinite(raw):
@@ -109,8 +111,8 @@ def nice_step(raw: float) -> float:
     power = 10 ** math.floor(math.log10(raw))
     for mult in (1, 2, 2.5, 5, 10):
         if mult * power >= raw:
-            return mult * power
-    return 10 * power
+            return mult * power if mult * power <= sys.float_info.max else raw
+    return raw
 
 
 #: svg_delta_intervals's note for a change without variation among the paired tasks.

@@ -238,8 +238,18 @@ def test_nice_step_is_the_smallest_1_2_2_5_5_step_at_least_the_raw_one(raw: floa
     assert nice_step(raw) == pytest.approx(step)
 
 
-def test_nice_step_of_an_infinite_span_is_infinite() -> None:
+def test_nice_step_near_the_float_range() -> None:
     assert nice_step(float("inf")) == float("inf")
+    assert nice_step(1.1e308) == 1.1e308  # 2e308 is no float: the raw step itself
+    assert nice_step(9e307) == pytest.approx(1e308)
+
+
+@pytest.mark.parametrize("delta", [1.0e308, -1.0e308, 1.7e308])
+def test_changes_near_the_float_range_are_drawn(delta: float) -> None:
+    rows = _delta_rows(delta=delta, lower=delta, upper=delta)
+    root = svg_tree(reports.svg_delta_intervals(rows))
+    wall = [g for g in root.iter(f"{SVG}g") if "row" in g.get("class").split()][1]
+    assert wall.find(f"{SVG}rect[@class='ci']") is not None and wall.find(f"{SVG}circle") is not None
 
 
 @pytest.mark.parametrize("values", [[1.0, 2.0, 1e308], [-1e308, 1e308], [1e308, 1e308, 5.0], [1e300, 1.0, 1e-300]])
