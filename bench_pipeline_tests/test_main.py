@@ -108,7 +108,7 @@ def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp
     assert first.count("no results.jsonl, so not a run folder (or not one yet), skipped (1): notes") == 1
     (waiting,) = [line for line in first if line.startswith("not ready yet")]
     assert waiting.startswith("not ready yet, left for later (1): run-broken-manifest: its manifest.json is "
-                              "unreadable (not valid JSON: ")
+                              "unreadable (not valid JSON (")
     assert waiting.endswith("): with no status to say whether the run is finished, it is taken for a legacy run "
                             "(no manifest status), ready once its results file has been quiet for "
                             "BENCH_QUIET_SECONDS=300 s; its report will list the broken manifest under data quality")
