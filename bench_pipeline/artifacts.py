@@ -195,27 +195,34 @@ def _refuse_lone_surrogates(value: Any) -> None:
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def read_json_file(run_dir: Path, real_run_dir: str, relative: str, exact: bool = False) -> JsonFile:
+def read_json_file(run_dir: Path, real_run_dir: str | None, relative: str, exact: bool = False) -> JsonFile:
     """Read one JSON file below the run folder without ever raising (R3, R5).
 
     missing: no such file; unreadable: not a regular file, a symlink leaving the run
     folder, or an OS error; invalid: empty, not UTF-8 or not JSON. ``exact``: parse with
-    ``loads_exact`` (integers beyond 64 bits stay integers).
+    ``loads_exact`` (integers beyond 64 bits stay integers). ``real_run_dir``: the run
+    folder's resolved path, or None to resolve it only when the careful path needs it (a
+    caller reading one or two files of a folder).
 
     The common case (a regular file, not a symlink) costs one open, one fstat and one
     read; anything else (missing, symlink, special file, error) takes the careful path.
     """
-    full = os.path.join(real_run_dir, relative)
+    full = os.path.join(real_run_dir if real_run_dir is not None else str(run_dir), relative)
+
+    def carefully() -> JsonFile:
+        real = real_run_dir if real_run_dir is not None else os.path.realpath(run_dir)
+        return _read_json_file_carefully(os.path.join(real, relative), real, relative, exact)
+
     if not hasattr(os, "O_NOFOLLOW"):
-        return _read_json_file_carefully(full, real_run_dir, relative, exact)
+        return carefully()
     try:
         fd = os.open(full, _OPEN_FLAGS)
     except (OSError, ValueError):
-        return _read_json_file_carefully(full, real_run_dir, relative, exact)
+        return carefully()
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return _read_json_file_carefully(full, real_run_dir, relative, exact)
+            return carefully()
         data = _read_all(fd, st.st_size)
     except OSError as exc:
         return JsonFile(UNREADABLE, reason=f"cannot read: {exc.strerror or exc}", path=relative)

@@ -10,7 +10,6 @@ its type is unknown (None), never a default.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,10 +117,9 @@ def differences(baseline: RunIdentity, candidate: RunIdentity) -> list[str]:
 
 def read_json_object(path: Path) -> dict:
     """A JSON file's object; {} when the file is missing, unreadable (a FIFO or a device is
-    never waited on), not JSON or not an object. Read as the run reader reads a run's own
-    files (``artifacts.read_json_file``, integers exact)."""
-    folder = path.parent
-    file = read_json_file(folder, os.path.realpath(folder), path.name, exact=True)
+    never waited on), not JSON or not an object (``artifacts.read_json_file``, the run
+    reader's own; the folder resolved only when the file is not a plain one)."""
+    file = read_json_file(path.parent, None, path.name)
     return file.value if file.available and isinstance(file.value, dict) else {}
 
 

@@ -303,7 +303,7 @@ def waiting_reason(folder: RunFolder, quiet_seconds: float) -> str:
 def _local_manifest(path: str) -> JsonFile:
     """A local run folder's manifest.json as the run reader reads it (never waiting on a FIFO
     or a device put in its place: ``artifacts.read_json_file``)."""
-    return read_json_file(Path(path), os.path.realpath(path), "manifest.json")
+    return read_json_file(Path(path), None, "manifest.json")
 
 
 def manifest_problem(path: str) -> str | None:
