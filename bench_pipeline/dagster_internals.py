@@ -85,14 +85,18 @@ LISTED_PARTITIONS = 200
 
 
 def latest_tags_by_partition(instance: dg.DagsterInstance, asset_key: dg.AssetKey, tag_keys: Sequence[str],
-                             partitions: Sequence[str]) -> dict[str, dict[str, str]]:
+                             partitions: Sequence[str] | None) -> dict[str, dict[str, str]]:
     """{partition: {tag: value}} of the latest materialization of each of ``partitions`` that
-    has one (only ``tag_keys``).
+    has one (only ``tag_keys``); ``partitions`` None: of every partition ever materialized,
+    deleted ones included.
 
     Many partitions (more than ``LISTED_PARTITIONS``) are not named in the query: the latest
     of every partition of the asset is read and the asked ones kept, which is faster than a
     query listing thousands of partition keys (docs/benchmarks.md) and reads only the
     partitions deleted since on top."""
+    if partitions is None:
+        return instance.event_log_storage.get_latest_tags_by_partition(
+            asset_key, dg.DagsterEventType.ASSET_MATERIALIZATION, list(tag_keys))
     partitions = list(partitions)
     named = len(partitions) <= LISTED_PARTITIONS
     latest = instance.event_log_storage.get_latest_tags_by_partition(

@@ -174,7 +174,8 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
     # thousands of rows in a process that holds Dagster and the definitions: the collector's
     # passes over them cost more than the step's own work (bulk.gc_paused)
     with gc_paused():
-        versions = run_versions(context.instance, "capability_aggregates", run_keys(context.instance))
+        versions = run_versions(context.instance, "capability_aggregates", run_keys(context.instance),
+                                settings.storage_base, context)
         kept = load_state(settings.storage_base, "run_catalog", context)
         rows, read = {}, []
         for run_id, version in versions.items():

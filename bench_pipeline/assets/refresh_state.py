@@ -57,12 +57,48 @@ def run_keys(instance: dg.DagsterInstance) -> list[str]:
     return list(instance.get_dynamic_partitions(runs_partitions.name))
 
 
-def run_versions(instance: dg.DagsterInstance, asset: str, keys: Iterable[str]) -> dict[str, str | None]:
+#: Up to how many materializations ``run_versions`` reads per request (Dagster's limit).
+RECORDS_PER_REQUEST = 10_000
+
+
+def run_versions(instance: dg.DagsterInstance, asset: str, keys: Iterable[str], storage_base: str,
+                 context: dg.AssetExecutionContext | None = None) -> dict[str, str | None]:
     """{run: the data version of its latest ``asset`` materialization}, None for a run without
-    one (or without the tag: such a run is recomputed by every refresh)."""
-    keys = list(keys)
-    latest = latest_tags_by_partition(instance, dg.AssetKey(asset), [DATA_VERSION_TAG], keys) if keys else {}
-    return {key: (latest.get(key) or {}).get(DATA_VERSION_TAG) for key in keys}
+    one (or without the tag: such a run is recomputed by every refresh).
+
+    Read from the event log after a cursor, so that a refresh reads only the materializations
+    made since the last one: the latest version of every partition ever materialized is kept
+    (``versions_<asset>``, with the storage id of the newest materialization it includes) and
+    the materializations after that id are applied in storage order. Without kept versions
+    (the first refresh, another REFRESH_VERSION, a refresh from scratch) every partition's
+    latest is read in one query. The cursor is Dagster's own way of following an asset's
+    events (its asset sensors keep a storage id too); a materialization wiped from the event
+    log is not seen by it: after ``dagster asset wipe`` refresh from scratch
+    (docs/operations.md)."""
+    key = dg.AssetKey(asset)
+    name = f"versions_{asset}"
+    kept = load_state(storage_base, name, context)
+    cursor, latest = kept.get("cursor"), kept.get("versions")
+    if not isinstance(cursor, int) or not isinstance(latest, dict):
+        newest = instance.fetch_materializations(key, limit=1).records
+        cursor = newest[0].storage_id if newest else 0  # read before the query: what it misses comes after
+        latest = {partition: tags.get(DATA_VERSION_TAG)
+                  for partition, tags in latest_tags_by_partition(instance, key, [DATA_VERSION_TAG], None).items()}
+    newest, page = cursor, None
+    while True:
+        result = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, after_storage_id=cursor),
+                                                 limit=RECORDS_PER_REQUEST, cursor=page, ascending=True)
+        for record in result.records:
+            newest = max(newest, record.storage_id)
+            materialization = record.asset_materialization
+            if record.partition_key is not None and materialization is not None:
+                latest[record.partition_key] = (materialization.tags or {}).get(DATA_VERSION_TAG)
+        if not result.has_more:
+            break
+        page = result.cursor
+    if newest != kept.get("cursor") or not isinstance(kept.get("versions"), dict):
+        save_state(storage_base, name, {"cursor": newest, "versions": dict(sorted(latest.items()))})
+    return {run: latest.get(run) for run in keys}
 
 
 def _path(storage_base: str, name: str) -> Any:

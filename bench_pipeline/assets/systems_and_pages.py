@@ -71,7 +71,8 @@ def systems_and_suite_pages(context: dg.AssetExecutionContext, settings: Pipelin
         kept = load_state(settings.storage_base, "systems_and_suite_pages", context)
         # each run's data version as the catalog has it (run_catalog's row, from the same query)
         versions = {row["run_id"]: row["data_version"] for row in records}
-        runs = StoredRuns(settings, records, versions, run_versions(context.instance, "run_comparison", keys),
+        runs = StoredRuns(settings, records, versions,
+                          run_versions(context.instance, "run_comparison", keys, settings.storage_base, context),
                           kept.get("runs") or {})
         value, metadata, systems_state, docs = write_systems(settings, runs, kept.get("systems") or {})
         metadata["runs_read"] = sum(1 for run in runs.loaded.values() if run is not None)
