@@ -7,6 +7,8 @@ values at their data version (the run folder's fingerprint and the formula versi
 its comparison's data version (comparison_inputs.py). A refresh records, beside what it
 made, the versions it made each part from (a catalog row, a trend row, a system, a suite
 page); the next refresh keeps a part whose versions are unchanged and recomputes the rest.
+The runs' current data versions are followed through Dagster's event log after a cursor
+(``run_versions``), so that a refresh reads only the materializations made since the last.
 Kept parts are the values a refresh from scratch would make from the same inputs, so the
 result is the same byte for byte (bench_pipeline_tests/assets/test_incremental_refresh.py).
 
@@ -69,17 +71,17 @@ def run_versions(instance: dg.DagsterInstance, asset: str, keys: Iterable[str], 
     Read from the event log after a cursor, so that a refresh reads only the materializations
     made since the last one: the latest version of every partition ever materialized is kept
     (``versions_<asset>``, with the storage id of the newest materialization it includes) and
-    the materializations after that id are applied in storage order. Without kept versions
-    (the first refresh, another REFRESH_VERSION, a refresh from scratch) every partition's
-    latest is read in one query. The cursor is Dagster's own way of following an asset's
-    events (its asset sensors keep a storage id too); a materialization wiped from the event
-    log is not seen by it: after ``dagster asset wipe`` refresh from scratch
-    (docs/operations.md)."""
+    the materializations after that id are applied in storage order (the cursor is Dagster's
+    own way of following an asset's events: its asset sensors keep a storage id too). Without
+    kept versions (the first refresh, another REFRESH_VERSION, a refresh from scratch) or
+    after the asset was wiped since they were kept (``dagster asset wipe``: Dagster then
+    ignores its earlier materializations), every partition's latest is read in one query."""
     key = dg.AssetKey(asset)
     name = f"versions_{asset}"
     kept = load_state(storage_base, name, context)
     cursor, latest = kept.get("cursor"), kept.get("versions")
-    if not isinstance(cursor, int) or not isinstance(latest, dict):
+    wiped = _last_wipe(instance, key)
+    if not isinstance(cursor, int) or not isinstance(latest, dict) or kept.get("wiped") != wiped:
         newest = instance.fetch_materializations(key, limit=1).records
         cursor = newest[0].storage_id if newest else 0  # read before the query: what it misses comes after
         latest = {partition: tags.get(DATA_VERSION_TAG)
@@ -96,9 +98,16 @@ def run_versions(instance: dg.DagsterInstance, asset: str, keys: Iterable[str], 
         if not result.has_more:
             break
         page = result.cursor
-    if newest != kept.get("cursor") or not isinstance(kept.get("versions"), dict):
-        save_state(storage_base, name, {"cursor": newest, "versions": dict(sorted(latest.items()))})
+    if newest != kept.get("cursor") or latest is not kept.get("versions") or kept.get("wiped") != wiped:
+        save_state(storage_base, name, {"cursor": newest, "wiped": wiped, "versions": dict(sorted(latest.items()))})
     return {run: latest.get(run) for run in keys}
+
+
+def _last_wipe(instance: dg.DagsterInstance, key: dg.AssetKey) -> float | None:
+    """When the asset was last wiped (Dagster's asset details), None if never."""
+    records = instance.get_asset_records([key])
+    details = records[0].asset_entry.asset_details if records else None
+    return details.last_wipe_timestamp if details is not None else None
 
 
 def _path(storage_base: str, name: str) -> Any:

@@ -93,3 +93,18 @@ def test_state_of_another_refresh_version_is_read_again_from_the_event_log(tmp_p
         assert load_state(base, f"versions_{ASSET}") == {}
         assert run_versions(instance, ASSET, ["run-1"], base) == {"run-1": "b"}
         assert load_state(base, f"versions_{ASSET}")["versions"] == {"run-1": "b"}
+
+
+def test_a_wiped_asset_is_read_again_from_the_event_log(tmp_path):
+    """``dagster asset wipe`` makes Dagster ignore the asset's earlier materializations: the
+    kept versions are dropped with them, as one query gives."""
+    base = str(tmp_path)
+    with dg.instance_for_test() as instance:
+        _materialize(instance, "run-1", "a")
+        _materialize(instance, "run-2", "b")
+        assert run_versions(instance, ASSET, ["run-1", "run-2"], base) == {"run-1": "a", "run-2": "b"}
+        instance.wipe_assets([KEY])
+        _materialize(instance, "run-2", "c")
+        assert run_versions(instance, ASSET, ["run-1", "run-2"], base) == _from_one_query(
+            instance, ["run-1", "run-2"]) == {"run-1": None, "run-2": "c"}
+        assert load_state(base, f"versions_{ASSET}")["wiped"] is not None
