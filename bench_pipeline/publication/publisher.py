@@ -19,7 +19,8 @@ Order of a publication (docs/langfuse.md has the full story):
    anything is re-sent), v3: one dataset run item per attempt (an unanswered one is checked
    by reading back in the next call, never re-sent blindly), then the scores as
    ``score-create`` events (207 with a status per event);
-8. run-level scores on the experiment;
+8. run-level scores on the experiment, then the deletion of the scores an earlier publication
+   confirmed and this one leaves out (a value that became unknown, e.g. after a re-judge);
 9. ``publication.json``: what was accepted, with ids and times, so that the next call sends
    only what is missing or changed. Failures raise ``PublicationError``.
 
@@ -145,7 +146,7 @@ def nothing_to_do(pub: Publication) -> bool:
         return False
     if rec["run_scores"] is None or rec["run_scores"].get("hash") != content_hash(pub.plan.run_scores):
         return False
-    return len(pub.done) == pub.total
+    return len(pub.done) == pub.total and not rec["stale_scores"]
 
 
 def attempt_done(pub: Publication, a: AttemptPlan) -> bool:
@@ -198,6 +199,8 @@ def publish_steps(pub: Publication) -> None:
     # stream from this one; 5. run scores (v3: once the run exists)
     timed(pub, "items_spans_scores", lambda: item_writes.write_all(pub, writes))
     timed(pub, "run_scores", lambda: score_delivery.run_scores(pub))
+    # 6. the scores confirmed by an earlier publication and left out of this one
+    timed(pub, "stale_scores", lambda: score_delivery.delete_stale_scores(pub))
 
 
 def timed(pub: Publication, phase: str, step: Callable[[], None]) -> None:
@@ -231,7 +234,7 @@ def finish_record(pub: Publication) -> None:
     """The record with this call's outcome and session (the last 20 sessions are kept)."""
     rec = pub.record
     done = bool(rec["experiment_id"]) and len(pub.done) == pub.total \
-        and rec["run_scores"] is not None and not pub.errors
+        and rec["run_scores"] is not None and not rec["stale_scores"] and not pub.errors
     rec["status"] = "complete" if done else "incomplete"
     rec["updated_at"] = now_iso()
     pub.session.update({

@@ -90,13 +90,16 @@ class RetryPolicy:
         if delay > 0:
             time.sleep(delay)
 
-    def run(self, what: str, once: Callable[[], T], *, retry_unanswered: bool = True, route: str = "sdk") -> T:
+    def run(self, what: str, once: Callable[[], T], *, retry_unanswered: bool = True, route: str = "sdk",
+            wait_when_limited: bool = True) -> T:
         """``once()`` under the retry policy; returns its result or raises DeliveryFailure.
 
         ``once`` raises Retryable for a request without an answer or with a retryable
         status (408/425/429/5xx), and DeliveryFailure for a definite refusal, which ends the
         attempts at once. With ``retry_unanswered=False`` a request without an answer is not
-        repeated either (the caller reads back first: the failure is ``in_doubt``).
+        repeated either (the caller reads back first: the failure is ``in_doubt``). With
+        ``wait_when_limited=False`` a 429 ends the attempts at once (status 429): for what can
+        wait for a later call rather than hold this one (a limit counted per day).
         """
         self.check_breaker(what, route)
         last: DeliveryFailure | None = None
@@ -107,6 +110,9 @@ class RetryPolicy:
                 result = once()
             except Retryable as retryable:
                 last = retryable.failure
+                if last.status == 429 and not wait_when_limited:
+                    self.outcome(route, None)  # up, and not to be asked again in this call
+                    raise last from None
                 if last.status == 429:  # up and busy: wait for the window with the other requests
                     limited += 1
                     if limited >= self.options.rate_limited_tries:

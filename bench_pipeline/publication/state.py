@@ -46,7 +46,7 @@ class Publication:
         self.record = load_record(self.record_path, plan, target_fingerprint(settings))
         self.errors: list[tuple[str, int, str]] = []  # (what, how many attempts/objects, detail)
         self.blocked: set[str] = set()  # item ids that cannot progress in this call
-        self.sent = {"items": 0, "spans": 0, "scores": 0, "run_items": 0}
+        self.sent = {"items": 0, "spans": 0, "scores": 0, "run_items": 0, "scores_deleted": 0}
         self.item_outcomes: dict[str, int] = {}
         self.skipped_existing = 0
         self.session: dict[str, Any] = {"started_at": now_iso()}

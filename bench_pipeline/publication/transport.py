@@ -118,11 +118,13 @@ class LangfuseHttp:
             raise DeliveryFailure(what, "refused: the payload contains the Langfuse secret key")
 
     # ------------------------------------------------------------------ SDK calls
-    def call(self, what: str, fn: Callable[[dict], T]) -> T:
+    def call(self, what: str, fn: Callable[[dict], T], *, route: str = "sdk", wait_when_limited: bool = True) -> T:
         """Run ``fn(request_options)`` (an SDK API call) with the retry policy.
 
         Retries transport errors and 408/425/429/5xx answers; raises DeliveryFailure.
-        Only idempotent calls (reads, upserts by id) are passed here.
+        Only idempotent calls (reads, upserts by id, deletions by id) are passed here.
+        ``route`` names the endpoint for the policy's failure count and rate limit window;
+        ``wait_when_limited=False``: a 429 fails at once (``RetryPolicy.run``).
         """
         request_options = {"max_retries": 0}
 
@@ -138,7 +140,7 @@ class LangfuseHttp:
                     raise failure from None
                 raise Retryable(failure, retry_after_seconds(exc.headers)) from None
 
-        return self.retry.run(what, once)
+        return self.retry.run(what, once, route=route, wait_when_limited=wait_when_limited)
 
     # ------------------------------------------------------------------ raw requests
     def request(self, what: str, method: str, path: str, *, body: bytes | None = None,

@@ -227,7 +227,7 @@ def test_full_publication(standin, settings, options, run, out_dir, caplog, mode
     assert record["server"]["generation"] == mode and record["server"]["version"] == standin.server_version
     assert len(record["bindings"]) == n and all(b["state"] == "confirmed" for b in record["bindings"].values())
     assert record["sessions"][-1]["sent"] == {"items": n, "spans": result.spans, "scores": result.scores,
-                                              "run_items": result.run_items}
+                                              "run_items": result.run_items, "scores_deleted": 0}
     assert record["sessions"][-1]["items"] == {"created": n}
     text = result.record_path.read_text()
     assert SECRET not in text and standin.public_key not in text and standin.base_url not in text
@@ -272,6 +272,87 @@ def test_changed_results_are_resent_in_place(standin, settings, options, run, ou
     assert output_of(span)["final_response"] == "a corrected final answer"
     assert_no_duplicates(standin, len(run["attempts"]), receipts=False)
     assert_read_apis_return_everything(standin, run)
+
+
+def _rejudged(rec: dict) -> None:
+    """An attempt whose judge failed on a second judging: its judged values become unknown."""
+    rec.update(status="judge_error", success=None, success_raw=None, quality_score=None, rubric_pass_count=None,
+               rubric_total=None)
+
+
+def test_scores_that_became_unknown_are_deleted_not_left_beside_the_new_ones(standin, settings, options, run,
+                                                                             out_dir):
+    """A re-judge turned a success into a judge_error, and a run metric became null: the new
+    publication leaves those values out (unknown, never 0) and deletes the scores the first one
+    sent, so that Langfuse does not show success 1 beside status judge_error."""
+    publish(run, out_dir, settings, options)
+    rec = next(r for r in run["attempts"] if r["success"] is True and r["quality_score"] is not None)
+    span_id = item_spans(standin)[dataset_item_id(run["metrics"]["suite"], rec["task_id"], rec["attempt"])]["span_id"]
+    before = {s["name"] for s in standin.scores.values() if s["observationId"] == span_id}
+    _rejudged(rec)
+    run["metrics"]["capability"]["pass_at_1"]["value"] = None
+    result = publish(run, out_dir, settings, options)
+
+    got = {s["name"]: (s["value"], s["dataType"]) for s in standin.scores.values() if s["observationId"] == span_id}
+    assert got == expected_attempt_scores(rec)
+    assert got["benchmark.status"] == ("judge_error", "CATEGORICAL") and "benchmark.success" not in got
+    dropped = before - set(got)
+    assert {"benchmark.success", "benchmark.quality_score"} <= dropped
+    exp_id = experiment_id_of(standin, standin.datasets[run["metrics"]["suite"]]["id"], run["run_id"])
+    run_scores = {s["name"] for s in standin.scores.values() if s["datasetRunId"] == exp_id}
+    assert "capability.pass_at_1" not in run_scores and run_scores == set(expected_run_scores(run["metrics"]))
+    deletes = standin.requests_to("/api/public/scores/", "DELETE")
+    assert len(deletes) == len(dropped) + 1 and {r.status for r in deletes} == {202}
+    record = json.loads(result.record_path.read_text())
+    assert record["stale_scores"] == {} and record["status"] == "complete"
+    assert record["sessions"][-1]["sent"]["scores_deleted"] == len(dropped) + 1
+    assert sorted(record["attempt_scores"][dataset_item_id(run["metrics"]["suite"], rec["task_id"],
+                                                           rec["attempt"])]["names"]) == sorted(got)
+    assert_read_apis_return_everything(standin, run)
+
+    # nothing left to do: a third publication sends and deletes nothing
+    requests = len(standin.requests)
+    assert publish(run, out_dir, settings, options).http_requests == 0 and len(standin.requests) == requests
+
+
+def test_a_deletion_that_fails_is_kept_and_done_by_the_next_publication(standin, settings, options, run, out_dir):
+    publish(run, out_dir, settings, options)
+    rec = run["attempts"][0]
+    _rejudged(rec)
+    standin.faults.fail("/api/public/scores/", status=500, times=100, method="delete")
+    with pytest.raises(PublicationError, match="deletion of scores left out"):
+        publish(run, out_dir, settings, options)
+    record = json.loads((out_dir / "publication.json").read_text())
+    assert record["status"] == "incomplete"
+    assert f"benchmark/{rec['task_id']}#attempt-{rec['attempt']} benchmark.success" in record["stale_scores"].values()
+    standin.faults.clear()
+    result = publish(run, out_dir, settings, options)
+    record = json.loads(result.record_path.read_text())
+    assert record["stale_scores"] == {} and record["status"] == "complete"
+    span_id = item_spans(standin)[dataset_item_id(run["metrics"]["suite"], rec["task_id"], rec["attempt"])]["span_id"]
+    got = {s["name"] for s in standin.scores.values() if s["observationId"] == span_id}
+    assert got == set(expected_attempt_scores(rec))
+
+
+def test_a_score_known_again_is_sent_not_deleted(standin, settings, options, run, out_dir):
+    """Unknown, then known again before its deletion went through: the score is sent and its
+    deletion dropped."""
+    publish(run, out_dir, settings, options)
+    rec = run["attempts"][0]
+    kept = dict(rec)
+    _rejudged(rec)
+    standin.faults.fail("/api/public/scores/", status=500, times=100, method="delete")
+    with pytest.raises(PublicationError):
+        publish(run, out_dir, settings, options)
+    standin.faults.clear()
+    rec.update(kept)
+    result = publish(run, out_dir, settings, options)
+    record = json.loads(result.record_path.read_text())
+    assert record["stale_scores"] == {} and record["status"] == "complete"
+    assert not [r for r in standin.requests_to("/api/public/scores/", "DELETE") if r.status == 202]
+    span_id = item_spans(standin)[dataset_item_id(run["metrics"]["suite"], rec["task_id"], rec["attempt"])]["span_id"]
+    got = {s["name"]: (s["value"], s["dataType"]) for s in standin.scores.values() if s["observationId"] == span_id}
+    assert got == expected_attempt_scores(rec)
 
 
 # ------------------------------------------------------------------------------------ server generations
@@ -937,3 +1018,23 @@ def test_a_run_item_in_doubt_since_an_unknown_time_waits_from_the_new_call(run, 
         assert result.run_items == 0 and len(server.run_items_of(run["run_id"])) == len(run["attempts"])
         after = json.loads(path.read_text())["bindings"][item_id]
         assert after["run_item"] == "confirmed" and "run_item_doubt_at" not in after
+
+
+def test_a_rate_limited_deletion_is_left_for_later_without_waiting(mode, run, tmp_path):
+    """Langfuse Cloud counts score deletions per day: a 429 there is not waited for (a day's
+    window would hold the run), the deletions stay in the record and the next call does them."""
+    with make_standin(mode) as standin:
+        settings = settings_for(standin)
+        options = PublishOptions(**FAST)
+        publish(run, tmp_path, settings, options)
+        _rejudged(run["attempts"][0])
+        standin.faults.rate_limit("/api/public/scores/", retry_after=86400, times=100, method="delete")
+        started = time.monotonic()
+        with pytest.raises(PublicationError, match="HTTP 429"):
+            publish(run, tmp_path, settings, options)
+        assert time.monotonic() - started < 10
+        assert len(standin.requests_to("/api/public/scores/", "DELETE")) == 1
+        assert json.loads((tmp_path / "publication.json").read_text())["stale_scores"]
+        standin.faults.clear()
+        publish(run, tmp_path, settings, options)
+        assert json.loads((tmp_path / "publication.json").read_text())["stale_scores"] == {}

@@ -65,6 +65,16 @@ def test_rate_limits_do_not_use_up_the_retries_but_have_their_own_bound():
     assert failure.value.status == 429
 
 
+def test_a_rate_limit_ends_at_once_when_told_not_to_wait_and_closes_no_window():
+    once, calls = answers(status(429), "ok")
+    policy = RetryPolicy(FAST)
+    with pytest.raises(DeliveryFailure, match="HTTP 429") as failure:
+        policy.run("x", once, route="DELETE /s", wait_when_limited=False)
+    assert failure.value.status == 429 and len(calls) == 1 and policy.limits.count == 0
+    once, calls = answers(status(503), "ok")  # other transient failures are still retried
+    assert policy.run("x", once, route="DELETE /s", wait_when_limited=False) == "ok" and len(calls) == 2
+
+
 def test_an_endpoint_that_keeps_failing_is_given_up_on_the_others_go_on():
     policy = RetryPolicy(PublishOptions(retries=0, backoff=0.0, give_up_after=2))
     for _ in range(2):

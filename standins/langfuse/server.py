@@ -24,7 +24,8 @@ POST     /api/public/ingestion                     scores  scores  404     inges
 POST     /api/public/scores                        object  object  array   scores/index.ts (PostScoresBodyV1: one
                                                                            object, timestamp = arrival); sdk5: the
                                                                            SDK's array form, 202/207
-DELETE   /api/public/scores/{id}                   yes     yes     yes     scores/[scoreId].ts
+DELETE   /api/public/scores/{id}                   yes     yes     yes     scores/[scoreId].ts (202, queued for
+                                                                           any id: scores-api-service.ts)
 GET      /api/public/scores                        404     yes     404     scores/index.ts (rejectInEventsOnlyMode)
 GET      /api/public/v2/scores                     404     yes     404     v2/scores/index.ts (rejectInEventsOnlyMode)
 GET      /api/public/v3/scores                     yes     yes     yes     v3/scores/index.ts

@@ -1,13 +1,14 @@
 """Scores in size-bounded batches: each attempt's ``benchmark.*`` scores on its experiment item
 (from a sender thread, at most two batches waiting for their answer), then the run-level
-scores on the experiment (v3: once the dataset run exists)."""
+scores on the experiment (v3: once the dataset run exists), then the deletion of the scores a
+publication left out since an earlier one confirmed them (``delete_stale_scores``)."""
 
 from __future__ import annotations
 
 import orjson
 
 from .. import endpoints, payloads
-from ..ids import content_hash
+from ..ids import attempt_score_id, content_hash, run_score_id
 from ..plan import AttemptPlan
 from ..record import now_iso
 from ..retry import DeliveryFailure
@@ -48,7 +49,9 @@ def send_attempt_scores(pub: Publication, attempts: list[AttemptPlan]) -> None:
     work: list[tuple[AttemptPlan, list[bytes], str]] = []
     for a in attempts:
         encoded, h = pub.score_units(a, rec["bindings"][a.item_id])
-        if rec["attempt_scores"].get(a.item_id, {}).get("hash") == h:
+        confirmed = rec["attempt_scores"].get(a.item_id)
+        if confirmed is not None and confirmed.get("hash") == h:
+            confirmed.setdefault("names", score_names(a))  # a record from before names were kept
             pub.done.add(a.item_id)
             continue
         work.append((a, encoded, h))
@@ -83,7 +86,11 @@ def collect_scores(pub: Publication, keep: int) -> None:
             continue
         now = now_iso()
         for a, count, h in batch:
-            rec["attempt_scores"][a.item_id] = {"count": count, "hash": h, "confirmed_at": now}
+            names = score_names(a)
+            left_out(pub, rec["attempt_scores"].get(a.item_id), names,
+                     lambda name, a=a: (attempt_score_id(pub.plan.suite, pub.plan.run_id, a.item_id, name),
+                                        f"{a.name} {name}"))
+            rec["attempt_scores"][a.item_id] = {"count": count, "hash": h, "confirmed_at": now, "names": names}
             pub.done.add(a.item_id)  # _write_all takes it out again if its item or run item failed
         pub.sent["scores"] += len(encoded)
 
@@ -110,5 +117,56 @@ def run_scores(pub: Publication) -> None:
             pub.errors.append(("run-level scores", len(encoded), exc.detail))
             return
         pub.sent["scores"] += len(batch)
+    names = sorted(name for name, _ in pub.plan.run_scores)
+    left_out(pub, rec["run_scores"], names,
+             lambda name: (run_score_id(pub.plan.suite, pub.plan.run_id, name), f"run {name}"))
     rec["run_scores"] = {"count": len(encoded), "hash": h, "experiment_id": rec["experiment_id"],
-                         "timestamp": pub.anchor, "confirmed_at": now_iso()}
+                         "timestamp": pub.anchor, "confirmed_at": now_iso(), "names": names}
+
+
+def score_names(a: AttemptPlan) -> list[str]:
+    """The names of the scores an attempt's publication sends (its known values)."""
+    return sorted(name for name, _, _ in a.scores)
+
+
+def left_out(pub: Publication, before: dict | None, names: list[str], identify) -> None:
+    """Keep for deletion (``stale_scores``) the scores confirmed before (``before["names"]``)
+    that the scores now confirmed (``names``) leave out; a score sent again is not deleted.
+    ``identify(name)``: (score id, what it was). A record entry from before names were kept
+    names nothing: its left-out scores are not known, and stay."""
+    stale = pub.record["stale_scores"]
+    for name in names:
+        stale.pop(identify(name)[0], None)
+    for name in sorted(set((before or {}).get("names") or ()) - set(names)):
+        score_id, what = identify(name)
+        stale[score_id] = what
+
+
+#: The endpoint of a score's deletion, for the retry policy (one route for every score id).
+DELETE_ROUTE = "DELETE /api/public/scores/{id}"
+
+
+def delete_stale_scores(pub: Publication) -> None:
+    """Delete the scores kept in ``stale_scores`` with the SDK's ``scores.delete`` (the server
+    queues the deletion and answers 202; a server before 4.x answers 404 for a score it does
+    not have, which is as good). Transient failures are retried; a rate limit is not waited
+    for (Langfuse Cloud counts deletions per day: ``score-delete``, 50 a day on the hobby
+    plan): the deletions not done stay in the record for the next publication, and the call
+    says so."""
+    http, stale = pub.http, pub.record["stale_scores"]
+    assert http is not None
+    for score_id, what in list(stale.items()):
+        try:
+            http.call(f"stale score delete ({what})",
+                      lambda ro, score_id=score_id: http.api.scores.delete(score_id, request_options=ro),
+                      route=DELETE_ROUTE, wait_when_limited=False)
+        except DeliveryFailure as exc:
+            if exc.status != 404:
+                pub.errors.append((STALE_SCORES, len(stale), f"{exc.detail}; left for the next publication"))
+                return
+        del stale[score_id]
+        pub.sent["scores_deleted"] += 1
+
+
+#: How a deletion failure is named in the publication's error.
+STALE_SCORES = "deletion of scores left out since an earlier publication (their values are unknown now)"

@@ -93,3 +93,18 @@ def test_delay_fault_times_out_the_client_then_recovers(standin, lf):
     standin.faults.delay("/api/public/v2/datasets", seconds=0.3)
     lf.create_dataset(name="slow")  # within the SDK timeout: just slower
     assert standin.requests_to("/api/public/v2/datasets")[0].duration >= 0.3
+
+
+@sdk5
+def test_a_score_deletion_is_queued_whether_or_not_the_score_exists(standin, lf):
+    """scores/[scoreId].ts DELETE (successStatusCode 202) -> ScoresApiService.deleteScore, which
+    queues the deletion without looking the score up: 202 for any id, never 404."""
+    lf.create_score(name="x", value=1.0, trace_id=SEED_TRACE, score_id="s-1", timestamp=FIXED_TS)
+    lf.flush()
+    lf.api.scores.delete("s-1")
+    lf.api.scores.delete("never-there")
+    deletes = standin.requests_to("/api/public/scores/", "DELETE")
+    assert [r.status for r in deletes] == [202, 202] and "s-1" not in standin.scores
+    with raw(standin) as c:
+        answer = c.delete("/api/public/scores/s-2")
+    assert (answer.status_code, answer.json()) == (202, {"message": "Score deletion queued successfully"})

@@ -171,10 +171,17 @@ def scores_v2(server: "LangfuseStandIn", query: Dict[str, str], **_: Any) -> Res
     return json_response(200, {"data": data, "meta": meta})
 
 
+#: What DELETE /api/public/scores/{id} answers: scores/[scoreId].ts (``successStatusCode: 202``)
+#: returns ``ScoresApiService.deleteScore`` (web/src/features/public-api/server/
+#: scores-api-service.ts), which queues the deletion (ScoreDeleteQueue) without looking the
+#: score up: the same answer whether the score exists or not, never a 404.
+SCORE_DELETE_ANSWER = {"message": "Score deletion queued successfully"}
+
+
 def scores_delete(server: "LangfuseStandIn", id: str, **_: Any) -> Response:  # noqa: A002
-    if not server.delete_score(id):
-        raise ApiError(404, f"Score not found: {id!r}")
-    return Response(204, b"")
+    """Every row of the score is removed at once (the real server's worker does it later)."""
+    server.delete_score(id)
+    return json_response(202, SCORE_DELETE_ANSWER)
 
 
 def scores_v3(server: "LangfuseStandIn", query: Dict[str, str], **_: Any) -> Response:
