@@ -1,9 +1,10 @@
 """``publication.json``: what a publication of a run had confirmed, so that the next call
 sends only what is missing or changed (docs/langfuse.md, "Idempotency and confirmed delivery").
 
-Each confirmed attempt's scores and the run's scores keep their ``names``; a score confirmed
-once and left out of a later publication (its value became unknown) is kept in
-``stale_scores`` ({score id: what it was}) until its deletion is accepted.
+Each confirmed attempt's scores and the run's scores keep their names (``names``: the key of
+the set in ``score_names``, {key: [names]}, each distinct set once); a score confirmed once and
+left out of a later publication (its value became unknown) is kept in ``stale_scores``
+({score id: what it was}) until its deletion is accepted.
 
 States of a span (``state``) and of a v3 dataset run item (``run_item``) in the record:
 ``planned`` (decided, not stored), ``confirmed`` (accepted: 2xx) and ``in_doubt`` (sent without
@@ -50,7 +51,7 @@ def fresh_record(plan: RunPlan, target: str) -> dict:
         "server": None, "project_id": None, "dataset_id": None, "dataset_hash": None, "experiment_id": None,
         "run_name": plan.run_id, "status": "incomplete", "first_published_at": None, "updated_at": None,
         "anchor": None, "items": {}, "bindings": {}, "attempt_scores": {}, "run_scores": None, "sessions": [],
-        "stale_scores": {},
+        "score_names": {}, "stale_scores": {},
     }
 
 

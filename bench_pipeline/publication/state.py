@@ -56,6 +56,7 @@ class Publication:
         self.total = len(plan.attempts)
         self.done: set[str] = set()  # item ids whose item, experiment item (+ run item) and scores are confirmed
         self.write_record = True
+        self.name_keys: dict[tuple[str, ...], str] = {}  # score name sets -> their key in the record
         self.pending_scores: list = []  # score batches sent or to send: (future | None, what, encoded, batch)
         self.score_failures: list = [0, ""]
         self.sender: ThreadPoolExecutor | None = None

@@ -306,8 +306,13 @@ def test_scores_that_became_unknown_are_deleted_not_left_beside_the_new_ones(sta
     record = json.loads(result.record_path.read_text())
     assert record["stale_scores"] == {} and record["status"] == "complete"
     assert record["sessions"][-1]["sent"]["scores_deleted"] == len(dropped) + 1
-    assert sorted(record["attempt_scores"][dataset_item_id(run["metrics"]["suite"], rec["task_id"],
-                                                           rec["attempt"])]["names"]) == sorted(got)
+    key = record["attempt_scores"][dataset_item_id(run["metrics"]["suite"], rec["task_id"], rec["attempt"])]["names"]
+    assert sorted(record["score_names"][key]) == sorted(got)
+    # each distinct set of names kept once, whatever number of attempts have it
+    assert len({tuple(names) for names in record["score_names"].values()}) == len(record["score_names"])
+    assert len({e["names"] for e in record["attempt_scores"].values()}) == len(
+        {tuple(record["score_names"][e["names"]]) for e in record["attempt_scores"].values()})
+    assert set(record["score_names"]) >= {e["names"] for e in record["attempt_scores"].values()}
     assert_read_apis_return_everything(standin, run)
 
     # nothing left to do: a third publication sends and deletes nothing

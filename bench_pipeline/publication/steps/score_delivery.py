@@ -51,7 +51,7 @@ def send_attempt_scores(pub: Publication, attempts: list[AttemptPlan]) -> None:
         encoded, h = pub.score_units(a, rec["bindings"][a.item_id])
         confirmed = rec["attempt_scores"].get(a.item_id)
         if confirmed is not None and confirmed.get("hash") == h:
-            confirmed.setdefault("names", score_names(a))  # a record from before names were kept
+            confirmed.setdefault("names", names_key(pub, score_names(a)))  # a record from before names were kept
             pub.done.add(a.item_id)
             continue
         work.append((a, encoded, h))
@@ -90,7 +90,8 @@ def collect_scores(pub: Publication, keep: int) -> None:
             left_out(pub, rec["attempt_scores"].get(a.item_id), names,
                      lambda name, a=a: (attempt_score_id(pub.plan.suite, pub.plan.run_id, a.item_id, name),
                                         f"{a.name} {name}"))
-            rec["attempt_scores"][a.item_id] = {"count": count, "hash": h, "confirmed_at": now, "names": names}
+            rec["attempt_scores"][a.item_id] = {"count": count, "hash": h, "confirmed_at": now,
+                                                "names": names_key(pub, names)}
             pub.done.add(a.item_id)  # _write_all takes it out again if its item or run item failed
         pub.sent["scores"] += len(encoded)
 
@@ -117,29 +118,45 @@ def run_scores(pub: Publication) -> None:
             pub.errors.append(("run-level scores", len(encoded), exc.detail))
             return
         pub.sent["scores"] += len(batch)
-    names = sorted(name for name, _ in pub.plan.run_scores)
+    names = tuple(name for name, _ in pub.plan.run_scores)
     left_out(pub, rec["run_scores"], names,
              lambda name: (run_score_id(pub.plan.suite, pub.plan.run_id, name), f"run {name}"))
     rec["run_scores"] = {"count": len(encoded), "hash": h, "experiment_id": rec["experiment_id"],
-                         "timestamp": pub.anchor, "confirmed_at": now_iso(), "names": names}
+                         "timestamp": pub.anchor, "confirmed_at": now_iso(), "names": names_key(pub, names)}
 
 
-def score_names(a: AttemptPlan) -> list[str]:
-    """The names of the scores an attempt's publication sends (its known values)."""
-    return sorted(name for name, _, _ in a.scores)
+def score_names(a: AttemptPlan) -> tuple[str, ...]:
+    """The names of the scores an attempt's publication sends (its known values), in order."""
+    return tuple(name for name, _, _ in a.scores)
 
 
-def left_out(pub: Publication, before: dict | None, names: list[str], identify) -> None:
-    """Keep for deletion (``stale_scores``) the scores confirmed before (``before["names"]``)
-    that the scores now confirmed (``names``) leave out; a score sent again is not deleted.
-    ``identify(name)``: (score id, what it was). A record entry from before names were kept
-    names nothing: its left-out scores are not known, and stay."""
-    stale = pub.record["stale_scores"]
-    for name in names:
-        stale.pop(identify(name)[0], None)
-    for name in sorted(set((before or {}).get("names") or ()) - set(names)):
-        score_id, what = identify(name)
-        stale[score_id] = what
+def names_key(pub: Publication, names: tuple[str, ...]) -> str:
+    """The record's key of a set of score names: each distinct set is kept once, under
+    ``score_names`` (a few sets, by outcome, for thousands of attempts), and an entry of
+    ``attempt_scores`` or ``run_scores`` names its set by the key."""
+    key = pub.name_keys.get(names)
+    if key is None:
+        key = content_hash(list(names))[:16]
+        pub.record["score_names"][key] = list(names)
+        pub.name_keys[names] = key
+    return key
+
+
+def left_out(pub: Publication, before: dict | None, names: tuple[str, ...], identify) -> None:
+    """Keep for deletion (``stale_scores``) the scores confirmed before (the names of
+    ``before["names"]``) that the scores now confirmed (``names``) leave out; a score sent
+    again is not deleted. ``identify(name)``: (score id, what it was). A record entry from
+    before names were kept names nothing: its left-out scores are not known, and stay."""
+    rec = pub.record
+    stale = rec["stale_scores"]
+    if stale:
+        for name in names:
+            stale.pop(identify(name)[0], None)
+    confirmed = rec["score_names"].get((before or {}).get("names") or "")
+    if confirmed:
+        for name in sorted(set(confirmed) - set(names)):
+            score_id, what = identify(name)
+            stale[score_id] = what
 
 
 #: The endpoint of a score's deletion, for the retry policy (one route for every score id).
