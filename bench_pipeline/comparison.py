@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable
 
 from .comparison_sides import Side
 from .planning import PLANNED_SECTIONS, TARGETS, tasks_needed
 from .setup import differs_among
-from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
-from .task_groups import ByAttempt, eligible_attempts, ek_window, in_e1, is_eligible, success_rate
+from .stats import Z_95, all_exact, exact_mean, fsum_mean, is_number, number_or_none, standard_error
+from .task_groups import ByAttempt, eligible_attempts, ek_window, in_e1, is_eligible, success_fraction
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
 SCHEMA_VERSION = 1
@@ -76,10 +77,12 @@ def pass_pow_k_value(by_attempt: ByAttempt, k: int | None) -> int | None:
     return None if window is None else int(all(window))
 
 
-def task_success_value(by_attempt: ByAttempt, k: int | None = None) -> float | None:
+def task_success_value(by_attempt: ByAttempt, k: int | None = None) -> Fraction | None:
     """Successful eligible attempts / eligible attempts of the task, every attempt number
-    (beyond k too); None without an eligible attempt: the task's pass_rate (R31)."""
-    return success_rate(eligible_attempts(by_attempt))
+    (beyond k too); None without an eligible attempt: the task's pass_rate (R31,
+    ``task_groups.success_fraction``), exact, so that the paired means and delta
+    are computed exactly (``paired_statistics``)."""
+    return success_fraction(eligible_attempts(by_attempt))
 
 
 def field_mean_value(name: str) -> Callable[[ByAttempt, int | None], float | None]:
@@ -122,21 +125,31 @@ def mcnemar_p(baseline_only: int, candidate_only: int) -> float:
     return min(1.0, 2 * tail / 2 ** m)  # integer true division: correctly rounded at any size
 
 
-def paired_statistics(baseline: list[float], candidate: list[float]) -> dict:
+def paired_statistics(baseline: list[float | Fraction], candidate: list[float | Fraction]) -> dict:
     """comparison.md "Paired statistics" over n paired per-task values b_i, c_i:
     d_i = c_i - b_i, baseline_mean, candidate_mean, delta = mean(d),
     se = sqrt(sum((d_i - delta)^2) / (n - 1) / n) (null when n < 2),
     ci95 = delta -/+ z * se (not clamped), mde80 = (z + 0.8416212335729143) * se.
-    Every number null with n = 0; interval and MDE null with se null."""
+    Every number null with n = 0; interval and MDE null with se null.
+
+    Exact values (ints, Fractions: success rates such as 1/3) give the means, the d_i and
+    delta computed exactly and rounded once, so changes that cancel give a delta of exactly
+    0 (1/2 -> 1/3 and 1/2 -> 2/3 in floats would give -5.6e-17); other values are floats,
+    summed with a correctly rounded sum."""
     n = len(baseline)
     if n != len(candidate):
         raise ValueError("paired values must have the same length")
-    b_mean, c_mean = fsum_mean(baseline), fsum_mean(candidate)
-    try:
-        diffs = [float(c) - float(b) for b, c in zip(baseline, candidate)]
-    except OverflowError:
-        diffs = []
-    delta = fsum_mean(diffs) if len(diffs) == n and all(map(is_number, diffs)) else None
+    if n and all_exact(baseline) and all_exact(candidate):
+        exact_diffs = [c - b for b, c in zip(baseline, candidate)]
+        b_mean, c_mean, delta = (float(exact_mean(v)) for v in (baseline, candidate, exact_diffs))
+        diffs = [float(d) for d in exact_diffs]
+    else:
+        b_mean, c_mean = fsum_mean(baseline), fsum_mean(candidate)
+        try:
+            diffs = [float(c) - float(b) for b, c in zip(baseline, candidate)]
+        except OverflowError:
+            diffs = []
+        delta = fsum_mean(diffs) if len(diffs) == n and all(map(is_number, diffs)) else None
     se = standard_error(diffs, delta) if delta is not None else None
     lower = upper = mde = None
     if se is not None:

@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .stats import Z_95
+from .stats import Z_95, exact_mean
 
 #: z of a two-sided 5% test (stats.Z_95), and z plus the z of 80% power (planning.md).
 Z = Z_95
@@ -205,8 +205,10 @@ def repeated_planning(baseline: ValuesByTask, candidate: ValuesByTask, mde80: fl
 
     wb, wc = within_task_var(b_paired), within_task_var(c_paired)
 
-    changes = [_mean(c_paired[task]) - _mean(b_paired[task]) for task in paired]  # d_i
-    delta = _mean(changes) if n > 0 else None
+    # d_i and delta as comparison.md computes them from the pooled values: exactly when the
+    # values are exact (0/1, success rates), so that changes which cancel give delta 0
+    changes = [exact_mean(candidate[task]) - exact_mean(baseline[task]) for task in paired]
+    delta = exact_mean(changes) if n > 0 else None
 
     change_var = None
     if n >= 2 and wb is not None and wc is not None:
@@ -216,7 +218,7 @@ def repeated_planning(baseline: ValuesByTask, candidate: ValuesByTask, mde80: fl
 
     runs_needed = [{"change": d, "runs_per_side": runs_per_side(n, d, change_var, wb, wc)} for d in targets]
     if delta is not None and delta != 0:
-        observed = abs(delta)
+        observed = abs(float(delta))
         runs_needed.append({"change": observed, "runs_per_side": runs_per_side(n, observed, change_var, wb, wc),
                             "observed": True})
 

@@ -19,13 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, SECTION_VALUES, check_max_drop, mean_section, release_gate
 from .comparison_sides import Side, make_side
 from .planning import PLANNED_SECTIONS, TARGETS, repeated_planning, variance_split
 from .setup import UNKNOWN_KEY, SetupKey, differs_among, key_text
-from .stats import Z_95, fsum_mean, is_number, number_or_none, standard_error
+from .stats import Z_95, all_exact, exact_mean, fsum_mean, is_number, number_or_none, standard_error
 from .task_groups import is_eligible
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
@@ -110,25 +111,28 @@ def set_k(runs: Sequence[RepeatRun]) -> int | None:
     return None if not ks or any(k is None for k in ks) else min(ks)
 
 
-def per_run_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> dict[str, list[float]]:
+def per_run_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> dict[str, list[float | Fraction]]:
     """{task: [v_ir, ...]} of a section: per task, its per-task value in each run in which it
     is in the section's population (that run alone), in the runs' order; tasks in no such run
     are absent. ``section``: a SECTION_VALUES name (``resources.<field>`` for a resource).
-    The one population rule of the pooled values and of planning's variance split."""
+    The one population rule of the pooled values and of planning's variance split. Exact
+    values (0/1, success rates as fractions) stay exact; the others are floats."""
     value = SECTION_VALUES[section]
-    values: dict[str, list[float]] = {}
+    values: dict[str, list[float | Fraction]] = {}
     for run in runs:
         for task_id, by_attempt in run.side.tasks.items():
             v = value(by_attempt, k)
             if v is not None:
-                values.setdefault(task_id, []).append(float(v))
+                values.setdefault(task_id, []).append(v if all_exact([v]) else float(v))
     return values
 
 
-def pooled_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> dict[str, float]:
-    """{task: pooled value} of a section: per task, the mean of its ``per_run_values``; tasks
-    in no run of the section are absent."""
-    means = {task_id: fsum_mean(values) for task_id, values in per_run_values(runs, section, k).items()}
+def pooled_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> dict[str, float | Fraction]:
+    """{task: pooled value} of a section: per task, the mean of its ``per_run_values``, exact
+    (a Fraction) when they are (so that a comparison of sets computes delta exactly:
+    comparison.paired_statistics), else with a correctly rounded sum; tasks in no run of the
+    section are absent."""
+    means = {task_id: exact_mean(values) for task_id, values in per_run_values(runs, section, k).items()}
     return {task_id: mean for task_id, mean in means.items() if mean is not None}
 
 

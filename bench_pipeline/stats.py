@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 import sys
+from fractions import Fraction
 from numbers import Integral, Real
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 #: The 97.5% quantile of the standard normal distribution: z of a two-sided 95% interval,
 #: exactly as the reference (3.8) and comparison.md write it. The Wilson interval and the
@@ -142,6 +143,23 @@ def fsum_mean(values: Sequence[float]) -> float | None:
         except OverflowError:
             return None
     return value if is_number(value) else None
+
+
+def all_exact(values: Iterable[Any]) -> bool:
+    """Whether every value is an exact number: an int (not a Boolean) or a Fraction (the
+    per-task values of the binary sections, success rates, their pooled means)."""
+    return all(type(v) is int or type(v) is Fraction for v in values)
+
+
+def exact_mean(values: Sequence[Any]) -> Fraction | float | None:
+    """The mean of exact values (``all_exact``) as an exact Fraction, so that means and
+    differences of success rates (1/3, 1/2, ...) cancel exactly; of other numbers
+    ``fsum_mean``. None for no values."""
+    if not values:
+        return None
+    if all_exact(values):
+        return Fraction(sum(values), len(values))
+    return fsum_mean(values)
 
 
 def _se(values: Sequence[float], mean: float) -> float:

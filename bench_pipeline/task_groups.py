@@ -8,6 +8,7 @@ metrics and ``aggregate.per_task`` need, so the run aggregates are simple sums o
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from .stats import finite_mean, finite_sum, is_number
@@ -46,12 +47,19 @@ def eligible_attempts(by_attempt: ByAttempt) -> list[Mapping[str, Any]]:
     return [by_attempt[a] for a in sorted(by_attempt) if is_eligible(by_attempt[a])]
 
 
-def success_rate(eligible: Sequence[Mapping[str, Any]]) -> float | None:
+def success_fraction(eligible: Sequence[Mapping[str, Any]]) -> Fraction | None:
     """A task's pass_rate (reference 2 "aggregate.per_task", R31), comparison.md's
-    task_success value: successful / all of its eligible attempts; None without one."""
+    task_success value: successful / all of its eligible attempts, as an exact fraction;
+    None without one."""
     if not eligible:
         return None
-    return sum(1 for r in eligible if r["success"] is True) / len(eligible)
+    return Fraction(sum(1 for r in eligible if r["success"] is True), len(eligible))
+
+
+def success_rate(eligible: Sequence[Mapping[str, Any]]) -> float | None:
+    """``success_fraction`` as a float (correctly rounded)."""
+    fraction = success_fraction(eligible)
+    return None if fraction is None else float(fraction)
 
 
 def deduplicate(attempts: Iterable[dict]) -> dict[str, dict[int, dict]]:

@@ -620,3 +620,35 @@ def test_run_stages_names_both_runs_models_from_their_run_folders(tmp_path):
                            baseline_run_dir=tmp_path / "nowhere")
     assert elsewhere.comparison == result.comparison
     assert "Unknown: the baseline's model, the baseline's code version" in (tmp_path / "u" / "comparison.md").read_text()
+
+
+def test_success_rates_that_cancel_give_a_delta_of_exactly_0():
+    """Task success a 1/2 -> 1/3, b 1/2 -> 2/3 (an ineligible attempt is enough to give tasks
+    different denominators): the per-task values are exact fractions, so delta is exactly 0
+    (floats alone: -5.6e-17), the interval is symmetric, and comparison.md's planning names no
+    "observed change of -0.0 pp" needing some 10^32 tasks."""
+    from bench_pipeline.reports.planning_text import comparison_planning
+
+    c = compare(side({"a": [True, False], "b": [True, False], "c": [True, True]}),
+                side({"a": [True, False, False], "b": [True, True, False], "c": [True, True]}))
+    ts = c["task_success"]
+    assert (ts["n"], ts["baseline_mean"], ts["candidate_mean"], ts["delta"]) == (3, 2 / 3, 2 / 3, 0.0)
+    assert ts["ci95"]["lower"] == -ts["ci95"]["upper"]
+    assert ts["se"] == pytest.approx(math.sqrt((1 / 36 + 1 / 36) / 2 / 3), rel=1e-15)
+    planning = comparison_planning(c)
+    assert "observed change of" not in json.dumps(planning) and "0.0 pp" not in json.dumps(planning)
+    assert "546" in planning["sentence"]  # the planned changes are still there
+
+
+def test_paired_statistics_of_exact_values_are_rounded_once():
+    from fractions import Fraction
+
+    thirds = paired_statistics([Fraction(1, 2), Fraction(1, 2)], [Fraction(1, 3), Fraction(2, 3)])
+    assert thirds["delta"] == 0.0 and thirds["baseline_mean"] == 0.5 and thirds["candidate_mean"] == 0.5
+    # 0/1 values give what the float computation gives, bit for bit
+    b, c = [1, 0, 1, 1, 0, 1, 0], [0, 0, 1, 1, 1, 1, 0]
+    exact, floats = paired_statistics(b, c), paired_statistics([float(v) for v in b], [float(v) for v in c])
+    assert exact == floats
+    # a mix with floats is computed in floats
+    mixed = paired_statistics([Fraction(1, 2), 0.25], [0.5, 0.25])
+    assert mixed["delta"] == 0.0 and mixed["baseline_mean"] == 0.375

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 
 import pytest
 
@@ -25,7 +26,9 @@ def approx(value):
 def test_per_run_values_are_what_the_pooled_values_average():
     values = per_run_values(THREE, "task_success", 1)
     assert values == {"a": [1.0, 1.0, 1.0], "b": [0.0, 0.0, 0.0], "c": [1.0, 0.5, 0.5], "d": [1.0, 1.0, 1.0]}
-    assert pooled_values(THREE, "task_success", 1) == {t: math.fsum(v) / len(v) for t, v in values.items()}
+    pooled = pooled_values(THREE, "task_success", 1)
+    assert pooled == {t: Fraction(sum(v), len(v)) for t, v in values.items()}  # exact means (stats.exact_mean)
+    assert pooled["c"] == Fraction(2, 3) and float(pooled["c"]) == math.fsum([1.0, 0.5, 0.5]) / 3
     assert per_run_values(THREE, "first_attempt", 1)["c"] == [1.0, 0.0, 1.0]
 
 

@@ -24,6 +24,7 @@ from bench_pipeline.repeats import (
     repeats,
     system_of,
 )
+from bench_pipeline.reports.repeated import render_set_comparison_md
 from bench_pipeline.stats import Z_95
 
 
@@ -304,3 +305,21 @@ def test_slugs_are_readable_safe_and_distinct():
     assert slugs[unjudged].startswith("s--m--x--no-judge--pixel-8.android-15-") and slugs[unjudged] != slugs[judged]
     assert slugs[other] == system_slug(other) == system_slug(System("s", "m2", "x"))  # measured one way: as before
     assert system_slugs([judged]) == {judged: system_slug(System("s", "m", "x"))}
+
+
+def test_changes_that_cancel_give_a_delta_of_exactly_0_and_no_observed_change_to_plan_for():
+    """Baseline two runs, candidate three: first attempt pooled a 1/2 -> 1/3 and b 1/2 -> 2/3.
+    The changes -1/6 and +1/6 cancel: delta is exactly 0 (in floats 1/3 - 1/2 + 2/3 - 1/2 is
+    -5.6e-17), and planning lists no "observed change" (planning.md: only for a delta other
+    than 0), in comparison.json as in the words."""
+    base = [run("b1", {"a": [True], "b": [True]}), run("b2", {"a": [False], "b": [False]})]
+    cand = [run("c1", {"a": [True], "b": [True]}), run("c2", {"a": [False], "b": [True]}),
+            run("c3", {"a": [False], "b": [False]})]
+    assert (1 / 3 - 1 / 2) + (2 / 3 - 1 / 2) != 0  # what floats alone would give
+    fa = compare_sets(base, cand)["first_attempt"]
+    assert (fa["n"], fa["baseline_mean"], fa["candidate_mean"], fa["delta"]) == (2, 0.5, 0.5, 0.0)
+    assert fa["ci95"]["lower"] == -fa["ci95"]["upper"]
+    assert not [e for e in fa["planning"]["runs_needed"] if e.get("observed")]
+    result = compare_sets(base, cand)
+    words = render_set_comparison_md(result, compare_sets(base[:1], cand[:1]), base, cand)
+    assert "observed change of" not in words and "-0.0 pp" not in words and "+0.0 pp" not in words
