@@ -389,6 +389,14 @@ def test_sdk5_server_without_ingestion_gets_the_score_array(run, tmp_path):
         assert_read_apis_return_everything(server, run)
         again = publish(run, tmp_path / "lost", settings_for(server), PublishOptions(**FAST))
         assert again.spans == 0 and len({k[0] for k in server.score_rows}) == len(server.score_rows)
+        # a re-judged attempt published again: its scores that became unknown are deleted there too
+        rec = next(r for r in run["attempts"] if r["success"] is True)
+        _rejudged(rec)
+        publish(run, tmp_path / "out", settings_for(server), PublishOptions(**FAST))
+        span_id = item_spans(server)[dataset_item_id(run["metrics"]["suite"], rec["task_id"], rec["attempt"])]["span_id"]
+        got = {s["name"]: (s["value"], s["dataType"]) for s in server.scores.values() if s["observationId"] == span_id}
+        assert got == expected_attempt_scores(rec) and "benchmark.success" not in got
+        assert {r.status for r in server.requests_to("/api/public/scores/", "DELETE")} == {202}
 
 
 @pytest.mark.parametrize("absent", ["experiment-items", "otel"])
