@@ -165,8 +165,8 @@ DELETE_ROUTE = "DELETE /api/public/scores/{id}"
 
 def delete_stale_scores(pub: Publication) -> None:
     """Delete the scores kept in ``stale_scores`` with the SDK's ``scores.delete`` (the server
-    queues the deletion and answers 202; a server before 4.x answers 404 for a score it does
-    not have, which is as good). Transient failures are retried; a rate limit is not waited
+    queues the deletion and answers 202; the route's earlier form answered 404 for a score it
+    did not have, which is as good). Transient failures are retried; a rate limit is not waited
     for (Langfuse Cloud counts deletions per day: ``score-delete``, 50 a day on the hobby
     plan): the deletions not done stay in the record for the next publication, and the call
     says so."""
