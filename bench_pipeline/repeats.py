@@ -26,7 +26,7 @@ from .comparison import BINARY_SECTIONS, MEAN_SECTIONS, SECTION_VALUES, check_ma
 from .comparison_sides import Side, make_side
 from .planning import PLANNED_SECTIONS, TARGETS, repeated_planning, variance_split
 from .setup import UNKNOWN_KEY, SetupKey, differs_among, key_text
-from .stats import Z_95, all_exact, exact_mean, fsum_mean, is_number, number_or_none, standard_error
+from .stats import Z_95, exact_mean, fsum_mean, is_exact, is_number, number_or_none, standard_error
 from .task_groups import is_eligible
 from .vocabulary import COMPARISON_RESOURCE_FIELDS
 
@@ -123,7 +123,7 @@ def per_run_values(runs: Sequence[RepeatRun], section: str, k: int | None) -> di
         for task_id, by_attempt in run.side.tasks.items():
             v = value(by_attempt, k)
             if v is not None:
-                values.setdefault(task_id, []).append(v if all_exact([v]) else float(v))
+                values.setdefault(task_id, []).append(v if is_exact(v) else float(v))
     return values
 
 

@@ -191,6 +191,11 @@ def _status_of(data: bytes) -> str | None:
         manifest = orjson.loads(data)
     except orjson.JSONDecodeError:
         return None
+    return _status_in(manifest)
+
+
+def _status_in(manifest: object) -> str | None:
+    """A parsed manifest's ``status`` when it is a text, else None."""
     status = manifest.get("status") if isinstance(manifest, dict) else None
     return status if isinstance(status, str) else None
 
@@ -211,8 +216,7 @@ def manifest_status(path: str, version: str | None = None) -> str | None:
     without reading it again; UnreadableManifest when the object cannot be read."""
     if not object_store.is_remote(path):
         manifest = _local_manifest(path)
-        status = manifest.value.get("status") if manifest.available and isinstance(manifest.value, dict) else None
-        return status if isinstance(status, str) else None
+        return _status_in(manifest.value) if manifest.available else None
     key = (object_store.normalize(path), version or "")
     if version is not None and key in _STATUSES:
         return _STATUSES[key]

@@ -145,10 +145,15 @@ def fsum_mean(values: Sequence[float]) -> float | None:
     return value if is_number(value) else None
 
 
-def all_exact(values: Iterable[Any]) -> bool:
-    """Whether every value is an exact number: an int (not a Boolean) or a Fraction (the
+def is_exact(value: Any) -> bool:
+    """Whether a value is an exact number: an int (not a Boolean) or a Fraction (the
     per-task values of the binary sections, success rates, their pooled means)."""
-    return all(type(v) is int or type(v) is Fraction for v in values)
+    return type(value) is int or type(value) is Fraction
+
+
+def all_exact(values: Iterable[Any]) -> bool:
+    """Whether every value is exact (``is_exact``)."""
+    return all(map(is_exact, values))
 
 
 def exact_mean(values: Sequence[Any]) -> Fraction | float | None:

@@ -51,7 +51,8 @@ def send_attempt_scores(pub: Publication, attempts: list[AttemptPlan]) -> None:
         encoded, h = pub.score_units(a, rec["bindings"][a.item_id])
         confirmed = rec["attempt_scores"].get(a.item_id)
         if confirmed is not None and confirmed.get("hash") == h:
-            confirmed.setdefault("names", names_key(pub, score_names(a)))  # a record from before names were kept
+            if "names" not in confirmed:  # a record from before names were kept
+                confirmed["names"] = names_key(pub, score_names(a))
             pub.done.add(a.item_id)
             continue
         work.append((a, encoded, h))
