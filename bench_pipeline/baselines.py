@@ -50,24 +50,33 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class Baseline:
-    """The chosen baseline (``run_id`` None when there is none) and how it was chosen."""
+    """The chosen baseline (``run_id`` None when there is none) and how it was chosen.
+
+    ``not_compared``, without a baseline: why, in words that stay true for as long as the
+    run has none for that reason (they name no other run that may come or go), so that the
+    run's reports can say it (``reason`` names the suite's other runs, which change).
+    run_comparison's data version records it (comparison_inputs.py): the reports are made
+    again when it changes."""
 
     run_id: str | None
     reason: str
+    not_compared: str | None = None
 
 
 def choose_baseline(candidate: RunInfo, runs: list[RunInfo], pins: dict[str, str]) -> Baseline:
     """The baseline of ``candidate`` among ``runs`` (see the module doc)."""
     if candidate.suite is None:
-        return Baseline(None, "no baseline: the run's suite is unknown")
+        return Baseline(None, "no baseline: the run's suite is unknown", "its suite is unknown")
     pinned = pins.get(candidate.suite)
     if pinned is not None:
         if pinned == candidate.run_id:
-            return Baseline(None, f"no baseline: this run is the pinned baseline of suite {candidate.suite!r}")
+            return Baseline(None, f"no baseline: this run is the pinned baseline of suite {candidate.suite!r}",
+                            f"it is the pinned baseline of suite {candidate.suite!r}")
         found = next((r for r in runs if r.run_id == pinned), None)
         if found is None or not found.processed:
             return Baseline(None, f"no baseline: the pinned baseline {pinned!r} of suite {candidate.suite!r} "
-                                  "has not been processed")
+                                  "has not been processed",
+                            f"the pinned baseline {pinned!r} of suite {candidate.suite!r} has not been processed")
         across = "" if found.setup == candidate.setup else (
             f", measured with another setup ({key_text(found.setup)}; this run: {key_text(candidate.setup)}): "
             "the comparison's warnings say what differs")
@@ -79,7 +88,9 @@ def choose_baseline(candidate: RunInfo, runs: list[RunInfo], pins: dict[str, str
         across = [r for r in suite_runs if r.setup != candidate.setup]
         reason = (no_earlier_reason(candidate, others) if others or not across else
                   f"no baseline: no other run of suite {candidate.suite!r} was measured with this run's setup")
-        return Baseline(None, reason + other_setups_note(candidate, across))
+        return Baseline(None, reason + other_setups_note(candidate, across),
+                        f"no earlier processed run of suite {candidate.suite!r} was measured with its setup "
+                        f"({key_text(candidate.setup)})")
     return Baseline(max(earlier, key=lambda r: r.order).run_id, "the latest earlier run of the suite")
 
 

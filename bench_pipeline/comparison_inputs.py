@@ -22,13 +22,15 @@ from .baselines import RunInfo, choose_baseline
 
 @dataclass(frozen=True)
 class ComparisonInputs:
-    """The inputs of one run's comparison (``baseline`` None: compared with nothing)."""
+    """The inputs of one run's comparison (``baseline`` None: compared with nothing, and
+    ``not_compared`` says why: baselines.Baseline.not_compared, shown in the run's reports)."""
 
     candidate: str
     candidate_version: str | None
     baseline: str | None
     baseline_version: str | None
     baseline_choice: str  # why this baseline (or none): baselines.Baseline.reason
+    not_compared: str | None = None
 
     def record(self) -> dict:
         """comparison.json's ``inputs``."""
@@ -41,20 +43,31 @@ class ComparisonInputs:
     def version(self) -> str:
         """The data version of the comparison: its inputs, as ``[baseline, baseline's data
         version, candidate's data version]`` in JSON (a run id may hold any character but
-        ``/``), read back by ``from_version``."""
-        return json.dumps([self.baseline, self.baseline_version, self.candidate_version], separators=(",", ":"))
+        ``/``), read back by ``from_version``; without a baseline, why there is none
+        (``not_compared``, which the reports show) follows as a fourth item."""
+        items = [self.baseline, self.baseline_version, self.candidate_version]
+        if self.baseline is None and self.not_compared is not None:
+            items.append(self.not_compared)
+        return json.dumps(items, separators=(",", ":"))
 
     @classmethod
     def from_version(cls, run_id: str, text: str) -> ComparisonInputs | None:
         """The inputs a comparison's data version records; None for another kind of version
-        (a materialization from before comparisons recorded their inputs)."""
+        (a materialization from before comparisons recorded their inputs). A version of three
+        items without a baseline (from before the reports said why) has ``not_compared`` None."""
         try:
-            baseline, baseline_version, candidate_version = json.loads(text)
+            items = json.loads(text)
         except (ValueError, TypeError):
             return None
-        if not all(v is None or isinstance(v, str) for v in (baseline, baseline_version, candidate_version)):
+        if not isinstance(items, list) or len(items) not in (3, 4):
             return None
-        return cls(run_id, candidate_version, baseline, baseline_version, "")
+        if not all(v is None or isinstance(v, str) for v in items) or (len(items) == 4 and items[3] is None):
+            return None
+        baseline, baseline_version, candidate_version = items[:3]
+        not_compared = items[3] if len(items) == 4 else None
+        if not_compared is not None and baseline is not None:  # version() writes no such thing
+            return None
+        return cls(run_id, candidate_version, baseline, baseline_version, "", not_compared)
 
 
 @dataclass(frozen=True)
@@ -97,6 +110,10 @@ def comparisons_behind(runs: list[RunInfo], pins: Mapping[str, str], recorded: M
                 gone = "" if rec.baseline in by_id else f" (its folder {rec.baseline!r} is gone)"
                 behind.append(Behind(run.run_id, None, None,
                                      f"compared with {rec.baseline!r}{gone}, now {expected.reason}"))
+            elif rec.not_compared != expected.not_compared:  # what its reports say no longer holds
+                was = (f"not compared because {rec.not_compared}" if rec.not_compared is not None
+                       else "not compared, its reports not saying why")
+                behind.append(Behind(run.run_id, None, None, f"{was}; now not compared because {expected.not_compared}"))
             continue
         if not _current(expected.run_id, stored, current):
             continue  # the baseline is being processed: its comparison follows once it is done

@@ -60,13 +60,14 @@ def write_run_outputs(
     out_dir: Path, processed: ProcessedRun, workers: int = 1,
     rows: AttemptRows | None = None, attempts_written: Path | None = None,
     parts: ReportParts | None = None, comparison: Comparison | None = None,
-    reports_only: bool = False,
+    reports_only: bool = False, not_compared: str | None = None,
 ) -> dict[str, Path]:
     """Every per-run output file into ``out_dir``; returns {file name: path}.
 
     With ``comparison`` (the run compared with a baseline), both reports get their
     "Compared with <baseline>" section and comparison.json and comparison.md are written too;
-    without, those of an earlier processing are removed (the run has no baseline now).
+    without, those of an earlier processing are removed (the run has no baseline now), and
+    with ``not_compared`` both reports say why the run is not compared.
 
     With ``workers`` > 1 and a run that is not small, report.html (the largest) is written
     by this process while a forked child writes metrics.json and summary.md. From
@@ -86,7 +87,7 @@ def write_run_outputs(
     records = processed.attempts  # attempt rows carry every attempts.jsonl field (and "observations")
     view = report_view(out_dir, metrics, records, raw.manifest, raw.run_id, run_dir=raw.run_dir,
                        facts=parts.facts if parts else None, per_task_facts=parts.per_task_facts if parts else None,
-                       comparison=comparison)
+                       comparison=comparison, not_compared=not_compared)
     charts = parts.charts if parts else None
 
     def report_html() -> dict[str, Path]:

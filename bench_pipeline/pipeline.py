@@ -73,6 +73,7 @@ def run_stages(
     run_files: Sequence[dict] = (),
     comparison_inputs: dict | None = None,
     targets: tuple[float, ...] | None = None,
+    not_compared: str | Callable[[], str | None] | None = None,
 ) -> RunResult:
     """Stages 1-5 on one run folder; raises NotARunFolderError for a folder that is not a run.
 
@@ -100,7 +101,9 @@ def run_stages(
 
     ``comparison_inputs``: what the comparison was computed from (comparison_inputs.py),
     written as comparison.json's ``inputs``. ``targets``: the changes the comparison's
-    ``planning`` plans for (planning.md; None: planning.TARGETS).
+    ``planning`` plans for (planning.md; None: planning.TARGETS). ``not_compared``: why the
+    run has no baseline (baselines.Baseline.not_compared), or a function that says it once
+    the baseline was asked for; both reports say it when the run is not compared.
     """
     raw = read_run(run_dir)
     raw.run_files.extend(run_files)
@@ -123,7 +126,8 @@ def run_stages(
     rows = join_attempt_rows([r.rows for _, r in chunks])
     baseline = _baseline_side(baseline, baseline_run_dir, raw.run_dir)
     compared = _compared(baseline, processed, max_drop, comparison_inputs, targets)
-    written = write_run_outputs(out_dir, processed, workers, rows, attempts_path, parts, compared)
+    written = write_run_outputs(out_dir, processed, workers, rows, attempts_path, parts, compared,
+                                not_compared=_not_compared(compared, not_compared))
     return RunResult(processed, written, compared.result if compared else None)
 
 
@@ -136,6 +140,7 @@ def compare_stored(
     baseline_run_dir: Path | None = None,
     comparison_inputs: dict | None = None,
     targets: tuple[float, ...] | None = None,
+    not_compared: str | Callable[[], str | None] | None = None,
 ) -> RunResult:
     """The comparison and the reports of a run already through stages 1-4 (``processed``:
     ``stored_values.stored_processed``, what its processing stored), when only its
@@ -147,7 +152,8 @@ def compare_stored(
     reports as ``run_stages`` on the same inputs, byte for byte."""
     side = _baseline_side(baseline, baseline_run_dir, processed.raw.run_dir)
     compared = _compared(side, processed, None, comparison_inputs, targets)
-    written = write_run_outputs(Path(out_dir), processed, workers, comparison=compared, reports_only=True)
+    written = write_run_outputs(Path(out_dir), processed, workers, comparison=compared, reports_only=True,
+                                not_compared=_not_compared(compared, not_compared))
     return RunResult(processed, written, compared.result if compared else None)
 
 
@@ -161,6 +167,13 @@ def _compared(baseline: Side | None, processed: ProcessedRun, max_drop: float | 
     if inputs is not None:
         compared.result["inputs"] = inputs
     return compared
+
+
+def _not_compared(compared: Comparison | None, not_compared: str | Callable[[], str | None] | None) -> str | None:
+    """Why the run is not compared, for its reports (None when it is compared)."""
+    if compared is not None:
+        return None
+    return not_compared() if callable(not_compared) else not_compared
 
 
 def _baseline_side(baseline: Side | Callable[[], Side | None] | None, run_dir: Path | None,

@@ -38,7 +38,12 @@ def test_default_is_the_latest_earlier_processed_run_of_the_suite():
         "('undated', no started_at): 'r1', 'r2', 'r2b': started later; 'r3': not processed yet. "
         "To compare with one of them, pin it in the baselines file")
     only = choose_baseline(RUNS[4], RUNS, {})  # the only run of suite t
-    assert only == Baseline(None, "no baseline: no other run of suite 't' was found")
+    assert only == Baseline(None, "no baseline: no other run of suite 't' was found",
+                            "no earlier processed run of suite 't' was measured with its setup "
+                            "(judge unknown, platform unknown)")
+    # what the reports say names no other run: it stays true while the suite's runs come and go
+    assert first.not_compared == ("no earlier processed run of suite 's' was measured with its setup "
+                                  "(judge unknown, platform unknown)")
 
 
 def test_a_tie_on_started_at_is_named_with_the_rule_that_breaks_it():
@@ -60,13 +65,18 @@ def test_a_pinned_baseline_wins_but_never_for_itself_or_unprocessed():
     assert choose_baseline(RUNS[2], RUNS, pins) == Baseline("r1", "pinned for suite 's'")
     assert choose_baseline(RUNS[5], RUNS, pins).run_id == "r1"  # later or earlier alike
     assert choose_baseline(RUNS[0], RUNS, pins).run_id is None  # r1 itself
+    assert choose_baseline(RUNS[0], RUNS, pins).not_compared == "it is the pinned baseline of suite 's'"
     assert "has not been processed" in choose_baseline(RUNS[1], RUNS, {"s": "r3"}).reason
     assert "has not been processed" in choose_baseline(RUNS[1], RUNS, {"s": "gone"}).reason
+    assert choose_baseline(RUNS[1], RUNS, {"s": "gone"}).not_compared == (
+        "the pinned baseline 'gone' of suite 's' has not been processed")
+    assert choose_baseline(RUNS[2], RUNS, pins).not_compared is None  # compared
     assert choose_baseline(RUNS[4], RUNS, pins).run_id is None  # another suite's pin does not apply
 
 
 def test_unknown_suite_has_no_baseline():
-    assert choose_baseline(info("c", suite=None), RUNS, {}).run_id is None
+    assert choose_baseline(info("c", suite=None), RUNS, {}) == Baseline(
+        None, "no baseline: the run's suite is unknown", "its suite is unknown")
 
 
 def test_run_index_reads_suite_start_and_whether_processed(tmp_path):
@@ -151,6 +161,8 @@ def test_the_default_baseline_has_the_same_setup_and_the_reason_names_the_others
                              "of suite 's' were measured with another setup than this one's (no judge, pixel-8 / "
                              "android-15)")
     assert "'p1' (judge judge-a, pixel-8 / android-15)" in reason
+    assert choose_baseline(alone[1], alone, {}).not_compared == (
+        "no earlier processed run of suite 's' was measured with its setup (no judge, pixel-8 / android-15)")
     # unknown setup fields compare as null: runs that record no setup are one setup
     assert choose_baseline(info("c", started="2026-11-04T00:00:00Z"), RUNS, {}).run_id == "r2b"
 

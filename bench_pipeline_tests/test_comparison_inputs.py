@@ -14,14 +14,52 @@ RUNS = [RunInfo("r1", "s", "2026-01-01T00:00:00Z", True), RunInfo("r2", "s", "20
 VERSIONS = {"r1": "a1@f", "r2": "a2@f", "r3": "a3@f"}
 
 
-def _recorded(run_id: str, baseline: str | None, version: str | None) -> ComparisonInputs:
+#: Why r1, the first run of suite s, is not compared (what its reports say).
+FIRST = "no earlier processed run of suite 's' was measured with its setup (judge unknown, platform unknown)"
+
+
+def _recorded(run_id: str, baseline: str | None, version: str | None,
+              not_compared: str | None = None) -> ComparisonInputs:
     """Inputs as a run_comparison materialization's data version records them."""
-    made = ComparisonInputs(run_id, VERSIONS[run_id], baseline, version, "the latest earlier run of the suite")
+    made = ComparisonInputs(run_id, VERSIONS[run_id], baseline, version, "the latest earlier run of the suite",
+                            not_compared)
     return ComparisonInputs.from_version(run_id, made.version())
 
 
 def _up_to_date() -> dict[str, ComparisonInputs]:
-    return {"r1": _recorded("r1", None, None), "r2": _recorded("r2", "r1", "a1@f"), "r3": _recorded("r3", "r2", "a2@f")}
+    return {"r1": _recorded("r1", None, None, FIRST), "r2": _recorded("r2", "r1", "a1@f"),
+            "r3": _recorded("r3", "r2", "a2@f")}
+
+
+def test_the_version_records_why_a_run_is_not_compared_and_only_then():
+    alone = ComparisonInputs("r1", "a1@f", None, None, "no baseline: ...", FIRST)
+    assert alone.version() == '[null,null,"a1@f","' + FIRST.replace("'", "'") + '"]'
+    assert ComparisonInputs.from_version("r1", alone.version()) == ComparisonInputs("r1", "a1@f", None, None, "",
+                                                                                    FIRST)
+    compared = ComparisonInputs("r2", "a2@f", "r1", "a1@f", "the latest earlier run of the suite", "ignored")
+    assert compared.version() == '["r1","a1@f","a2@f"]'  # as before the reports said why
+    old = ComparisonInputs.from_version("r1", '[null,null,"a1@f"]')
+    assert old == ComparisonInputs("r1", "a1@f", None, None, "", None)
+    assert ComparisonInputs.from_version("r1", '[null,null,"a1@f",1]') is None
+    assert ComparisonInputs.from_version("r1", '[null,null,"a1@f",null]') is None
+    assert ComparisonInputs.from_version("r1", '[null,null]') is None
+
+
+def test_a_run_not_compared_whose_reports_do_not_say_why_is_behind_once():
+    recorded = {**_up_to_date(), "r1": _recorded("r1", None, None)}  # made before the reports said why
+    (behind,) = comparisons_behind(RUNS, {}, recorded, VERSIONS, VERSIONS)
+    assert (behind.run_id, behind.baseline, behind.baseline_version) == ("r1", None, None)
+    assert behind.why == f"not compared, its reports not saying why; now not compared because {FIRST}"
+
+
+def test_a_run_still_not_compared_for_another_reason_is_behind():
+    pinned = {**_up_to_date(), "r2": _recorded("r2", "r1", "a1@f"), "r3": _recorded("r3", "r1", "a1@f"),
+              "r1": _recorded("r1", None, None, "it is the pinned baseline of suite 's'")}
+    assert comparisons_behind(RUNS, {"s": "r1"}, pinned, VERSIONS, VERSIONS) == []
+    behind = comparisons_behind(RUNS, {"s": "r9"}, pinned, VERSIONS, VERSIONS)  # a pin not processed
+    assert [(b.run_id, b.baseline) for b in behind] == [("r1", None), ("r2", None), ("r3", None)]
+    assert behind[0].why == ("not compared because it is the pinned baseline of suite 's'; now not compared "
+                             "because the pinned baseline 'r9' of suite 's' has not been processed")
 
 
 def test_comparisons_that_follow_their_inputs_are_not_behind():
@@ -57,8 +95,11 @@ def test_a_late_run_becomes_the_baseline_of_the_next_run():
 
 def test_a_pin_added_changed_and_removed():
     behind = comparisons_behind(RUNS, {"s": "r1"}, _up_to_date(), VERSIONS, VERSIONS)
-    assert [(b.run_id, b.baseline) for b in behind] == [("r3", "r1")]  # r2 already is; r1 is the pin itself
-    assert behind[0].why == "compared with 'r2', now with 'r1' (pinned for suite 's')"
+    # r2 already is; r1 is the pin itself, and its reports now say so
+    assert [(b.run_id, b.baseline) for b in behind] == [("r1", None), ("r3", "r1")]
+    assert behind[0].why == (f"not compared because {FIRST}; now not compared because it is the pinned baseline "
+                             "of suite 's'")
+    assert behind[1].why == "compared with 'r2', now with 'r1' (pinned for suite 's')"
     pinned = {**_up_to_date(), "r3": _recorded("r3", "r1", "a1@f")}
     behind = comparisons_behind(RUNS, {"s": "r2"}, pinned, VERSIONS, VERSIONS)  # changed
     assert [(b.run_id, b.baseline) for b in behind] == [("r1", "r2"), ("r2", None), ("r3", "r2")]

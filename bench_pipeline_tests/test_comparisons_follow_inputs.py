@@ -118,9 +118,14 @@ def test_comparisons_follow_rejudges_pins_late_runs_and_deleted_baselines(tmp_pa
     # 2. a pin added, changed, removed
     pins = tmp_path / "data" / "baselines.json"
     suite = _comparison(reports, r2)["baseline"]["suite"]
+    first = "no earlier processed run of suite"
+    assert f"## Not compared\n\nThis run has no baseline, so no comparison: {first}" in (
+        reports / r0 / "summary.md").read_text()
     pins.write_text(json.dumps({suite: r0}))
-    assert _recompared(_main(env)) == {r2}
+    assert _recompared(_main(env)) == {r0, r2}  # r0, still without a baseline, now for another reason
     _check(reports, runs_root, tmp_path, {r1: r0, r2: r0})
+    assert "no comparison: it is the pinned baseline of suite" in (reports / r0 / "summary.md").read_text()
+    assert "no comparison: it is the pinned baseline of suite" in (reports / r0 / "report.html").read_text()
     pins.write_text(json.dumps({suite: r1}))
     assert _recompared(_main(env)) == {r0, r1, r2}  # r1 is the pin itself now: no baseline
     assert not (reports / r1 / "comparison.json").exists()
@@ -128,6 +133,7 @@ def test_comparisons_follow_rejudges_pins_late_runs_and_deleted_baselines(tmp_pa
     pins.unlink()
     assert _recompared(_main(env)) == {r0, r1}
     assert not (reports / r0 / "comparison.json").exists()
+    assert f"no comparison: {first}" in (reports / r0 / "summary.md").read_text()
     _check(reports, runs_root, tmp_path, {r1: r0, r2: r1})
 
     # 3. a run uploaded late, started between r0 and r1: r1's new baseline

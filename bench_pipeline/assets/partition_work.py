@@ -146,7 +146,8 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
         except ComparisonInputError as exc:  # they cannot be read: no comparison
             baseline_reason = f"no baseline: the stored values of baseline {job.baseline!r} cannot be read ({exc})"
             if inputs is not None:
-                inputs = replace(inputs, baseline=None, baseline_version=None, baseline_choice=baseline_reason)
+                inputs = replace(inputs, baseline=None, baseline_version=None, baseline_choice=baseline_reason,
+                                 not_compared=f"the stored values of its baseline {job.baseline!r} could not be read")
             return None
 
     baseline_run_dir = Path(job.baseline_run_dir) if job.baseline_run_dir else None
@@ -162,7 +163,8 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
         result = run_stages(job.run_dir, Path(job.out_dir), workers=job.workers, keep_evidence=True,
                             progress=progress, baseline=baseline if job.baseline else None,
                             baseline_run_dir=baseline_run_dir, run_files=job.run_files,
-                            comparison_inputs=inputs.record() if inputs is not None else None)
+                            comparison_inputs=inputs.record() if inputs is not None else None,
+                            not_compared=lambda: inputs.not_compared if inputs is not None else None)
     except Exception as exc:  # noqa: BLE001 - one broken run must not stop the others
         outcome.failed_stage, outcome.error = STAGES[0], _failure(job, STAGES[0], exc)
         outcome.seconds = time.monotonic() - started
@@ -178,7 +180,7 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
 
     def stored() -> tuple[dict[str, dict], str | None, str | None]:
         materialized, failed_stage, error = _store_stages(job, processed, result.written, result.comparison,
-                                                          baseline_reason)
+                                                          baseline_reason, inputs)
         if stages_stored is not None:
             stages_stored(StagesStored(PartitionOutcome(job.key, job.fingerprint, materialized, outcome.checks,
                                                         failed_stage, error, attempts=outcome.attempts,
@@ -227,7 +229,8 @@ def _compared_again(job: PartitionJob, processed: ProcessedRun, baseline: Callab
         baseline_reason, inputs = chosen()
         result = compare_stored(processed, Path(job.out_dir), side, workers=job.workers,
                                 baseline_run_dir=baseline_run_dir,
-                                comparison_inputs=inputs.record() if inputs is not None else None)
+                                comparison_inputs=inputs.record() if inputs is not None else None,
+                                not_compared=inputs.not_compared if inputs is not None else None)
         if outputs_ready is not None:  # a bucket's are uploaded
             outputs_ready()
         computed = Computed(job.storage_base, job.key, processed, result.written, result.comparison, job.baseline,
@@ -245,11 +248,14 @@ def _compared_again(job: PartitionJob, processed: ProcessedRun, baseline: Callab
 
 
 def _store_stages(job: PartitionJob, processed: ProcessedRun, written: dict[str, Path], comparison: dict | None,
-                  baseline_reason: str) -> tuple[dict[str, dict], str | None, str | None]:
+                  baseline_reason: str, inputs: ComparisonInputs | None
+                  ) -> tuple[dict[str, dict], str | None, str | None]:
     """The stored values and materialization metadata of every stage before publication, in
-    stage order, up to the first that fails: (metadata by stage, the failed stage, its error)."""
+    stage order, up to the first that fails: (metadata by stage, the failed stage, its error).
+    ``inputs``: the comparison's inputs as the comparison found them (none when the
+    baseline's stored values could not be read)."""
     materialized, failed_stage, exc = store_stages(Computed(job.storage_base, job.key, processed, written, comparison,
-                                                            job.baseline, baseline_reason, job.comparison_inputs))
+                                                            job.baseline, baseline_reason, inputs))
     return materialized, failed_stage, _failure(job, failed_stage, exc) if failed_stage is not None else None
 
 

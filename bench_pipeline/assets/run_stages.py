@@ -226,7 +226,8 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
         # the baseline's version: of the values this step makes for it, else of those stored
         version = (folder_versions.get(baseline.run_id) if baseline.run_id in derived else stored.get(baseline.run_id)
                    ) if baseline.run_id else None
-        inputs = ComparisonInputs(key, folder_versions.get(key), baseline.run_id, version, baseline.reason)
+        inputs = ComparisonInputs(key, folder_versions.get(key), baseline.run_id, version, baseline.reason,
+                                  baseline.not_compared)
         jobs.append(PartitionJob(
             key, settings.run_location(key), settings.output_location(key), settings.storage_base, target,
             fingerprints.get(key), workers, baseline=baseline.run_id, baseline_reason=baseline.reason,

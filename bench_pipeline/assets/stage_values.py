@@ -109,6 +109,8 @@ def _run_comparison(stage: str, computed: Computed) -> dict[str, Any]:
     if inputs is not None and computed.comparison is not None:  # what it was computed from
         metadata["candidate_data_version"] = inputs.candidate_version or "unknown"
         metadata["baseline_data_version"] = inputs.baseline_version or "unknown"
+    elif inputs is not None and inputs.not_compared is not None:  # what its reports say of it
+        metadata["not_compared"] = inputs.not_compared
     return metadata
 
 

@@ -115,13 +115,14 @@ def _report_html_parts(view: RunView, metrics: dict, attempts: list[dict], worke
 def report_view(out_dir: Path, metrics: dict, attempts: list[dict], manifest: dict, run_id: str,
                 run_dir: Path | None = None, facts: Mapping[str, Any] | None = None,
                 per_task_facts: Mapping[str, Any] | None = None,
-                comparison: Comparison | None = None) -> RunView:
+                comparison: Comparison | None = None, not_compared: str | None = None) -> RunView:
     """The view both reports render; with ``run_dir``, evidence links are relative to out_dir.
     ``facts`` and ``per_task_facts`` as for build_view; ``comparison``: the run compared
-    with its baseline, shown as "Compared with <baseline>" (None: no such section)."""
+    with its baseline, shown as "Compared with <baseline>" (None: no such section);
+    ``not_compared``: without a comparison, why the run has no baseline (a "Not compared" section)."""
     base = run_folder_base(run_dir, out_dir)
     return build_view(metrics, attempts, manifest, run_id, base, facts, per_task_facts,
-                      comparison_view(comparison, out_dir))
+                      comparison_view(comparison, out_dir), not_compared if comparison is None else None)
 
 
 def render_comparison_md(comparison: Comparison, out_dir: Path | None = None) -> str:

@@ -4,8 +4,10 @@ Each tick it finds the runs whose comparison is behind (assets/comparisons.py: a
 processed again, another baseline chosen now by the rule or a pin, a baseline's folder
 gone) and requests each run processed again (``process_run``: a run whose own stages are
 current gets only its comparison and reports made again, from its stored values; tag
-``bench/trigger=baseline_changed``), once its baseline is current. The run key names the run
-and the baseline version it is to be compared with, so a state is requested once. When the
+``bench/trigger=baseline_changed``), once its baseline is current. The run key names the run,
+the baseline version it is to be compared with and the run's latest comparison (its storage
+id), so a state is requested once while it is behind, and again if the same state comes back
+later (a pin removed and added again: Dagster never launches a run key twice). When the
 set of comparisons behind changes, it records an observation on ``run_comparison`` with
 their number and the reasons (``comparisons_behind``, on the asset's page), so a comparison
 is never shown as current while it is behind.
@@ -31,11 +33,13 @@ def evaluate_comparisons(instance: dg.DagsterInstance, settings: PipelineSetting
     behind at the last observation."""
     behind = behind_now(instance, settings)
     digest = hashlib.sha1("|".join(b.key for b in behind).encode()).hexdigest()[:16]
-    requests = [dg.RunRequest(partition_key=b.run_id, run_key=f"compare:{b.key}",
+    compared_at = instance.get_latest_storage_id_by_partition(
+        COMPARISON_ASSET, dg.DagsterEventType.ASSET_MATERIALIZATION, {b.run_id for b in behind}) if behind else {}
+    keys = {b.run_id: f"{b.key}#{compared_at.get(b.run_id, 0)}" for b in behind}
+    requests = [dg.RunRequest(partition_key=b.run_id, run_key=f"compare:{keys[b.run_id]}",
                               tags={"bench/trigger": "baseline_changed"}) for b in behind]
     if len(requests) > min(batch_size, REQUESTED_ONE_BY_ONE):
-        requests = batched_requests(requests, instance.get_dynamic_partitions(runs_partitions.name),
-                                    {b.run_id: b.key for b in behind}, batch_size)
+        requests = batched_requests(requests, instance.get_dynamic_partitions(runs_partitions.name), keys, batch_size)
     events = []
     if digest != (cursor or ""):
         events.append(dg.AssetObservation(asset_key=COMPARISON_ASSET, metadata={

@@ -164,6 +164,17 @@ def test_a_run_whose_stages_are_current_gets_the_same_reports_from_its_stored_va
     for name in ("summary.md", "report.html", "comparison.json", "comparison.md"):
         assert (again / name).read_bytes() == files[name], name
 
+    # the first run has no baseline: its reports say why, the same from its stored values
+    why = baseline_job.comparison_inputs.not_compared
+    assert why.startswith("no earlier processed run of suite ") and first[0].materialized["run_comparison"] == {
+        "baseline": "none", "reason": baseline_job.baseline_reason, "gate": "no baseline", "not_compared": why}
+    assert f"no comparison: {why}" in (tmp_path / "reports" / keys[0] / "summary.md").read_text()
+    alone = process_partition(replace(baseline_job, stored_stages=True, out_dir=str(tmp_path / "again" / keys[0])),
+                              logged.append)
+    assert alone.error is None and alone.compared_only and alone.materialized["run_comparison"]["not_compared"] == why
+    for name in ("summary.md", "report.html"):
+        assert (tmp_path / "again" / keys[0] / name).read_bytes() == (tmp_path / "reports" / keys[0] / name).read_bytes()
+
     # the stored values gone (a cleared storage): processed in full, as without them
     for stored in (tmp_path / "storage" / "attempt_metrics").iterdir():
         stored.unlink()
@@ -213,3 +224,39 @@ def replace_after(j: PartitionJob) -> PartitionJob:
     from dataclasses import replace
 
     return replace(j, after=None)
+
+
+def test_a_baseline_whose_stored_values_cannot_be_read_leaves_the_run_not_compared_saying_why(tmp_path, monkeypatch):
+    """The baseline chosen, its stored values gone (a cleared storage): the run is processed
+    without a comparison, its reports and run_comparison say why, and the comparison's data
+    version records it, so that the comparison sensor compares it once the values are back."""
+    import json
+    from dataclasses import replace
+
+    from bench_pipeline.assets.partition_work import process_partition
+    from bench_pipeline.assets.run_stages import partition_jobs
+    from bench_pipeline.comparison_inputs import ComparisonInputs
+    from bench_pipeline.generator import generate_runs
+
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    settings = make_resources(tmp_path)["settings"]
+    keys = sorted(p.name for p in generate_runs(tmp_path / "runs", runs=2, seed=7, tasks=4, repeats=2,
+                                                history_messages=6, edge_cases=False, systems=1))
+    baseline_job, candidate_job = partition_jobs(keys, settings, LangfuseSettings(None, None, None), workers=1)
+    assert process_partition(replace(baseline_job, after=None), lambda _: None).error is None
+    for stored in (tmp_path / "storage").rglob(f"*{keys[0]}*"):
+        if stored.is_file():
+            stored.unlink()
+    outcome = process_partition(replace(candidate_job, after=None), lambda _: None)
+    assert outcome.error is None and not outcome.compared_only
+    why = f"the stored values of its baseline {keys[0]!r} could not be read"
+    metadata = outcome.materialized["run_comparison"]
+    assert metadata["baseline"] == "none" and metadata["not_compared"] == why
+    assert metadata["reason"].startswith(f"no baseline: the stored values of baseline {keys[0]!r} cannot be read (")
+    out = tmp_path / "reports" / keys[1]
+    assert not (out / "comparison.json").exists()
+    assert f"This run has no baseline, so no comparison: {why}." in (out / "summary.md").read_text()
+    assert json.loads(outcome.comparison_version) == [None, None, candidate_job.comparison_inputs.candidate_version, why]
+    recorded = ComparisonInputs.from_version(keys[1], outcome.comparison_version)
+    assert (recorded.baseline, recorded.not_compared) == (None, why)

@@ -195,6 +195,10 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
         assert recorded == sorted((stage, k) for k in good for stage in (
             "raw_results", "attempt_metrics", "task_groups", "capability_aggregates", "run_comparison", "reports",
             "langfuse_publication"))
+        # why a run has no baseline, as its reports say it (the command line is told the same)
+        not_compared = {e.partition: e.materialization.metadata["not_compared"].value
+                        for e in result.get_asset_materialization_events()
+                        if e.asset_key.path[-1] == "run_comparison" and "not_compared" in e.materialization.metadata}
         checks = [(e.partition, e.check_name) for e in result.get_asset_check_evaluations()]
         assert sorted(checks) == sorted((k, name) for k in good for name in (
             "no_bad_rows", "no_duplicate_rows", "no_missing_attempts", "no_unsafe_artifact_dirs",
@@ -214,7 +218,7 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
             files += ["comparison.json", "comparison.md"]
         processed = run_stages(tmp_path / "runs" / run_id, command_out, keep_evidence=True,
                                baseline=side_from_output(baseline_dir) if baseline_dir else None,
-                               comparison_inputs=inputs).processed
+                               comparison_inputs=inputs, not_compared=not_compared.get(run_id)).processed
         publish(processed, command_out, LangfuseSettings(None, None, None))
         assert sorted(p.name for p in dagster_out.iterdir()) == sorted(p.name for p in command_out.iterdir())
         stamp = {p: json.loads((p / "metrics.json").read_text())["generated_at"] for p in (dagster_out, command_out)}
@@ -222,6 +226,10 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
             assert _normalized(dagster_out / name, stamp[dagster_out]) == _normalized(
                 command_out / name, stamp[command_out]), (run_id, name)
     assert compared >= 2  # the generated runs share a suite: each later one has a baseline
+    assert compared + len(not_compared) == len(good) and not_compared  # the first run of each suite has none
+    for run_id, why in not_compared.items():
+        assert why.startswith("no earlier processed run of suite ")
+        assert "## Not compared\n\nThis run has no baseline" in (tmp_path / "reports" / run_id / "summary.md").read_text()
 
 
 def test_stages_are_fresh_after_processing_and_stale_after_a_formula_change(run_env, monkeypatch):

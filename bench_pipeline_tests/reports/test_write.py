@@ -85,3 +85,24 @@ def test_report_html_lists_the_first_failed_tasks_and_says_where_the_rest_are(
     assert table.count('<th scope="rowgroup"') == 2
     assert "The first 2 (lowest pass share first) are listed here; summary.md lists all" in page
     assert f"{failed} tasks with a non-passing attempt" in page
+
+
+def test_a_run_not_compared_says_why_in_both_pages(tmp_path: Path, run: tuple) -> None:
+    """Without a comparison, the reason a baseline was looked for and not found (baselines.py)
+    is a section of both pages, escaped as run text; with none given (the command line's
+    ``process``, which looks for no baseline) neither page has the section."""
+    why = "the pinned baseline 'b*|<x>' of suite 's' has not been processed"
+    view = report_view(tmp_path, *run, not_compared=why)
+    summary = write_summary_md(tmp_path, view)["summary.md"].read_text(encoding="utf-8")
+    page = write_report_html(tmp_path, view, run[0], run[1])["report.html"].read_text(encoding="utf-8")
+    assert ("## Not compared\n\nThis run has no baseline, so no comparison: the pinned baseline 'b\\*\\|\\<x\\>' of "
+            "suite 's' has not been processed. To compare it with another run of its suite, pin that run in the "
+            "baselines file (docs/operations.md).\n\n## What was excluded and why") in summary
+    assert ('<p id="not-compared">This run has no baseline, so no comparison: the pinned baseline '
+            '&#39;b*|&lt;x&gt;&#39; of suite &#39;s&#39; has not been processed.') in page
+    assert '<a href="#comparison">Not compared</a>' in page
+    plain = report_view(tmp_path, *run)
+    assert plain.not_compared is None
+    assert "Not compared" not in render_summary_md(*run) and 'id="not-compared"' not in render_report_html(*run)
+    # a comparison shows itself, never the reason there is none
+    assert report_view(tmp_path, *run, comparison=compared_run(), not_compared=why).not_compared is None

@@ -68,3 +68,39 @@ def test_a_rejudged_baseline_puts_exactly_its_successor_behind_until_it_is_proce
         assert event.metadata["comparisons_behind"].value == 0
         quiet = tick(instance, resources, done.cursor)
         assert quiet.run_requests == [] and quiet.asset_events == []
+
+
+def test_a_state_that_comes_back_is_requested_again(tmp_path):
+    """A pin added, removed and added again: the third state equals the first, yet its request
+    has a run key of its own (Dagster launches a run key once), since it names the run's latest
+    comparison too. A run still without a baseline, but for another reason, is requested as
+    well: its reports say why it has none."""
+    resources = make_resources(tmp_path)
+    keys = [p.name for p in generate_runs(tmp_path / "runs", runs=3, seed=5, tasks=4, repeats=2, history_messages=6,
+                                          edge_cases=False)]
+    pins = tmp_path / "baselines.json"
+    suite = json.loads((tmp_path / "runs" / keys[0] / "manifest.json").read_text())["suite"]["name"]
+
+    def requested(instance) -> dict[str, str]:
+        requests = tick(instance, resources).run_requests
+        for request in requests:  # what the sensor's run does: the run compared again
+            assert dg.materialize(per_run_assets, instance=instance, resources=resources,
+                                  partition_key=request.partition_key).success
+        assert tick(instance, resources).run_requests == []
+        return {r.partition_key: r.run_key for r in requests}
+
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(runs_partitions.name, keys)
+        assert dg.materialize(per_run_assets, instance=instance, resources=resources, tags=range_tags(keys)).success
+        pins.write_text(json.dumps({suite: keys[0]}))
+        pinned = requested(instance)
+        assert set(pinned) == {keys[0], keys[2]}  # keys[1] already has keys[0]
+        assert pinned[keys[2]].startswith(f"compare:{keys[2]}<{keys[0]}@")
+        assert pinned[keys[0]].startswith(f"compare:{keys[0]}<-@-#")
+        pins.unlink()
+        assert set(requested(instance)) == {keys[0], keys[2]}
+        pins.write_text(json.dumps({suite: keys[0]}))
+        again = requested(instance)
+        assert set(again) == {keys[0], keys[2]}
+        assert again[keys[2]].split("#")[0] == pinned[keys[2]].split("#")[0]  # the same state
+        assert again[keys[2]] != pinned[keys[2]] and again[keys[0]] != pinned[keys[0]]  # requested anew

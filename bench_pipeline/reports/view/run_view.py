@@ -28,7 +28,8 @@ class RunView:
     left raw, to be escaped where they are rendered).
 
     ``stability`` is None unless metrics_k >= 2; ``comparison`` (``compared.comparison_view``)
-    None without a baseline; ``cap``: how many items of one kind a report lists."""
+    None without a baseline, and ``not_compared`` then why, when a baseline was looked for;
+    ``cap``: how many items of one kind a report lists."""
 
     run: RunHeader
     capability: CapabilityView
@@ -41,19 +42,22 @@ class RunView:
     data_quality: DataQualityView
     categories: CategoriesView
     tasks: TasksView
+    not_compared: str | None = None
     cap: int = LIST_CAP
 
 
 def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any],
                run_id: str, evidence_base: str | None = None, facts: Mapping[str, Any] | None = None,
                per_task_facts: Mapping[str, Any] | None = None,
-               comparison: Mapping[str, Any] | None = None) -> RunView:
+               comparison: Mapping[str, Any] | None = None, not_compared: str | None = None) -> RunView:
     """The view of one run. Every number is taken from metrics.json or counted over the
     attempt records; nothing here recomputes a capability metric.
 
     ``facts`` (attempt_facts) and ``per_task_facts`` (task_facts), when given, were computed
     already (for instance in parallel with the metrics); else they are computed here.
-    ``comparison``: the comparison with a baseline (``compared.comparison_view``), or None.
+    ``comparison``: the comparison with a baseline (``compared.comparison_view``), or None;
+    ``not_compared``: without one, why the run has no baseline (baselines.Baseline.not_compared),
+    or None when nothing chose a baseline for it (the command line's ``process``).
     """
     metrics = metrics if isinstance(metrics, dict) else {}
     manifest = manifest if isinstance(manifest, dict) else {}
@@ -77,4 +81,5 @@ def build_view(metrics: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
         data_quality=data_quality,
         categories=categories_view(metrics),
         tasks=tasks,
+        not_compared=not_compared,
     )
