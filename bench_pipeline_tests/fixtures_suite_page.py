@@ -30,13 +30,17 @@ def run(run_id, outcomes, *, model, sha, started, pass_at_1, run_dir, cost=None,
     return RepeatRun(side, pass_at_1)
 
 
-def catalog(r: RepeatRun, root: Path, *, gate=None, baseline=None, report=True) -> dict:
+#: Why a1, the suite's first run, is not compared (a run's own text: escaped where shown).
+NOT_COMPARED = "no earlier processed run of suite 'smoke' was measured with its setup (judge <j>, device / os)"
+
+
+def catalog(r: RepeatRun, root: Path, *, gate=None, baseline=None, report=True, not_compared=None) -> dict:
     """The run's catalog row as the suite_pages asset passes it (Wilson bounds made up)."""
     p = r.pass_at_1
     return {"run_id": r.run_id, "suite": SUITE, "model": r.side.identity.model_name, "git_sha": r.side.identity.git_sha,
             "started_at": r.side.identity.started_at, "pass_at_1": p, "pass_at_1_lower": max(0.0, p - 0.2),
             "pass_at_1_upper": min(1.0, p + 0.2), "attempts": 4, "gate": gate, "baseline": baseline,
-            "report": (r.side.run_dir / "report.html") if report else None}
+            "not_compared": not_compared, "report": (r.side.run_dir / "report.html") if report else None}
 
 
 def suite(root: Path):
@@ -59,7 +63,7 @@ def suite(root: Path):
              started=None, pass_at_1=0.5, run_dir=root / "d1", cost=0.03)]
     systems = [SystemEntry(f"sys-{i}", repeats(rs), rs, root / "_systems" / f"sys-{i}" / "repeats.md")
                for i, rs in enumerate((a, b, c, d), start=1)]
-    rows = [catalog(a[0], root), catalog(a[1], root, gate="fail", baseline="a1"),
+    rows = [catalog(a[0], root, not_compared=NOT_COMPARED), catalog(a[1], root, gate="fail", baseline="a1"),
             catalog(b[0], root, gate="pass", baseline="a2"), catalog(b[1], root),
             catalog(c[0], root, report=False), catalog(d[0], root)]
     return rows[::-1], systems  # the page orders the runs itself

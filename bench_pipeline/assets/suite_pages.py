@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 
+from ..comparison_inputs import ComparisonInputs
 from ..identity import read_json_object
 from ..jsonio import json_bytes
 from ..object_store import location_text
@@ -30,7 +31,8 @@ def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str,
     """{run id: what the suite page shows of its comparison: ``gate``, ``gate_reasons``,
     ``gate_mde80``, ``baseline`` and ``warnings`` (its comparison.json's gate.result,
     gate.reasons, the mde80 of first_attempt and task_success, baseline.run_id and warnings;
-    None / empty without one) and
+    None / empty without one), ``not_compared`` (without one, why: what its reports say, as
+    its comparison's data version records it, comparison_inputs.py) and
     ``report`` (its report.html's absolute path, None without one)}. Read from the output root
     (a bucket's: comparison.json through local copies, report.html's existence from the
     listing) only for the runs whose comparison's data version (``comparisons``) is not the one
@@ -54,8 +56,10 @@ def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str,
         warnings = comparison.get("warnings") if isinstance(comparison.get("warnings"), list) else []
         mde = {section: (comparison.get(section) or {}).get("mde80") if isinstance(comparison.get(section), dict)
                else None for section in ("first_attempt", "task_success")}
+        recorded = ComparisonInputs.from_version(run_id, comparisons.get(run_id) or "")
         shown[run_id] = {"gate": gate.get("result"), "gate_reasons": [r for r in reasons if isinstance(r, str)],
                          "gate_mde80": mde, "baseline": baseline.get("run_id"),
+                         "not_compared": recorded.not_compared if recorded is not None and not comparison else None,
                          "warnings": [w for w in warnings if isinstance(w, str)],
                          "report": str(folder / "report.html") if output_root.has(name, "report.html") else None}
     return shown

@@ -355,7 +355,7 @@ def _run_rows(out_dir: Path, runs: Sequence[Mapping[str, Any]], labels: Mapping[
             "gate": "no baseline" if baseline is None else f"{gate or 'n/a'} vs {baseline}",
             "gate_css": gate if gate in ("pass", "fail", "inconclusive") else "na",
             "gate_why": gate_reasons_text(r.get("gate_reasons") or [], r.get("gate_mde80") or {})
-            if baseline is not None else "",
+            if baseline is not None else _str(r.get("not_compared")) or "",
             # a pinned baseline measured another way: said next to the gate, never silently
             "setup_note": setup_note(r.get("warnings") or []) if baseline is not None else "",
             "bar": svg_interval_bar(_num(r.get("pass_at_1")), lower, upper, label=run_id, width=360),

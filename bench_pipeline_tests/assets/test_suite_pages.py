@@ -36,3 +36,20 @@ def test_suite_runs_read_each_runs_gate_and_baseline(tmp_path):
     assert shown_runs(rows, OutputRoot(str(out)), {"r2": "v2"}, kept)["r2"]["gate"] == "inconclusive"
     assert r2["gate_mde80"] == {"first_attempt": 0.3, "task_success": 0.2}
     assert r2["warnings"] == ["judge_differs"]  # the page says the comparison crossed setups
+
+
+def test_a_run_not_compared_shows_why_as_its_comparison_recorded_it(tmp_path):
+    """Without comparison.json, the reason its reports give is taken from its comparison's data
+    version (ComparisonInputs.version's fourth item); none from a version of three items."""
+    from bench_pipeline.comparison_inputs import ComparisonInputs
+
+    out = tmp_path / "reports"
+    for run_id in ("r1", "r2"):
+        (out / run_id).mkdir(parents=True)
+    why = "it is the pinned baseline of suite 'a'"
+    versions = {"r1": ComparisonInputs("r1", "f1@v", None, None, "no baseline: ...", why).version(),
+                "r2": '[null,null,"f2@v"]'}
+    rows = [{"run_id": r, "suite": "a"} for r in ("r1", "r2")]
+    shown = shown_runs(rows, OutputRoot(str(out)), versions, {})
+    assert (shown["r1"]["baseline"], shown["r1"]["not_compared"]) == (None, why)
+    assert (shown["r2"]["baseline"], shown["r2"]["not_compared"]) == (None, None)

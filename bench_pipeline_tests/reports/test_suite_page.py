@@ -16,7 +16,7 @@ from bench_pipeline.reports.cost_chart import pareto_front
 from bench_pipeline.reports.suite_page import SystemEntry, mean_per_attempt, run_start_order, write_suite_page
 from bench_pipeline.reports.view.limits import LIST_CAP
 from bench_pipeline.stats import Z_95
-from bench_pipeline_tests.fixtures_suite_page import HOSTILE_MODEL, HOSTILE_RUN, SUITE, catalog, run, suite
+from bench_pipeline_tests.fixtures_suite_page import HOSTILE_MODEL, HOSTILE_RUN, NOT_COMPARED, SUITE, catalog, run, suite
 
 
 class Tables(HTMLParser):
@@ -104,8 +104,10 @@ def test_runs_in_start_order_with_links_and_gates(tmp_path):
     assert [r[0] for r in rows] == ["a1", "c1", "a2", HOSTILE_RUN, "b2", "d1"]  # started_at, unknown last
     assert [r[1] for r in rows] == ["S1", "S3", "S1", "S2", "S2", "S4"]
     assert rows[0][5:7] == ["75.0%", fmt_ci(0.55, 0.95)] and rows[2][5:7] == ["50.0%", "[30.0%, 70.0%]"]
-    assert [r[8] for r in rows] == ["no baseline", "no baseline", "fail vs a1", "pass vs a2", "no baseline",
-                                    "no baseline"]
+    # a run not compared says why when its comparison recorded it (a1), as its reports do
+    assert [r[8] for r in rows] == [f"no baseline {NOT_COMPARED}", "no baseline", "fail vs a1", "pass vs a2",
+                                    "no baseline", "no baseline"]
+    assert "(judge &lt;j&gt;, device / os)" in html
     assert rows[5][2] == "n/a"  # unknown start
     # report links relative to the page, percent-encoded; none for the run without a report
     assert t.links["runs-table"] == [["../../a1/report.html"], [], ["../../a%202/report.html"],
