@@ -1,10 +1,13 @@
 """With scripts/ui.sh running, a new run folder gets its report.html without anyone asking:
 the run-folder sensor notices it, the daemon's queue launches the per-run job, the job writes
 the reports. The bound here is generous so that a loaded CI machine does not fail it;
-benchmarks/latency_benchmark.py measures the latency itself (docs/benchmarks.md)."""
+benchmarks/latency_benchmark.py measures the latency itself (docs/benchmarks.md). Then a pin
+added, removed and added again: the comparison sensor has each state computed, the third
+(the same as the first) too, since Dagster launches a run key only once."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -81,6 +84,38 @@ def test_a_new_run_folder_gets_its_report_while_the_ui_runs(tmp_path):
         (record,) = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run.name}))
         assert record.dagster_run.tags["dagster/sensor_name"] == "run_folder_sensor"
         assert record.dagster_run.tags["bench/trigger"] == "new"
+
+        # The new run (another platform than the samples') has no baseline; pinned to the first
+        # sample it is compared with it, unpinned it is not, pinned again it is again.
+        out = data / "reports" / run.name
+        assert "no comparison: no earlier processed run of suite" in (out / "summary.md").read_text()
+        pins, pinned = data / "baselines.json", samples[0].name
+        suite = json.loads((out / "metrics.json").read_bytes())["suite"]
+
+        def compared_with() -> str | None:
+            try:
+                return json.loads((out / "comparison.json").read_bytes())["baseline"]["run_id"]
+            except (OSError, ValueError):
+                return None
+
+        def comparisons() -> int:
+            return len(instance.fetch_materializations(dg.AssetRecordsFilter(
+                dg.AssetKey("run_comparison"), asset_partitions=[run.name]), limit=100).records)
+
+        made = comparisons()
+        for step, expected in enumerate((pinned, None, pinned), start=1):
+            if expected is None:
+                pins.unlink()
+            else:
+                pins.write_text(json.dumps({suite: expected}))
+            assert _wait_until(lambda: comparisons() == made + step and compared_with() == expected, 180, 0.5), (
+                f"step {step}: compared with {compared_with()!r}, {comparisons() - made} comparison(s) made:\n"
+                + log.read_text()[-3000:])
+            assert ("Compared with" in (out / "summary.md").read_text()) == (expected is not None)
+        (first, _, third) = instance.get_run_records(dg.RunsFilter(tags={
+            "dagster/partition": run.name, "dagster/sensor_name": "comparison_sensor"}), ascending=True)
+        assert first.dagster_run.tags["dagster/run_key"].split("#")[0] == third.dagster_run.tags[
+            "dagster/run_key"].split("#")[0]  # the same state, requested twice
     finally:
         if ui.poll() is None:
             ui.send_signal(signal.SIGTERM)
