@@ -102,7 +102,12 @@ def test_a_new_run_folder_gets_its_report_while_the_ui_runs(tmp_path):
             return len(instance.fetch_materializations(dg.AssetRecordsFilter(
                 dg.AssetKey("run_comparison"), asset_partitions=[run.name]), limit=100).records)
 
+        # its processing records its stages (run_comparison among them) after writing the reports:
+        # counted once its Dagster run is over
+        assert _wait_until(lambda: instance.get_run_by_id(record.dagster_run.run_id).status
+                           == dg.DagsterRunStatus.SUCCESS, 120, 0.5), log.read_text()[-3000:]
         made = comparisons()
+        assert made == 1
         for step, expected in enumerate((pinned, None, pinned), start=1):
             if expected is None:
                 pins.unlink()
