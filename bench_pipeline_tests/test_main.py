@@ -161,14 +161,23 @@ def test_main_says_each_thing_once_naming_its_run(tmp_path):
         (line,) = [line for line in lines if f"] {run_id}: ok (" in line]
         findings = data_quality_findings(json.loads((reports / run_id / "metrics.json").read_text()))
         if run_id.startswith("sample-clean-"):
-            assert findings == 0 and line.endswith("s), no data-quality findings"), line
+            assert findings == 0 and line.endswith(", no data-quality findings"), line
         else:
             assert findings > 1 and line.endswith(
-                f"s), {findings} data-quality findings: see \"Data quality\" in its summary.md or report.html"), line
+                f", {findings} data-quality findings: see \"Data quality\" in its summary.md or report.html"), line
 
     listed = lines[lines.index("Reports:") + 1:]
     compared = [run_id for run_id in runs if (reports / run_id / "comparison.md").exists()]
     assert len(compared) == 3  # every sample but the first has an earlier run of its suite
+    # each run's line says its gate and against what, or why it is not compared
+    for run_id in runs:
+        (line,) = [line for line in lines if f"] {run_id}: ok (" in line]
+        if run_id in compared:
+            written = json.loads((reports / run_id / "comparison.json").read_text())
+            assert f"s), gate {written['gate']['result']} against {written['baseline']['run_id']}, " in line, line
+        else:
+            assert "s), not compared (no earlier processed run of suite 'android-core' was measured with its setup (" \
+                in line, line
     for run_id in runs:
         for name in ("report.html", "summary.md", "comparison.md"):
             path = reports / run_id / name

@@ -38,6 +38,7 @@ from . import bucket_io
 from .checks import CHECK_SPECS, check_evaluations
 from .partition_pool import run_partitions
 from .partition_work import FRAME_SCHEMAS, STAGES, PartitionJob, PartitionOutcome, StagesStored
+from .stage_metadata import comparison_note
 
 GROUP = "per_run"
 
@@ -164,6 +165,7 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
             done = "comparison and reports made again from its stored values, " if outcome.compared_only else ""
             context.log.info(f"[{i}/{len(jobs)}] {outcome.key}: {'FAILED' if outcome.error else 'ok'} "
                              f"({done}{outcome.attempts} attempts, {outcome.seconds:.1f}s)"
+                             f"{comparison_note(outcome.materialized.get('run_comparison'))}"
                              f"{findings_note(outcome.findings)}")
     finally:
         delivery.close()

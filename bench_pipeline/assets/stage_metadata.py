@@ -113,6 +113,19 @@ def comparison_metadata(comparison: dict | None, baseline: str | None, reason: s
     return out
 
 
+def comparison_note(metadata: dict[str, Any] | None) -> str:
+    """What a run's one line (the per-run step's ``[i/n] <run>: ok (...)``) says of its
+    comparison, from run_comparison's metadata (``comparison_metadata``): ``, gate <result>
+    against <baseline>``, or ``, not compared (<why>)``; empty when there is none (a run that
+    failed before its comparison)."""
+    if not metadata:
+        return ""
+    if metadata.get("gate") == "no baseline":
+        why = metadata.get("not_compared")
+        return f", not compared ({why})" if why else ", not compared"
+    return f", gate {metadata.get('gate')} against {metadata.get('baseline')}"
+
+
 def publication_metadata(result) -> dict[str, Any]:
     """langfuse_publication's materialization metadata from a PublicationResult."""
     metadata: dict[str, Any] = {

@@ -73,7 +73,7 @@ def test_in_worker_processes_each_partitions_stages_come_before_its_publication(
 def test_run_comparisons_metadata_names_an_inconclusive_gate_and_what_is_missing():
     """An empty candidate against a baseline: nothing paired, so run_comparison's metadata says
     inconclusive (never a pass), with both no_evidence reasons and the words for them."""
-    from bench_pipeline.assets.stage_metadata import comparison_metadata
+    from bench_pipeline.assets.stage_metadata import comparison_metadata, comparison_note
     from bench_pipeline.comparison import compare
     from bench_pipeline.comparison_sides import make_side
 
@@ -88,6 +88,19 @@ def test_run_comparisons_metadata_names_an_inconclusive_gate_and_what_is_missing
                                              "fail: the first attempt has no paired task")
     assert "a drop of any size could have gone unseen" in meta["gate_statement"]
     assert meta["first_attempt_verdict"] == "n/a (no paired tasks)"
+    # the run's one line in the step's log (and scripts/run.sh) says the gate and against what
+    assert comparison_note(meta) == ", gate inconclusive against base"
+
+
+def test_a_runs_line_says_why_it_is_not_compared():
+    from bench_pipeline.assets.stage_metadata import comparison_metadata, comparison_note
+
+    meta = {**comparison_metadata(None, None, "no baseline: no other run of suite 's' was found", {}),
+            "not_compared": "no earlier processed run of suite 's' was measured with its setup (no judge, a / b)"}
+    assert comparison_note(meta) == (", not compared (no earlier processed run of suite 's' was measured with its "
+                                     "setup (no judge, a / b))")
+    assert comparison_note(comparison_metadata(None, None, "no baseline", {})) == ", not compared"
+    assert comparison_note(None) == "" and comparison_note({}) == ""
 
 
 @pytest.mark.slow
