@@ -142,8 +142,8 @@ def _loads(data: bytes) -> Any:
     """Parse JSON bytes; orjson first, the standard library for what orjson refuses.
 
     The fallback accepts what the standard library accepts (NaN, Infinity, integers of
-    any size): such values become unavailable later (R42) instead of losing the whole file
-    or line. Raises ValueError (or UnicodeDecodeError) when the data is not JSON.
+    any size, those beyond LONGEST_INTEGER digits read as infinities): such values become
+    unavailable later (R42) instead of losing the whole file or line. Raises ValueError (or UnicodeDecodeError) when the data is not JSON.
     """
     try:
         return orjson.loads(data)
@@ -168,9 +168,26 @@ def loads_exact(data: bytes) -> Any:
     any text, which orjson refuses and the standard library reads) is not JSON text here
     either: ValueError, as for bytes that are not UTF-8.
     """
-    value = json.loads(data.decode("utf-8"))
+    value = json.loads(data.decode("utf-8"), parse_int=_integer)
     _refuse_lone_surrogates(value)
     return value
+
+
+#: The most digits an integer of an input file may have and still be read exactly. Python
+#: reads and writes integers of at most 4,300 digits (``sys.int_info.default_max_str_digits``),
+#: and the counts a run adds up from them (planned and missing attempts) must still be written
+#: to metrics.json and the reports: 4,000 leaves room for the sum of any number of them.
+LONGEST_INTEGER = 4000
+
+
+def _integer(text: str) -> int | float:
+    """A JSON integer, exact; beyond LONGEST_INTEGER digits (far beyond the float range, which
+    ends at 309) an infinity of its sign, unavailable as every number beyond the float range is
+    (R42), so that the value alone is lost, not its line or its file."""
+    negative = text.startswith("-")
+    if len(text) - negative <= LONGEST_INTEGER:
+        return int(text)
+    return float("-inf") if negative else float("inf")
 
 
 def _refuse_lone_surrogates(value: Any) -> None:

@@ -40,10 +40,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from . import object_store
-from .artifacts import MISSING, UNREADABLE, JsonFile, read_json_file
+from .artifacts import MISSING, UNREADABLE, JsonFile, loads_json, read_json_file
 from .layouts import REJUDGED_RESULTS, RESULTS, RUNNER_DONE_FILES, results_in, runner_finished
 
 READY_STATUSES = ("completed", "aborted")
@@ -188,8 +186,8 @@ def scan_bucket(runs_root: str, not_runs: list[str] | None = None) -> list[RunFo
 
 def _status_of(data: bytes) -> str | None:
     try:
-        manifest = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        manifest = loads_json(data)  # as the run is read: NaN or a long integer elsewhere leaves the status
+    except ValueError:
         return None
     return _status_in(manifest)
 
@@ -330,8 +328,8 @@ def manifest_problem(path: str) -> str | None:
     except OSError as exc:
         return f"it cannot be read: {exc.strerror or exc}"
     try:
-        manifest = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        manifest = loads_json(data)  # as a local manifest.json is read (read_json_file)
+    except ValueError as exc:
         return f"not valid JSON: {exc}"
     return None if isinstance(manifest, dict) else "not a JSON object"
 

@@ -68,6 +68,17 @@ def test_manifest_status_of_a_missing_unreadable_or_odd_manifest_is_none(tmp_pat
     assert manifest_status(str(tmp_path / "number")) is None
 
 
+def test_a_status_beside_values_orjson_refuses_is_still_the_status(tmp_path):
+    """NaN or an integer beyond 64 bits elsewhere in manifest.json: the reader keeps the file
+    (artifacts.loads_json), so readiness reads its status too (a running run is not ready)."""
+    for name, extra in (("nan", "NaN"), ("big", "1" + "0" * 400), ("long", "9" * 5000)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text('{"status": "running", "x": ' + extra + "}")
+        assert manifest_status(str(tmp_path / name)) == "running", name
+        assert not is_ready(RunFolder(name, str(tmp_path / name), "fp", results_mtime=0.0),
+                            quiet_seconds=0, now=10.0 ** 9)
+
+
 def test_scan_finds_sub_folders_with_results_sorted_and_notices_a_rewrite(tmp_path):
     root = tmp_path / "runs"
     make_run(root, [row("a")], run_id="r2")
@@ -162,6 +173,15 @@ def test_a_legacy_run_in_a_bucket_is_quiet_from_its_last_modified(bucket, tmp_pa
     assert abs(folder.results_mtime - time.time()) < 120  # results.jsonl's last-modified
     assert not is_ready(folder, 60, now=folder.results_mtime + 30)
     assert is_ready(folder, 60, now=folder.results_mtime + 61)
+
+
+def test_a_status_in_a_bucket_beside_values_orjson_refuses_is_still_the_status(bucket):
+    """As on disk: NaN or a long integer elsewhere in a bucket's manifest.json leaves its status."""
+    put_run(bucket, "r", [row("t")])
+    bucket.put("runs/r/manifest.json", '{"status": "running", "x": NaN, "y": ' + "9" * 5000 + "}")
+    (folder,) = scan(bucket.url("runs"))
+    assert manifest_status(folder.path, folder.manifest_version) == "running"
+    assert not is_ready(folder, 0, now=10.0 ** 9)
 
 
 def test_the_fingerprint_follows_size_etag_and_last_modified(bucket):

@@ -463,6 +463,45 @@ def test_very_large_attempt_numbers_and_k_count_and_are_reported_compactly(tmp_p
     assert written["report.html"].stat().st_size < 1_000_000
 
 
+def test_an_integer_too_long_for_python_loses_its_value_not_its_line_or_file(tmp_path):
+    """An integer of more than LONGEST_INTEGER digits (Python reads none beyond 4,300) is
+    beyond the float range, so unavailable (R42); its line, its history.json and its
+    manifest.json are read as the rest of them says. Planned attempts of 4,000 digits each
+    add up to a count still written out exactly."""
+    from bench_pipeline.artifacts import LONGEST_INTEGER, loads_exact
+
+    huge = "9" * 4301
+    assert loads_exact(f'{{"a": {huge}, "b": -{huge}, "c": {"9" * LONGEST_INTEGER}}}'.encode()) == {
+        "a": float("inf"), "b": float("-inf"), "c": int("9" * LONGEST_INTEGER)}
+    line = ('{"task_id": "n", "attempt": 1, "status": "passed", "x_note": ' + huge + ','
+            ' "metrics": {"success": true, "agent_eligible": true, "llm_calls": ' + huge + ','
+            ' "artifact_dir": "tasks/n/1"}}')
+    history = ('[{"type": "assistant", "content": "ok", "usage": {"input_tokens": ' + huge
+               + ', "output_tokens": 5}, "duration_ms": 10}]').encode()
+    longest = int("9" * LONGEST_INTEGER)
+    manifest = {"status": "aborted", "planned": [{"task_id": "n", "attempts": longest},
+                                                 {"task_id": "m", "attempts": longest}]}
+    run = make_run(tmp_path, [line, row("m")], manifest=manifest, artifacts={"tasks/n/1": {"history.json": history}})
+    p = run_stages(run).processed
+    m = p.metrics
+    assert m["data_quality"]["bad_rows"] == [] and m["coverage"]["attempts"] == 2
+    a = _attempt(p, "n")
+    assert a["success"] is True and m["data_quality"]["invalid_artifacts"] == []
+    # history.json read: one model call, its input tokens unavailable, its output tokens counted
+    assert (a["llm_calls"], a["input_tokens"], a["output_tokens"]) == (1, None, 5)
+    assert a["provenance"]["input_tokens"] == "derived"
+    assert p.raw.planned.size == 2 * longest
+    assert m["coverage"]["missing_attempts"] == 2 * longest - 2  # 4,001 digits, written exactly
+    assert json.loads(json.dumps(m["coverage"]))["missing_attempts"] == 2 * longest - 2
+    # an attempts count too long to read is not a planned count: that entry is not in the plan
+    too_long = {"status": "aborted", "planned": [{"task_id": "n", "attempts": 2}, {"task_id": "m", "attempts": 3}]}
+    text = json.dumps(too_long).replace('"attempts": 3', f'"attempts": {huge}')
+    run = make_run(tmp_path / "t", [row("n"), row("m")])
+    (run / "manifest.json").write_text(text, encoding="utf-8")
+    m = run_stages(run).processed.metrics
+    assert m["coverage"]["planned_attempts"] == 2 and m["coverage"]["missing_attempts"] == 1
+
+
 def test_integers_beyond_64_bits_stay_exact_in_the_plan_and_bound_attempt_numbers(tmp_path):
     """orjson reads 10**20 as a float; the manifest's planned attempts (R26: no upper bound)
     keep the integer, so the plan counts exactly. An attempt number beyond 2**63 - 1, read
