@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from .layouts import map_artifact_dir, runner_attempt_dir
+from .layouts import NOT_REGULAR_FILE, OUTSIDE_RUN_FOLDER, map_artifact_dir, runner_attempt_dir
 
 AVAILABLE = "available"
 MISSING = "missing"
@@ -270,13 +270,13 @@ def _read_json_file_carefully(full: str, real_run_dir: str, relative: str, exact
     except (OSError, ValueError) as exc:
         return JsonFile(UNREADABLE, reason=f"cannot stat: {exc}", path=relative)
     if not stat.S_ISREG(st.st_mode):
-        return JsonFile(UNREADABLE, reason="not a regular file", path=relative)
+        return JsonFile(UNREADABLE, reason=NOT_REGULAR_FILE, path=relative)
     # The folder itself was checked by resolve_artifact_dir; a file that is a symlink
     # must not lead outside either.
     if os.path.islink(full):
         real = os.path.realpath(full)
         if not real.startswith(real_run_dir + os.sep):
-            return JsonFile(UNREADABLE, reason="symlink resolves outside the run folder", path=relative)
+            return JsonFile(UNREADABLE, reason=OUTSIDE_RUN_FOLDER, path=relative)
     try:
         with open(full, "rb") as fh:
             data = fh.read()

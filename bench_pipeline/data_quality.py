@@ -19,7 +19,7 @@ def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
     if raw.missing_count is not None and raw.missing_count > len(missing):
         run_files.append({
             "file": "manifest.json", "status": "available",
-            "reason": f"planned attempts missing from results.jsonl: {raw.missing_count}; "
+            "reason": f"planned attempts missing from {raw.results_file}: {raw.missing_count}; "
                       f"data_quality.missing_attempts lists the first {len(missing)} in plan order",
         })
     return {

@@ -65,9 +65,9 @@ class CheckOutcome:
 
 #: Every per-run check, in the order the UI lists them.
 CHECKS = (
-    CheckSpec("no_bad_rows", "raw_results", "Lines of results.jsonl that are not usable rows (R27)."),
+    CheckSpec("no_bad_rows", "raw_results", "Lines of the results file (results.jsonl, or its re-judged copy) that are not usable rows (R27)."),
     CheckSpec("no_duplicate_rows", "raw_results", "Task/attempt pairs recorded on more than one line (R29, R33)."),
-    CheckSpec("no_missing_attempts", "raw_results", "Attempts planned in the manifest but absent from results.jsonl (R32)."),
+    CheckSpec("no_missing_attempts", "raw_results", "Attempts planned in the manifest but absent from the results file (R32)."),
     CheckSpec("no_unsafe_artifact_dirs", "attempt_metrics",
               "artifact_dir values refused as absolute or leaving the run folder (R5)."),
     CheckSpec("no_invalid_artifacts", "attempt_metrics", "history/episode/trace files that exist but cannot be used (R3)."),
@@ -97,7 +97,7 @@ def run_checks(raw: RawRun, attempts: list[dict], data_quality: dict) -> list[Ch
     if raw.rows:
         bad_rows = _outcome("no_bad_rows", raw.bad_rows, "WARN", "bad rows")
     else:
-        bad_rows = _outcome("no_bad_rows", [{"reason": "no usable row in results.jsonl"}] + raw.bad_rows,
+        bad_rows = _outcome("no_bad_rows", [{"reason": f"no usable row in {raw.results_file}"}] + raw.bad_rows,
                             "ERROR", "usable rows missing")
     return [
         bad_rows,

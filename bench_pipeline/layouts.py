@@ -212,12 +212,36 @@ def trace_call(call: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- Run folders ---------------------------------------------------------------------------
 
+#: Why a file of a run folder is not read (here for the results files, in artifacts.py for
+#: the rest): R5's refusal of a symlink out of the run folder, and only regular files read.
+OUTSIDE_RUN_FOLDER = "symlink resolves outside the run folder"
+NOT_REGULAR_FILE = "not a regular file"
+
+
 def results_file_name(real_run_dir: str) -> str:
     """The results file a run is read from: results.rejudged.jsonl when it is a regular
     file in the run folder, else results.jsonl (run-directory.md "Re-judged results")."""
-    if os.path.isfile(os.path.join(real_run_dir, REJUDGED_RESULTS)):
-        return REJUDGED_RESULTS
-    return RESULTS
+    present = os.path.lexists(os.path.join(real_run_dir, REJUDGED_RESULTS))
+    return REJUDGED_RESULTS if present and results_refusal(real_run_dir, REJUDGED_RESULTS) is None else RESULTS
+
+
+def rejudged_refusal(real_run_dir: str) -> str | None:
+    """Why the run folder's results.rejudged.jsonl is not its results (``results_refusal``);
+    None when there is none, or when it is the results."""
+    if not os.path.lexists(os.path.join(real_run_dir, REJUDGED_RESULTS)):
+        return None
+    return results_refusal(real_run_dir, REJUDGED_RESULTS)
+
+
+def results_refusal(real_run_dir: str, name: str) -> str | None:
+    """Why the results file ``name`` of a run folder cannot be read, None when it can: a
+    symlink resolving outside the run folder (OUTSIDE_RUN_FOLDER: its rows would be another
+    folder's, refused as R5 refuses an attempt's files), or no regular file there
+    (NOT_REGULAR_FILE: a folder, a FIFO, a device, or nothing)."""
+    real = os.path.realpath(os.path.join(real_run_dir, name))
+    if not real.startswith(real_run_dir + os.sep):
+        return OUTSIDE_RUN_FOLDER
+    return None if os.path.isfile(real) else NOT_REGULAR_FILE
 
 
 def results_in(names: set[str] | Mapping[str, Any]) -> str | None:

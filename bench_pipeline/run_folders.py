@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import object_store
 from .artifacts import MISSING, UNREADABLE, JsonFile, loads_json, read_json_file
-from .layouts import REJUDGED_RESULTS, RESULTS, RUNNER_DONE_FILES, results_in, runner_finished
+from .layouts import REJUDGED_RESULTS, RESULTS, RUNNER_DONE_FILES, results_file_name, results_in, runner_finished
 
 READY_STATUSES = ("completed", "aborted")
 #: The top files of a run the stages read, whose versions make its fingerprint; the
@@ -96,8 +95,8 @@ def _digest(versions: dict[str, str], mtimes: dict[str, float]) -> tuple[str, fl
 def fingerprint(path: str) -> tuple[str, float] | None:
     """(fingerprint, mtime of the results file read), None when results.jsonl does not exist
     (a local run folder; ``object_fingerprint`` for one in a bucket). The results file read
-    is results.rejudged.jsonl when it is a regular file, as ``layouts.results_file_name``
-    decides; four ``stat`` calls, nothing read."""
+    is results.rejudged.jsonl when it is a regular file in the run folder, as
+    ``layouts.results_file_name`` decides; four ``stat`` calls, nothing read."""
     versions: dict[str, str] = {}
     mtimes: dict[str, float] = {}
     for name in FINGERPRINT_FILES:
@@ -105,8 +104,8 @@ def fingerprint(path: str) -> tuple[str, float] | None:
             st = os.stat(os.path.join(path, name))
         except OSError:
             continue
-        if name == REJUDGED_RESULTS and not stat.S_ISREG(st.st_mode):
-            continue  # not the run's results (layouts.results_file_name): not part of the run
+        if name == REJUDGED_RESULTS and results_file_name(os.path.realpath(path)) != REJUDGED_RESULTS:
+            continue  # not the run's results (a folder, a symlink out of the run): not part of the run
         versions[name] = f"{st.st_size}:{st.st_mtime_ns}"
         mtimes[name] = st.st_mtime
     return _digest(versions, mtimes)

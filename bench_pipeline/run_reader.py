@@ -14,8 +14,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
-from .artifacts import AVAILABLE, JsonFile, loads_exact, loads_json, read_json_file
-from .layouts import RESULTS, manifest_view, results_file_name, row_view, suite_view
+from .artifacts import AVAILABLE, UNREADABLE, JsonFile, loads_exact, loads_json, read_json_file
+from .layouts import (
+    OUTSIDE_RUN_FOLDER,
+    REJUDGED_RESULTS,
+    RESULTS,
+    manifest_view,
+    rejudged_refusal,
+    results_file_name,
+    results_refusal,
+    row_view,
+    suite_view,
+)
 from .stats import INT64_MAX
 
 
@@ -308,6 +318,9 @@ def read_run_files(run_dir: Path | str, rows: list[RawRow], bad_rows: list[dict]
     run_dir = Path(run_dir)
     real = os.path.realpath(run_dir)
     problems: list[dict] = []
+    refused = rejudged_refusal(real)
+    if refused is not None:  # a re-judged copy that is not the results: say so, results.jsonl was read
+        problems.append({"file": REJUDGED_RESULTS, "status": UNREADABLE, "reason": f"{refused}; results.jsonl read instead"})
     manifest = manifest_view(_object_file(run_dir, real, "manifest.json", problems))
     suite_def = suite_view(_object_file(run_dir, real, "suite.json", problems))
     return RawRun(
@@ -330,7 +343,10 @@ def read_results_bytes(run_dir: Path, real: str, name: str = RESULTS) -> bytes:
     """The bytes of the results file ``name`` (results.jsonl, or its re-judged copy), or
     NotARunFolderError naming the path."""
     path = os.path.join(real, name)
-    if not os.path.isfile(path):
+    refusal = results_refusal(real, name)
+    if refusal == OUTSIDE_RUN_FOLDER:
+        raise NotARunFolderError(f"{run_dir / name}: refused, {refusal} (its rows would be another folder's)")
+    if refusal is not None:
         raise NotARunFolderError(f"{run_dir}: no results.jsonl, so not a benchmark run folder")
     try:
         with open(path, "rb") as fh:

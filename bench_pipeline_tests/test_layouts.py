@@ -6,12 +6,16 @@ from __future__ import annotations
 import pytest
 
 from bench_pipeline.layouts import (
+    NOT_REGULAR_FILE,
+    OUTSIDE_RUN_FOLDER,
     REJUDGED_RESULTS,
     RESULTS,
     manifest_view,
     map_artifact_dir,
+    rejudged_refusal,
     results_file_name,
     results_in,
+    results_refusal,
     row_view,
     runner_finished,
     suite_view,
@@ -178,6 +182,28 @@ def test_a_regular_rejudged_copy_is_the_runs_results(tmp_path):
     (tmp_path / REJUDGED_RESULTS).rmdir()
     (tmp_path / REJUDGED_RESULTS).write_text("")
     assert results_file_name(str(tmp_path)) == REJUDGED_RESULTS
+
+
+def test_a_results_file_linked_out_of_the_run_folder_is_refused(tmp_path):
+    """R5's rule for an attempt's files holds for the results files too: a symlink resolving
+    outside the run folder is not read (its rows would be another folder's); one inside is."""
+    run, outside = tmp_path / "run", tmp_path / "outside.jsonl"
+    run.mkdir()
+    outside.write_text("")
+    (run / "kept").mkdir()
+    (run / "kept" / "r.jsonl").write_text("")
+    real = str(run.resolve())
+    (run / REJUDGED_RESULTS).symlink_to(outside)
+    assert results_refusal(real, REJUDGED_RESULTS) == OUTSIDE_RUN_FOLDER == rejudged_refusal(real)
+    assert results_file_name(real) == RESULTS
+    (run / REJUDGED_RESULTS).unlink()
+    (run / REJUDGED_RESULTS).symlink_to(run / "kept" / "r.jsonl")
+    assert results_refusal(real, REJUDGED_RESULTS) is None and rejudged_refusal(real) is None
+    assert results_file_name(real) == REJUDGED_RESULTS
+    (run / REJUDGED_RESULTS).unlink()
+    (run / REJUDGED_RESULTS).mkdir()
+    assert rejudged_refusal(real) == NOT_REGULAR_FILE and results_file_name(real) == RESULTS
+    assert results_refusal(real, RESULTS) == NOT_REGULAR_FILE  # not there at all
 
 
 def test_results_and_the_runners_own_outputs_among_file_names():

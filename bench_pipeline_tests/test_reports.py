@@ -278,7 +278,7 @@ def test_timeout_without_evidence_reading_agrees_with_its_derived_outcome() -> N
     assert (f'<td class="nowrap">1 failure (from status; raw unknown)</td><td>no</td>'
             f'<td class="reading">{TIMEOUT_READING}</td>') in page
     details = json.loads(re.search(r'id="report-details">(.*?)</script>', page, re.S).group(1))
-    line = details["labels"].index("results.jsonl line")
+    line = details["labels"].index("Results line")
     notes = [s[2] for d in details["details"] if d[0][line] == "13" for s in d[1] if s[0] == "Note"]
     assert notes == [TIMEOUT_READING]
 
@@ -327,7 +327,7 @@ def test_eligible_failure_without_a_stage_is_unknown_in_every_list() -> None:
     assert [k[6] for k in keys if k[0] == "set_alarm"] == [None, "unknown", None]
     details = json.loads(re.search(r'id="report-details">(.*?)</script>', page, re.S).group(1))
     labels = details["labels"]
-    by_line = {d[0][labels.index("results.jsonl line")]: d[0] for d in details["details"]}
+    by_line = {d[0][labels.index("Results line")]: d[0] for d in details["details"]}
     assert by_line["5"][labels.index("First failure stage")] == "unknown"
     assert by_line["4"][labels.index("First failure stage")] == "n/a"
 
@@ -471,7 +471,7 @@ def test_html_has_headline_charts_and_tables(run: tuple, page: str) -> None:
 def test_attempt_details_carry_the_evidence(page: str) -> None:
     details = json.loads(re.search(r'id="report-details">(.*?)</script>', page, re.S).group(1))
     labels = details["labels"]
-    by_line = {int(d[0][labels.index("results.jsonl line")]): d for d in details["details"]}
+    by_line = {int(d[0][labels.index("Results line")]): d for d in details["details"]}
     facts, sections = by_line[8]
     titles = [s[0] for s in sections]
     assert facts[labels.index("Evidence folder")] == "tasks/send_sms/attempt-2"

@@ -463,6 +463,54 @@ def test_very_large_attempt_numbers_and_k_count_and_are_reported_compactly(tmp_p
     assert written["report.html"].stat().st_size < 1_000_000
 
 
+def test_the_reports_name_the_rejudged_copy_where_its_lines_and_missing_attempts_are_meant(tmp_path):
+    """run-directory.md: "the outputs name the file they read". A bad line and a missing
+    attempt of a re-judged run are the re-judged copy's, and both reports say so."""
+    from bench_pipeline.outputs import write_run_outputs
+
+    manifest = {"status": "completed", "planned": [{"task_id": "t", "attempts": 2}, {"task_id": "u", "attempts": 1}]}
+    run = make_run(tmp_path / "r", [row("t"), row("u")], manifest=manifest)
+    lines = [json.dumps(row("t")), json.dumps(row("u", status="failed", success=False)), "{not json"]
+    (run / "results.rejudged.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    processed = run_stages(run).processed
+    assert processed.metrics["data_quality"]["bad_rows"][0]["line"] == 3
+    written = write_run_outputs(tmp_path / "out", processed)
+    summary, html = written["summary.md"].read_text(), written["report.html"].read_text()
+    assert "bad rows (unreadable results.rejudged.jsonl lines): 1; planned attempts with no result row: 1" in summary
+    assert "Planned attempts missing from results.rejudged.jsonl (they escape coverage): 1" in summary
+    assert "bad rows (unreadable results.rejudged.jsonl lines): 1" in html
+    assert "unreadable results.jsonl" not in summary + html
+
+
+def test_results_linked_out_of_the_run_folder_are_refused_and_a_refused_rejudged_copy_named(tmp_path):
+    """results.jsonl resolving outside the run folder: refused, naming it (R5's rule). A
+    results.rejudged.jsonl that is not the results (a symlink out of the folder, a folder):
+    results.jsonl is read and run_files says why the copy was not."""
+    from bench_pipeline.run_folders import fingerprint
+
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text(json.dumps(row("evil")) + "\n")
+    run = make_run(tmp_path / "a", [row("t")])
+    (run / "results.jsonl").unlink()
+    (run / "results.jsonl").symlink_to(outside)
+    with pytest.raises(NotARunFolderError, match="results.jsonl: refused, symlink resolves outside the run folder"):
+        read_run(run)
+
+    run = make_run(tmp_path / "b", [row("t"), row("u")])
+    before = fingerprint(str(run))
+    (run / "results.rejudged.jsonl").symlink_to(outside)
+    assert fingerprint(str(run)) == before  # not part of the run
+    m = run_stages(run).processed.metrics
+    assert m["results_file"] == "results.jsonl" and m["coverage"]["attempts"] == 2
+    assert m["data_quality"]["run_files"] == [{
+        "file": "results.rejudged.jsonl", "status": "unreadable",
+        "reason": "symlink resolves outside the run folder; results.jsonl read instead"}]
+    (run / "results.rejudged.jsonl").unlink()
+    (run / "results.rejudged.jsonl").mkdir()
+    m = run_stages(run).processed.metrics
+    assert m["data_quality"]["run_files"][0]["reason"] == "not a regular file; results.jsonl read instead"
+
+
 def test_an_integer_too_long_for_python_loses_its_value_not_its_line_or_file(tmp_path):
     """An integer of more than LONGEST_INTEGER digits (Python reads none beyond 4,300) is
     beyond the float range, so unavailable (R42); its line, its history.json and its

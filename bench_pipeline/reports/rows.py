@@ -48,7 +48,7 @@ TEXT_CAP = 8_000  # characters of a text section (an error, a final response, a 
 TOOL_CALLS_CAP = 100  # tool calls listed per attempt
 
 FACT_LABELS: tuple[str, ...] = (
-    "Evidence folder", "Trace artifact", "results.jsonl line", "Success (raw / used)",
+    "Evidence folder", "Trace artifact", "Results line", "Success (raw / used)",
     "Eligible (raw / used)", "First failure stage", "Failure event ref", "Quality score",
     "Rubric passed", "Expected answer match", "Recalled memory match (source)",
     "Timeout recovery (attempted / succeeded)", "Episode id", "Execution trace id",

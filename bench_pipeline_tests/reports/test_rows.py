@@ -124,6 +124,6 @@ def test_failed_task_md_rows_one_per_attempt_with_the_missing_placeholder() -> N
     )
     lines = failed_task_md_rows([task]).split("\n")
     assert lines[0] == ("| `t\\|1` | 1 | missing | — | n/a | — | n/a | n/a (no result row) | n/a | "
-                        "`planned or expected attempt missing from results.jsonl` |")
+                        "`planned or expected attempt missing from the results` |")
     assert lines[1].startswith("| `t\\|1` | 2 | `failed` | `agent_failure` | yes | ")
     assert len(lines) == 2 and failed_task_md_rows([]) == ""

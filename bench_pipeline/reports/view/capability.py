@@ -124,7 +124,7 @@ def cautions(k: Any, judge_disabled: bool, missing: Any) -> list[str]:
                  "for that; for release decisions, compare paired tasks against a baseline run.")
     notes.append("Do not infer significance from a small percentage change or from overlapping or "
                  "separate confidence intervals.")
-    notes.append("Coverage = eligible / observed. Attempts entirely missing from results.jsonl escape these "
+    notes.append("Coverage = eligible / observed. Attempts entirely missing from the results escape these "
                  f"denominators (missing planned attempts: {fmt_int(missing)}).")
     notes.append("Unknown is not failure: attempts with an unknown outcome are excluded by eligibility, "
                  "never counted as 0.")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...data_quality import data_quality_findings, missing_attempts_count
+from ...layouts import RESULTS
 from .limits import LIST_CAP
 
 
@@ -16,7 +17,9 @@ from .limits import LIST_CAP
 class DataQualityView:
     """The section: each finding list of metrics.json's data_quality (dict entries only),
     the missing attempts' full count, the number of findings as the command's summary line
-    counts them, whether the block is there at all, and attempt_facts' evidence counts."""
+    counts them, whether the block is there at all, attempt_facts' evidence counts, and the
+    results file the run was read from (its bad rows' lines and missing attempts are that
+    file's: run-directory.md "the outputs name the file they read")."""
 
     bad_rows: list[Mapping[str, Any]]
     duplicate_rows: list[Mapping[str, Any]]
@@ -30,6 +33,7 @@ class DataQualityView:
     trace_status: list[tuple[str, int]]
     recorded_attempts: int
     recorded_fields: list[tuple[str, int]]
+    results_file: str = RESULTS
     cap: int = LIST_CAP
 
     @property
@@ -59,4 +63,5 @@ def data_quality_view(metrics: Mapping[str, Any], facts: Mapping[str, Any]) -> D
         trace_status=facts["trace_status"],
         recorded_attempts=facts["recorded_attempts"],
         recorded_fields=facts["recorded_fields"],
+        results_file=metrics["results_file"] if isinstance(metrics.get("results_file"), str) else RESULTS,
     )

@@ -79,7 +79,7 @@ class FailedTask:
             if n not in present:
                 rows.append({"attempt": n, "status": None, "cls": None, "eligible": NA, "stage": None,
                              "quality": NA, "folder": None, "folder_text": "n/a (no result row)", "href": None,
-                             "trace": NA, "note": "planned or expected attempt missing from results.jsonl",
+                             "trace": NA, "note": "planned or expected attempt missing from the results",
                              "missing": True})
         for rec in self.records:
             folder, folder_text = evidence_dir(rec, self.unsafe_lines)
