@@ -23,9 +23,18 @@ def recorded(row: dict, key: str) -> object:
     return row.get(key)
 
 
+#: Fields whose value is a proportion: run-directory.md gives quality_score as "number in
+#: [0, 1] or null", so a value outside [0, 1] (a score on another scale, such as 7.5 of 10)
+#: is not one and is unavailable, as a value of another type is (docs/metric-choices.md).
+PROPORTION_FIELDS = frozenset({"quality_score"})
+
+
 def field_number(value: object, key: str) -> float | None:
-    """A number (R42), None otherwise; for count fields an integer within COUNT_LIMIT."""
+    """A number (R42), None otherwise; for count fields an integer within COUNT_LIMIT, for
+    PROPORTION_FIELDS a number in [0, 1]."""
     if not is_number(value):
+        return None
+    if key in PROPORTION_FIELDS and not 0 <= value <= 1:
         return None
     if key in COUNT_FIELDS:
         if isinstance(value, float):

@@ -39,3 +39,11 @@ def test_boolean_or_non_finite_is_never_a_number(value):
     for k in keys:
         assert recorded_number(r, k) is None, k
 
+
+
+@pytest.mark.parametrize("value, expected", [(0, 0), (0.25, 0.25), (1, 1), (1.0, 1.0), (7.5, None), (-0.1, None),
+                                             (1.0000001, None), (100, None)])
+def test_a_quality_score_outside_0_to_1_is_not_a_quality_score(value, expected):
+    """run-directory.md: quality_score is a "number in [0, 1] or null"; 7.5 (another scale)
+    is unavailable, not a proportion above 1 averaged into best and mean quality."""
+    assert recorded_number(row("t", metrics={"quality_score": value}), "quality_score") == expected
