@@ -119,7 +119,7 @@ def test_repeated_compare_with_one_run_per_side_equals_the_positional_one(tmp_pa
         for key in ("n", "delta", "se", "ci95", "mde80"):
             assert repeated[name][key] == positional[name][key], (name, key)
     md = (tmp_path / "rep" / "comparison.md").read_text()
-    assert md.startswith("# Compared: 1 candidate run(s) against 1 baseline run(s)")
+    assert md.startswith("# Compared: 1 candidate run against 1 baseline run")
     assert "| First attempt (pass@1) | 10 | 100.0% | 80.0% | -20.0 pp |" in md
     assert done.stderr.strip().splitlines()[-1].startswith("gate pass: 1 candidate run(s) against 1 baseline run(s)")
 
@@ -134,7 +134,7 @@ def test_repeated_compare_exit_codes_and_bad_input(tmp_path):
            "significant regression" in failed.stderr
     result = json.loads((tmp_path / "f" / "comparison.json").read_text())
     assert result["baseline"]["runs"] == ["b1", "b2"] and result["regressions"] == [f"t{i}" for i in range(10)]
-    assert "2 run(s) pooled (`b1`, `b2`)" in (tmp_path / "f" / "comparison.md").read_text()
+    assert "2 runs pooled (`b1`, `b2`)" in (tmp_path / "f" / "comparison.md").read_text()
     margin = _run("compare", "--baseline", base[0], "--candidate", base[1], "--output-dir", tmp_path / "m",
                   "--max-drop", "0.05")
     assert margin.returncode == 0 and "both 95% intervals stay above" not in margin.stderr  # no variation: no interval

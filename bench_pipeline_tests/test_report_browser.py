@@ -487,3 +487,24 @@ def test_an_inconclusive_gate_is_drawn_neither_green_nor_red(browser: Any, tmp_p
     assert w.page.locator("nav.toc .badge.neutral").inner_text() == "gate inconclusive"
     assert_clean(w)
     w.page.close()
+
+
+def test_a_very_long_task_id_does_not_widen_the_page(browser: Any, tmp_path: Path) -> None:
+    """A 400-character task id in the failed tasks, the stability table and the slowest and
+    most expensive tasks breaks inside its cell instead of pushing those tables (and the page)
+    to about three times the window's width."""
+    from bench_pipeline.outputs import write_run_outputs
+    from bench_pipeline.pipeline import run_stages
+    from bench_pipeline_tests.run_builder import make_run, row
+
+    long_id = "L" * 400
+    metrics = {"task_wall_ms": 1000, "total_tokens": 50, "cost_usd": 0.01}
+    rows = [row(long_id, 1, metrics=metrics), row(long_id, 2, status="failed", success=False, metrics=metrics),
+            row("b", 1, metrics=metrics), row("b", 2, metrics=metrics)]
+    written = write_run_outputs(tmp_path / "out", run_stages(make_run(tmp_path, rows)).processed)
+    w = open_report(browser, written["report.html"], width=1280)
+    w.page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+    assert w.page.locator("#failed-tasks").inner_text().count(long_id) >= 1
+    assert w.page.evaluate("() => document.documentElement.scrollWidth") <= 1280
+    assert_clean(w)
+    w.page.close()

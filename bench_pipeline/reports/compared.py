@@ -92,7 +92,7 @@ def _reading(name: str, s: Mapping[str, Any], k: Any, paired: int = 0,
     c = s["candidate_rate"] if binary else s["candidate_mean"]
     words = [f"{fmt_int(n)} paired task{'s' if n != 1 else ''}"]
     if binary:
-        words[0] += (f" ({fmt_int(s['both_pass'])} succeed in both, {fmt_int(s['baseline_only'])} only in the "
+        words[0] += (f" ({fmt_int(s['both_pass'])} succeed{'s' if s['both_pass'] == 1 else ''} in both, {fmt_int(s['baseline_only'])} only in the "
                      f"baseline, {fmt_int(s['candidate_only'])} only in the candidate, {fmt_int(s['both_fail'])} in neither)")
     words.append(f"{fmt_level(kind, b)} in the baseline, {fmt_level(kind, c)} in the candidate, "
                  f"a change of {fmt_change(kind, s['delta'])}.")

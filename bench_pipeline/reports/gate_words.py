@@ -49,8 +49,10 @@ def gate_reason_words(result: Mapping[str, Any], reason: str) -> str:
     margin_text = fmt_change("rate", margin, signed=False) if margin is not None else None
     interval = fmt_interval("rate", s["ci95"]["lower"], s["ci95"]["upper"])
     if code == "no_evidence":
-        return (f"{label} has no paired task (no task is in this section in both runs: an empty or unreadable "
-                "candidate, no eligible first attempt, or task sets that do not overlap), so nothing was measured "
+        # either side may be the empty one: the causes are named for the section, not a side
+        missing = "no eligible first attempt" if name == "first_attempt" else "no task with an eligible attempt"
+        return (f"{label} has no paired task (no task is in this section in both runs: a run without a usable row "
+                f"or with {missing}, or task sets that do not overlap), so nothing was measured "
                 "and a drop of any size could have gone unseen")
     if code == "regression":
         return f"{label} is a significant regression"

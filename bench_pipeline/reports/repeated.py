@@ -18,7 +18,7 @@ from .change_format import (NO_VARIATION, VERDICT_WORDS, fmt_change, fmt_interva
                             section_kind, section_label, zero_width_verdict)
 from .compared import run_folder_base
 from .gate_words import gate_view
-from .format import fmt_int, fmt_pct, fmt_text
+from .format import fmt_int, fmt_pct, fmt_text, plural
 from .planning_text import repeats_planning, set_planning
 from .repeated_verdicts import side_notes, single_pair_text, task_evidence
 from .setup_text import runs_setup_lines, set_setup_lines
@@ -92,11 +92,16 @@ def noise_sentence(between: Mapping[str, Any]) -> str:
     """The noise floor in plain words."""
     noise = between["noise_floor95"]
     if noise is None:
-        return (f"With {fmt_int(between['runs'])} run(s) whose pass@1 is known there is no between-run spread yet: "
+        return (f"With {plural(between['runs'], 'run')} whose pass@1 is known there is no between-run spread yet: "
                 "at least two runs are needed to tell how far apart single runs land by chance.")
     return (f"Two single runs of this system differ in pass@1 by up to {noise * 100:.1f} points by chance (95% of the "
             f"time; between-run standard deviation {between['pass_at_1_sd'] * 100:.1f} points over "
             f"{fmt_int(between['runs'])} runs): a single-run comparison whose change is smaller than that is noise.")
+
+
+#: The warnings that say the runs are not one system (suite, model, git sha and setup key:
+#: repeated-runs.md "Systems"): repeats.json's ``system`` is then the first run's only.
+SYSTEM_DIFFERS = frozenset({"suite_differs", "model_differs", "code_differs", "judge_differs", "platform_differs"})
 
 
 def repeats_view(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Path | None = None,
@@ -110,9 +115,10 @@ def repeats_view(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Pat
     pooled = []
     for name, s in _sections(doc, "pooled"):
         kind = section_kind(name)
+        flat = s["n"] >= 2 and s["se"] == 0
         pooled.append({"label": section_label(name, doc["k"]), "n": fmt_int(s["n"]), "mean": fmt_level(kind, s["mean"]),
-                       "interval": level_interval(kind, s["ci95"]["lower"], s["ci95"]["upper"])
-                       if not (s["n"] >= 2 and s["se"] == 0) else NO_VARIATION})
+                       "interval": NO_VARIATION if flat else level_interval(kind, s["ci95"]["lower"], s["ci95"]["upper"]),
+                       "no_variation": flat})
     st = doc["stability"]
     flaky = []
     for t in st["flaky_tasks"][:LIST_CAP]:
@@ -136,6 +142,7 @@ def repeats_view(doc: Mapping[str, Any], runs: Sequence[RepeatRun], out_dir: Pat
                       "flip_rate": fmt_pct(st["flip_rate"])},  # a percent, as report.html shows it
         "flaky": flaky, "flaky_more": max(0, len(st["flaky_tasks"]) - LIST_CAP),
         "warnings": [{"code": w, "text": REPEATS_WARNING_TEXT[w]} for w in doc["warnings"]],
+        "differs": any(w in SYSTEM_DIFFERS for w in doc["warnings"]),
         "planning": repeats_planning(doc),
     }
 

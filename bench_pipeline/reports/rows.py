@@ -76,6 +76,12 @@ def _inline_calls(calls: Any) -> EncodedJSON | None:
     return EncodedJSON(pairs, encoded) if len(encoded) <= INLINE_CALLS_BYTES else None
 
 
+def _state_value(value: Any) -> str:
+    """An expected or actual value of a check as compact JSON; null (nothing recorded: the
+    state dump failed, the assertion was not evaluated) as n/a, as every unavailable value."""
+    return NA if value is None else _compact_json(value)
+
+
 def _args_json(value: Any, limit: int = ARGS_CAP) -> str:
     """Tool-call arguments as compact JSON text (the hot path of large reports: orjson)."""
     if isinstance(value, str):
@@ -159,7 +165,7 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
         sections.append(["Hard assertions", "table", [["check", "result"], rows]])
     hard_fail = ev.get("hard_assertion_failures")
     if isinstance(hard_fail, list) and hard_fail:
-        rows = [[fmt_text(f.get("id")), fmt_text(f.get("requirement")), _compact_json(f.get("actual"))]
+        rows = [[fmt_text(f.get("id")), fmt_text(f.get("requirement")), _state_value(f.get("actual"))]
                 for f in hard_fail if isinstance(f, dict)]
         sections.append(["Hard-assertion failures", "table", [["id", "requirement", "actual"], rows]])
 
@@ -181,7 +187,7 @@ def _details_payload(rec: Mapping[str, Any], notes: list[str], folder_text: str)
     env = ev.get("environment_state_assertions")
     if isinstance(env, list) and env:
         rows = [[fmt_text(e.get("id")), "passed" if e.get("passed") is True else "failed" if e.get("passed") is False else NA,
-                 _compact_json(e.get("expected")), _compact_json(e.get("actual"))] for e in env if isinstance(e, dict)]
+                 _state_value(e.get("expected")), _state_value(e.get("actual"))] for e in env if isinstance(e, dict)]
         sections.append(["Environment-state checks", "table", [["id", "result", "expected", "actual"], rows]])
     obs = ev.get("trace_observations")
     if isinstance(obs, list) and obs:

@@ -285,3 +285,19 @@ def test_summary_md_states_a_pass_without_margin_as_comparison_md_does():
     assert part.count("could have gone unseen") == 2 and "--max-drop X" in part
     assert "| pass@k (k=2) | 9 of 9 | 100.0% | 100.0% | 0.0 pp | n/a (no variation) | n/a (no variation) |" in part
     assert "says little" not in part.split("**First attempt (pass@1).**")[0]  # no verdict line says it
+
+
+def test_a_gate_without_evidence_names_no_side_and_each_sections_own_cause():
+    """An empty baseline against a good candidate: the words do not blame the candidate, and
+    task success is not said to lack an eligible first attempt."""
+    from bench_pipeline.reports.gate_words import gate_reason_words
+
+    empty, good = side({}, run_id="b"), side({"t": [True, True], "u": [False, True]}, run_id="c")
+    result = compare(empty, good)
+    assert result["gate"]["reasons"] == ["first_attempt_no_evidence", "task_success_no_evidence"]
+    first = gate_reason_words(result, "first_attempt_no_evidence")
+    success = gate_reason_words(result, "task_success_no_evidence")
+    assert first.startswith("the first attempt has no paired task (no task is in this section in both runs: "
+                            "a run without a usable row or with no eligible first attempt, or task sets")
+    assert "with no task with an eligible attempt" in success and "first attempt" not in success
+    assert "candidate" not in first + success

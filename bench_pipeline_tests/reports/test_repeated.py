@@ -44,7 +44,7 @@ def test_system_text_names_unknown_parts() -> None:
 
 def test_noise_sentence_with_and_without_a_spread() -> None:
     assert noise_sentence({"noise_floor95": None, "runs": 1, "pass_at_1_sd": None}) == (
-        "With 1 run(s) whose pass@1 is known there is no between-run spread yet: at least two runs are needed "
+        "With 1 run whose pass@1 is known there is no between-run spread yet: at least two runs are needed "
         "to tell how far apart single runs land by chance.")
     assert noise_sentence({"noise_floor95": 0.125, "runs": 3, "pass_at_1_sd": 0.05}) == (
         "Two single runs of this system differ in pass@1 by up to 12.5 points by chance (95% of the time; "
@@ -166,3 +166,31 @@ def test_no_interval_from_a_pair_or_a_section_without_variation() -> None:
     md = render_set_comparison_md(result, single, base, cand)
     assert "[0.0 pp, 0.0 pp]" not in md and "0.0 pp wide" not in md
     assert "- Quality score: **regression**\n- Task wall time: **regression**\n" in md
+
+
+def test_repeats_md_says_when_the_runs_are_not_one_system_and_what_no_variation_means():
+    """The title names the first run's system (repeated-runs.md); the line under it says the
+    runs differ when a system warning is there. A zero-width interval reads "n/a (no
+    variation)" with the legend beside the table."""
+    from bench_pipeline.comparison_sides import make_side
+    from bench_pipeline.repeats import RepeatRun, repeats
+    from bench_pipeline.reports.repeated import render_repeats_md
+
+    def run(run_id, model):
+        rows = [{"task_id": t, "attempt": a, "line": i, "success": True, "agent_eligible": True, "quality_score": 1.0,
+                 "task_wall_ms": None, "total_tokens": None, "cost_usd": None}
+                for i, (t, a) in enumerate([("t", 1), ("t", 2), ("u", 1), ("u", 2)], start=1)]
+        return RepeatRun(make_side(rows, run_id=run_id, suite="s", metrics_k=2,
+                                   identity=RunIdentity(suite="s", model_name=model, git_sha="abc")), 1.0)
+
+    same = [run("a", "m"), run("b", "m")]
+    md = render_repeats_md(repeats(same), same)
+    assert "System: suite / model / git sha, measured with one setup" in md
+    assert "| pass@k (k=2) | 2 | 100.0% | n/a (no variation) |" in md
+    assert '"n/a (no variation)": every task has the same pooled value' in md
+    mixed = [run("a", "m"), run("b", "other")]
+    doc = repeats(mixed)
+    assert "model_differs" in doc["warnings"]
+    md = render_repeats_md(doc, mixed)
+    assert "These runs are not all one system (the warnings below say how they differ)" in md
+    assert "measured with one setup" not in md
