@@ -196,6 +196,10 @@ def exit_now(code: int) -> NoReturn:
 
     sys.stdout.flush()
     sys.stderr.flush()
+    # A child process still alive now is abandoned work (an interrupted step's workers, whose
+    # pool was never shut down): ended, not waited for by multiprocessing's exit handler.
+    for child in multiprocessing.active_children():
+        child.terminate()
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -203,6 +207,13 @@ def exit_now(code: int) -> NoReturn:
 
 
 # --- Worker processes started from a fork server ----------------------------------------
+
+def ignore_interrupts() -> None:
+    """A worker's start: Ctrl-C (SIGINT, sent to the terminal's whole process group) is left
+    to the main process, which stops its workers itself (``exit_now``); a worker would
+    otherwise die printing a traceback of its own. SIGTERM still ends it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
 
 #: The module a fork server loads before it forks workers for the per-run Dagster step
 #: (assets/worker_preload.py). Named here, in a module that imports nothing heavy, so that

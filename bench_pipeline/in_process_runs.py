@@ -60,6 +60,14 @@ def step_error(result) -> str | None:
     return None
 
 
+def interrupted(result) -> bool:
+    """Whether a Dagster run of this process stopped because the process was interrupted
+    (SIGINT, or SIGTERM, which Dagster handles the same way): a step failure whose source
+    is the interrupt, not the step's code."""
+    return any(getattr(event.step_failure_data.error_source, "name", None) == "INTERRUPT"
+               for event in result.get_step_failure_events())
+
+
 @dataclass(frozen=True)
 class Refreshed:
     """How a ``refresh_catalog`` run of this command ended (picklable: it may come from the

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 # Only light imports here: `main` starts the fork server before Dagster is imported.
-from .in_process_runs import RUN_CONFIG, execute_refresh, plain_console, step_error
+from .in_process_runs import RUN_CONFIG, execute_refresh, interrupted, plain_console, step_error
 from .sample_runs import ensure_sample_runs
 
 #: Suite pages named at the end of the main command (the rest are counted).
@@ -134,6 +134,11 @@ def _run_all(defs, instance, samples: bool) -> int:
         errors = _failed_runs(result)
         seconds = _run_seconds(result)
         unreported = [key for key in batch if key not in errors and key not in seconds]
+        if interrupted(result):  # Ctrl-C or SIGTERM: stop here, no further Dagster run
+            if unreported:
+                _say(f"interrupted before {_listed(unreported)} {'was' if len(unreported) == 1 else 'were'} done "
+                     f"(the Dagster run {result.run_id} failed)")
+            raise KeyboardInterrupt
         failed += sum(1 for key in batch if key in errors or key not in seconds)
         if unreported:  # the step failed before it got to these runs: say why, once per run
             reason = step_error(result) or "the Dagster run failed"
@@ -343,6 +348,21 @@ def main(argv: list[str] | None = None) -> int:
     except RunsRootError as exc:  # a bucket that does not exist, no credentials, no network
         _say(f"error: {exc}")
         return 2
+    except (KeyboardInterrupt, _interrupted_error()):  # Ctrl-C, or SIGTERM (Dagster handles both alike)
+        _say("interrupted: stopped. Every file is written whole or not at all; run the command again to "
+             "process the runs not done (each one interrupted is processed again from the start).")
+        return INTERRUPTED
+
+
+#: The exit code after an interrupt (128 + SIGINT, as a shell reports Ctrl-C).
+INTERRUPTED = 130
+
+
+def _interrupted_error() -> type[BaseException]:
+    """Dagster's error for an interrupt outside a step (it subclasses BaseException)."""
+    import dagster as dg
+
+    return dg.DagsterExecutionInterruptedError
 
 
 def entry() -> None:

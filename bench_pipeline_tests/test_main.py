@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -318,3 +319,49 @@ def test_main_command_then_ui_serves_the_materializations(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_stops_the_main_command_and_the_next_one_finishes_the_work(tmp_path, signum):
+    """Ctrl-C (or SIGTERM) while runs are processed: the command stops within seconds with exit
+    code 130, saying which runs were not done, and leaves no process behind (its workers'
+    pool was never shut down by the interrupted step: it hung at exit, joining them). The
+    next command processes what is left, and every run then has its reports."""
+    runs = tmp_path / "runs"
+    subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "generate", str(runs), "--runs", "8", "--seed", "5",
+                    "--tasks", "200"], cwd=ROOT, check=True, capture_output=True)
+    env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "BENCH_RUNS_ROOT": str(runs),
+           "DAGSTER_HOME": str(tmp_path / "home"), "BENCH_QUIET_SECONDS": "0"}
+    for var in ("BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        env.pop(var, None)
+    (tmp_path / "home").mkdir()
+    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", tmp_path / "home" / "dagster.yaml")
+    main = subprocess.Popen([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    for line in main.stdout:  # interrupted once the first run is done, while the others are processed
+        lines.append(line.rstrip("\n"))
+        if line.startswith("[1/8]"):
+            main.send_signal(signum)
+            break
+    rest, _ = main.communicate(timeout=60)
+    lines += rest.splitlines()
+    assert main.returncode == 130, "\n".join(lines[-20:])
+    assert lines[-1].startswith("interrupted: stopped. Every file is written whole or not at all")
+    assert any(line.startswith("interrupted before ") for line in lines), "\n".join(lines[-20:])
+    assert not [line for line in lines if "Traceback" in line or "DagsterExecutionInterruptedError" in line]
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # the fork server and its workers end with the command
+        try:
+            os.killpg(main.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("processes of the interrupted command are still running")
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    reports = tmp_path / "data" / "reports"
+    assert sorted(p.parent.name for p in reports.glob("*/metrics.json")) == sorted(p.name for p in runs.iterdir())

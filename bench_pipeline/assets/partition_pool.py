@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..bulk import default_workers, fork_server_context
+from ..bulk import default_workers, fork_server_context, ignore_interrupts
 from ..derivation import PARALLEL_MIN_ROWS
 from ..layouts import results_file_name
 from .partition_work import STAGES, PartitionJob, PartitionOutcome, StagesStored, process_partition
@@ -99,6 +99,7 @@ def _start_worker(messages: Any, stored: dict[str, Any]) -> None:
     (the collector never goes through it again: ``_work``'s collections stay small)."""
     global _messages, _stored
     _messages, _stored = messages, stored
+    ignore_interrupts()
     gc.freeze()
 
 
@@ -167,6 +168,7 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
     # Even split of the cores: a worker forks for a large run only when it has cores to itself.
     per_job = max(1, processes // min(processes, len(jobs)))
     futures = {pool.submit(_work, replace(job, workers=per_job)): job for job in side_by_side(jobs)}
+    finished = False
     try:
         pending = set(futures)
         while pending:
@@ -184,8 +186,12 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
                     yield PartitionOutcome(job.key, job.fingerprint, failed_stage=STAGES[0],
                                            error=f"{job.run_dir}: the worker process processing it died ({exc})")
         yield from _drain(messages, log, ready)
+        finished = True
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if not finished:  # interrupted (Ctrl-C, a terminated Dagster run) or left early: no worker
+            for event in stored.values():  # waits for a baseline any more, and none is waited for:
+                event.set()  # each ends after its partition (a command ending ends them: bulk.exit_now)
+        pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def _drain(messages: Any, log: Callable[[str], None], on_ready: Callable[[str], None]) -> list[StagesStored]:
