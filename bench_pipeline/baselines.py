@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import object_store
-from .identity import read_identity, read_json_object
+from .artifacts import loads_json
+from .identity import read_identity
 from .setup import UNKNOWN_KEY, SetupKey, key_text
 
 
@@ -205,19 +206,33 @@ def pins_file() -> Path | str:
     return Path(configured or bench_home() / "baselines.json")
 
 
-def load_pins(path: Path | str) -> dict[str, str]:
-    """``{suite: run id}`` from the pins file; no file (or no valid entry) means no pins. An
-    object in a bucket that exists but cannot be read is a StoreError."""
-    if object_store.is_remote(path):
-        import orjson
+class PinsError(ValueError):
+    """The pins file exists but does not hold pins: read as none, it would silently change
+    every comparison of the pinned suites, so the step that reads it fails, saying why."""
 
-        try:
-            value = orjson.loads(object_store.read_bytes(str(path)))
-        except FileNotFoundError:
-            value = {}
-        except orjson.JSONDecodeError:
-            value = {}
-        pins = value if isinstance(value, dict) else {}
-    else:
-        pins = read_json_object(Path(path))
-    return {k: v for k, v in pins.items() if isinstance(k, str) and isinstance(v, str)}
+
+def load_pins(path: Path | str) -> dict[str, str]:
+    """``{suite: run id}`` from the pins file; no file means no pins. A file that cannot be
+    read, is not valid JSON, is not a JSON object or pins a suite to something other than a
+    run id (a text) raises PinsError naming it and what is wrong; an object in a bucket that
+    exists but cannot be read is a StoreError."""
+    try:
+        data = object_store.read_bytes(str(path)) if object_store.is_remote(path) else Path(path).read_bytes()
+    except FileNotFoundError:
+        return {}
+    except object_store.StoreError:  # a bucket that does not exist, no credentials: said as such
+        raise
+    except OSError as exc:  # a folder, no permission
+        raise PinsError(f"the pinned baselines file {path} cannot be read ({exc.strerror or exc})") from None
+    fix = 'it should be {"<suite name>": "<run id>", ...}; fix it or remove it (docs/operations.md)'
+    try:
+        pins = loads_json(data)
+    except ValueError as exc:
+        raise PinsError(f"the pinned baselines file {path} is not valid JSON ({exc}): {fix}") from None
+    if not isinstance(pins, dict):
+        raise PinsError(f"the pinned baselines file {path} is not a JSON object: {fix}")
+    bad = [suite for suite, run_id in pins.items() if not isinstance(run_id, str)]
+    if bad:
+        raise PinsError(f"the pinned baselines file {path} pins suite {', '.join(repr(s) for s in bad[:5])} to "
+                        f"something other than a run id (a text): {fix}")
+    return pins

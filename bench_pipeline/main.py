@@ -338,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
 
         ensure_sample_runs(default_runs_root())
         return 0
+    from .baselines import PinsError
     from .run_folders import RunsRootError
 
     # The per-run step's worker processes come from a fork server; started here, it loads
@@ -345,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     start_fork_server(also_preload=(REFRESH_PROCESS,))
     try:
         return 1 if run_all(samples=not args.no_samples) else 0
-    except RunsRootError as exc:  # a bucket that does not exist, no credentials, no network
+    except (RunsRootError, PinsError) as exc:  # a bucket that does not exist, no credentials; a broken pins file
         _say(f"error: {exc}")
         return 2
     except (KeyboardInterrupt, _interrupted_error()):  # Ctrl-C, or SIGTERM (Dagster handles both alike)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bench_pipeline import object_store
-from bench_pipeline.baselines import Baseline, RunInfo, choose_baseline, load_pins, pins_file, run_index
+from bench_pipeline.baselines import Baseline, PinsError, RunInfo, choose_baseline, load_pins, pins_file, run_index
 
 from .run_builder import make_run, row
 
@@ -94,11 +94,21 @@ def test_run_index_reads_suite_start_and_whether_processed(tmp_path):
 
 
 def test_pins_file(tmp_path):
+    """No file: no pins. A file that does not hold pins is an error naming it: read as no pins,
+    a typo would silently re-compare every run of the pinned suites with another baseline."""
     assert load_pins(tmp_path / "missing.json") == {}
-    (tmp_path / "p.json").write_text(json.dumps({"s": "r1", "bad": 3}))
-    assert load_pins(tmp_path / "p.json") == {"s": "r1"}
-    (tmp_path / "p.json").write_text("not json")
-    assert load_pins(tmp_path / "p.json") == {}
+    (tmp_path / "p.json").write_text(json.dumps({"s": "r1", "t": "r2"}))
+    assert load_pins(tmp_path / "p.json") == {"s": "r1", "t": "r2"}
+    for text, why in (('{"s": "r1",}', "is not valid JSON"), ("", "is not valid JSON"),
+                      ('["r1"]', "is not a JSON object"), ('{"s": "r1", "bad": 3, "t": ["r2"]}',
+                                                           "pins suite 'bad', 't' to something other than a run id")):
+        (tmp_path / "p.json").write_text(text)
+        with pytest.raises(PinsError, match=f"the pinned baselines file {tmp_path / 'p.json'} {why}"):
+            load_pins(tmp_path / "p.json")
+    (tmp_path / "p.json").unlink()
+    (tmp_path / "p.json").mkdir()
+    with pytest.raises(PinsError, match="cannot be read"):
+        load_pins(tmp_path / "p.json")
 
 
 def test_the_run_index_reads_manifests_through_copies_and_processed_from_one_listing(bucket, tmp_path):
@@ -124,8 +134,11 @@ def test_a_pins_file_in_a_bucket(bucket, monkeypatch):
     monkeypatch.setenv("BENCH_BASELINES", bucket.url("config/baselines.json"))
     assert pins_file() == bucket.url("config/baselines.json")
     assert load_pins(pins_file()) == {}  # no object: no pins
-    bucket.put("config/baselines.json", json.dumps({"suite-x": "r1", "bad": 3}))
+    bucket.put("config/baselines.json", json.dumps({"suite-x": "r1"}))
     assert load_pins(pins_file()) == {"suite-x": "r1"}
+    bucket.put("config/baselines.json", '{"suite-x": "r1",}')
+    with pytest.raises(PinsError, match="is not valid JSON"):
+        load_pins(pins_file())
     with pytest.raises(object_store.StoreError, match="does not exist"):
         load_pins("s3://no-such-bucket-for-bench/baselines.json")  # a pin silently lost would change comparisons
 
