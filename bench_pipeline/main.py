@@ -70,7 +70,7 @@ def _run_all(defs, instance, samples: bool) -> int:
     from .assets.run_stages import PARTITIONS_PER_RUN, up_to_date
     from .partitions import partition_batches, range_tags, runs_partitions
     from .resources import default_settings
-    from .run_folders import not_runs_note, ready_folders, scan, waiting_reason
+    from .run_folders import not_runs_note, ready_folders, refused_names, scan, waiting_reason
 
     settings = default_settings()
     runs_root = settings.runs_root  # a folder or a bucket URL (s3://, gs://): kept as text
@@ -81,6 +81,10 @@ def _run_all(defs, instance, samples: bool) -> int:
     found = scan(str(runs_root), not_runs)
     if not_runs:
         _say(not_runs_note(not_runs))
+    refused = refused_names(found)
+    for folder, why in refused.items():
+        _say(f"{folder}: not processed: {why}")
+    found = [f for f in found if f.run_id not in refused]
     ready = ready_folders(found, settings.quiet_seconds)  # a bucket's manifests in one batch
     folders = [f for f in found if f.run_id in ready]
     waiting: dict[str, list[str]] = {}  # left for later, by why

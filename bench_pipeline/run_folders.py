@@ -153,6 +153,21 @@ def scan(runs_root: str, not_runs: list[str] | None = None) -> list[RunFolder]:
     return sorted(found, key=lambda r: r.run_id)
 
 
+def refused_names(folders: list[RunFolder]) -> dict[str, str]:
+    """{folder name: why it cannot be a run id} for the run folders whose name is no usable
+    partition key (``resources.settings.safe_partition_key``: too long for the stored files'
+    names); the main command and the sensor say so and leave them."""
+    from .resources.settings import safe_partition_key
+
+    refused = {}
+    for folder in folders:
+        try:
+            safe_partition_key(folder.run_id)
+        except ValueError as exc:
+            refused[folder.run_id] = str(exc)
+    return refused
+
+
 def not_runs_note(names: list[str]) -> str:
     """What the main command and the sensor say of the folders of a runs root that are not run
     folders (``scan``'s ``not_runs``)."""

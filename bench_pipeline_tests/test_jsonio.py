@@ -62,3 +62,10 @@ def test_loads_json_reads_what_json_bytes_wrote_integers_beyond_64_bits_included
     assert loads_json(b'{"n": 18446744073709551616}') == {"n": 2 ** 64}
     with pytest.raises(ValueError):
         loads_json(b'{"n": ')
+
+
+def test_a_file_whose_name_is_near_the_limit_is_written_through_a_shorter_temporary_name(tmp_path):
+    """A 250-byte name plus a dot and a .tmp-<pid> suffix would pass 255 bytes."""
+    target = tmp_path / ("r" * 242 + ".parquet")
+    write_atomic(target, b"data")
+    assert target.read_bytes() == b"data" and [p.name for p in tmp_path.iterdir()] == [target.name]

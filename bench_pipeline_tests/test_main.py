@@ -92,6 +92,7 @@ def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp
     broken = make_run(runs, [row("a")], run_id="run-broken-manifest")
     (broken / "manifest.json").write_text('{"status": "completed",')
     (runs / "notes").mkdir()
+    make_run(runs, [row("a")], run_id="L" * 250)  # too long for its stored files' names
     env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "BENCH_RUNS_ROOT": str(runs),
            "DAGSTER_HOME": str(tmp_path / "home")}
     for var in ("BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
@@ -107,6 +108,8 @@ def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp
 
     first = run_main("-m", "bench_pipeline.main", "--no-samples")
     assert first.count("no results.jsonl, so not a run folder (or not one yet), skipped (1): notes") == 1
+    assert f"{'L' * 250}: not processed: its name is 250 bytes long: the stored values of a run are files named " \
+           "<run id>.parquet, so a run id fits in at most 247 bytes; rename the folder" in first
     (waiting,) = [line for line in first if line.startswith("not ready yet")]
     assert waiting.startswith("not ready yet, left for later (1): run-broken-manifest: its manifest.json is "
                               "unreadable (not valid JSON (")

@@ -78,10 +78,19 @@ class PipelineSettings(dg.ConfigurableResource):
         return object_store.mirror_path(location) if object_store.is_remote(location) else Path(location)
 
 
+#: The longest run id (folder name), in UTF-8 bytes, whose stored values fit a file system's
+#: 255-byte file names: ``<run id>.parquet`` under the storage base.
+RUN_ID_MAX_BYTES = 255 - len(".parquet")
+
+
 def safe_partition_key(key: str) -> str:
     """A partition key usable as one path segment, else ValueError (run ids are folder names)."""
     if not key or key in (".", "..") or "/" in key or "\\" in key or "\x00" in key:
         raise ValueError(f"partition key {key!r} is not a plain run-folder name")
+    if len(key.encode("utf-8", "surrogateescape")) > RUN_ID_MAX_BYTES:
+        raise ValueError(f"its name is {len(key.encode('utf-8', 'surrogateescape'))} bytes long: the stored values of "
+                         f"a run are files named <run id>.parquet, so a run id fits in at most {RUN_ID_MAX_BYTES} "
+                         "bytes; rename the folder")
     return key
 
 

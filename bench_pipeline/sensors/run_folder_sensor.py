@@ -37,8 +37,8 @@ import dagster as dg
 from ..assets.run_stages import PARTITIONS_PER_RUN, REQUESTED_ONE_BY_ONE, up_to_date
 from .. import object_store
 from ..partitions import partition_batches, range_tags, runs_partitions
-from ..resources import PipelineSettings, safe_partition_key
-from ..run_folders import not_runs_note, ready_folders, scan
+from ..resources import PipelineSettings
+from ..run_folders import not_runs_note, ready_folders, refused_names, scan
 
 
 #: Seconds between the sensor's ticks (BENCH_SENSOR_INTERVAL_SECONDS). Dagster's sensor daemon
@@ -101,14 +101,10 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
     new_keys: list[str] = []
     skipped: list[str] = []
     current: dict = {}
-    folders = []
     not_runs: list[str] = []
-    for folder in scan(settings.runs_root, not_runs):
-        try:
-            safe_partition_key(folder.run_id)
-        except ValueError:
-            continue
-        folders.append(folder)
+    found = scan(settings.runs_root, not_runs)
+    refused = refused_names(found)
+    folders = [folder for folder in found if folder.run_id not in refused]
     changed = [f for f in folders if _fingerprint(seen.get(f.run_id)) != f.fingerprint]
     done = already_done({f.run_id: f.fingerprint for f in changed if f.run_id in existing_keys})
     # only new or changed folders are checked (a bucket's manifests read in one batch)
@@ -138,10 +134,14 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
     if len(requests) > min(batch_size, REQUESTED_ONE_BY_ONE):
         requests = batched_requests(requests, [*existing, *new_keys], current, batch_size)
     gone = sorted(k for k in existing if k not in current and k not in skipped and k in seen)
+    known = set(seen.get(NOT_RUNS, ()))
+    for name, why in refused.items():  # said once, as the folders that are not runs
+        if name not in known:
+            log(f"{name}: not processed: {why}")
+    not_runs = sorted([*not_runs, *refused])
     if not_runs:
         current[NOT_RUNS] = not_runs
-    known = set(seen.get(NOT_RUNS, ()))
-    first_seen = [name for name in not_runs if name not in known]  # said once (module doc)
+    first_seen = [name for name in not_runs if name not in known and name not in refused]  # said once (module doc)
     note = f"; {not_runs_note(first_seen)}" if first_seen else ""
     if first_seen:
         log(not_runs_note(first_seen))

@@ -96,3 +96,15 @@ def test_a_partition_key_that_is_not_one_folder_name_is_refused(key: str) -> Non
 @pytest.mark.parametrize("key", ["run-1", "2026-11-01T00.00.00Z_m", "..a", "a..b", "ü"])
 def test_plain_folder_names_are_kept(key: str) -> None:
     assert safe_partition_key(key) == key
+
+
+def test_a_run_id_too_long_for_its_stored_files_names_is_refused_saying_so() -> None:
+    """<run id>.parquet must fit a file system's 255-byte names: 247 bytes at most (UTF-8)."""
+    from bench_pipeline.resources.settings import RUN_ID_MAX_BYTES
+
+    assert RUN_ID_MAX_BYTES == 247
+    assert safe_partition_key("r" * 247) == "r" * 247
+    with pytest.raises(ValueError, match="its name is 248 bytes long: .* at most 247 bytes; rename the folder"):
+        safe_partition_key("r" * 248)
+    with pytest.raises(ValueError, match="its name is 248 bytes long"):
+        safe_partition_key("é" * 124)  # 124 characters, 248 bytes

@@ -94,8 +94,17 @@ def test_a_folder_that_is_not_a_run_is_said_once(tmp_path, instance):
     fourth = evaluate_run_folders(settings, third.cursor, [], log=said.append)
     assert [r.partition_key for r in fourth.run_requests] == ["other"] and NOT_RUNS not in json.loads(fourth.cursor)
     (runs / "notes").mkdir()
-    evaluate_run_folders(settings, fourth.cursor, ["other"], log=said.append)
+    fifth = evaluate_run_folders(settings, fourth.cursor, ["other"], log=said.append)
     assert said[2:] == ["no results.jsonl, so not a run folder (or not one yet), skipped (1): notes"]
+
+    long_name = "L" * 250  # a legal folder name, too long for its stored files' names
+    make_run(runs, [row("t")], run_id=long_name)
+    sixth = evaluate_run_folders(settings, fifth.cursor, ["other"], log=said.append)
+    assert said[3:] == [f"{long_name}: not processed: its name is 250 bytes long: the stored values of a run are "
+                        "files named <run id>.parquet, so a run id fits in at most 247 bytes; rename the folder"]
+    assert long_name not in [r.partition_key for r in sixth.run_requests]
+    evaluate_run_folders(settings, sixth.cursor, ["other"], log=said.append)
+    assert len(said) == 4  # said once
 
 
 def test_legacy_run_is_ready_after_the_quiet_period(tmp_path, instance):
