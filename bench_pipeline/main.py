@@ -93,11 +93,20 @@ def _run_all(defs, instance, samples: bool) -> int:
             waiting.setdefault(waiting_reason(folder, settings.quiet_seconds), []).append(folder.run_id)
     for why, run_ids in waiting.items():
         _say(f"not ready yet, left for later ({len(run_ids)}): {_listed(run_ids)}: {why}")
-    if not folders:
+    existing = instance.get_dynamic_partitions(runs_partitions.name)
+    # as the run folder sensor does: a run whose folder is gone is no longer one of the runs
+    # (the catalog, its suite page and its system drop it at the refresh below; its reports stay)
+    present = {f.run_id for f in found}
+    gone = [key for key in existing if key not in present]
+    for key in gone:
+        instance.delete_dynamic_partition(runs_partitions.name, key)
+        _say(f"{key}: its folder is gone: no longer one of the runs (the catalog, its suite page and its system "
+             "leave it out from now on; its reports stay where they are)")
+    if not folders and not gone:
         _say(f"no ready run folders under {runs_root}")
         return 0
+    existing = [key for key in existing if key not in gone]
     keys = [f.run_id for f in folders]
-    existing = instance.get_dynamic_partitions(runs_partitions.name)
     new = [k for k in keys if k not in set(existing)]
     if new:
         instance.add_dynamic_partitions(runs_partitions.name, new)

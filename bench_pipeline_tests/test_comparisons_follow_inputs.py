@@ -157,11 +157,16 @@ def test_comparisons_follow_rejudges_pins_late_runs_and_deleted_baselines(tmp_pa
     _check(reports, runs_root, tmp_path, {late: r0, r1: late, r2: r1})
 
     # 4. the late run's folder deleted: r1 is compared with r0 again
+    (page,) = (reports / "_suites").glob("*/index.html")
+    assert late in page.read_text()
     shutil.rmtree(runs_root / late)
     out = _main(env)
     assert _recompared(out) == {r1}
     assert "(its folder is gone)" in out
+    assert f"{late}: its folder is gone: no longer one of the runs" in out and "catalog: ok" in out
     _check(reports, runs_root, tmp_path, {r1: r0, r2: r1})
+    assert late not in page.read_text()  # nor in its system's repeats
+    assert not [p for p in (reports / "_systems").glob("*/repeats.json") if late in p.read_text()]
 
 
 def _just_before(timestamp: str) -> str:

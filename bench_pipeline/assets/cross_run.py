@@ -14,6 +14,8 @@ refreshed once with the runs listed.
 """
 
 
+import hashlib
+
 import dagster as dg
 import pandas as pd
 
@@ -147,12 +149,23 @@ def catalog_behind(instance: dg.DagsterInstance) -> str | None:
     made = {asset: _latest(instance, asset) for asset in REFRESHED}
     oldest = min(record.storage_id if record is not None else 0 for record in made.values())
     catalog = made["run_catalog"]
+    key = f"{runs.storage_id}-{oldest}@{FORMULA_VERSION}"
     if oldest > runs.storage_id and catalog is not None:
         materialization = catalog.asset_materialization
-        version = getattr(materialization.metadata.get("formula_version"), "value", None) if materialization else None
+        metadata = materialization.metadata if materialization else {}
+        version = getattr(metadata.get("formula_version"), "value", None)
+        covered = getattr(metadata.get("runs_digest"), "value", None)
+        current = runs_digest(run_keys(instance))
         if version == FORMULA_VERSION:
-            return None
-    return f"{runs.storage_id}-{oldest}@{FORMULA_VERSION}"
+            # a run removed (its folder deleted: the sensor or the main command removed its
+            # partition) leaves no materialization to notice: the runs covered say it
+            return None if covered == current else f"{key}#{current[:12]}"
+    return key
+
+
+def runs_digest(keys: list[str]) -> str:
+    """A digest of the run partitions a refresh covered (run_catalog's ``runs_digest``)."""
+    return hashlib.sha256("\n".join(sorted(keys)).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 @dg.asset(
@@ -198,6 +211,7 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
         behind = runs_behind_formula(frame, FORMULA_VERSION)
         context.add_output_metadata({
             "dagster/row_count": len(frame),
+            "runs_digest": runs_digest(list(versions)),  # the partitions covered (catalog_behind)
             "suites": frame["suite"].nunique(),
             "formula_version": FORMULA_VERSION,
             "refresh_version": REFRESH_VERSION,

@@ -213,11 +213,32 @@ def test_the_refresh_follows_each_runs_reports_not_its_publication() -> None:
     _record(instance, "reports", "r1")
     first = catalog_behind(instance)
     assert first is not None and first.endswith(f"@{FORMULA_VERSION}")
-    for asset in REFRESHED:
-        _record(instance, asset, formula_version=FORMULA_VERSION)
+    for asset in REFRESHED:  # (no run partition here: the runs it covered are none)
+        _record(instance, asset, formula_version=FORMULA_VERSION, runs_digest=cross_run.runs_digest([]))
     assert catalog_behind(instance) is None
     _record(instance, "langfuse_publication", "r1")
     assert catalog_behind(instance) is None
     _record(instance, "reports", "r2")
     again = catalog_behind(instance)
     assert again is not None and again != first
+
+
+def test_a_run_removed_puts_the_catalog_behind_until_a_refresh_leaves_it_out(tmp_path):
+    """A run's partition removed (its folder deleted: the sensor and the main command remove
+    it) leaves no materialization behind it: the runs the catalog covered say it is behind,
+    with a key of its own, until a refresh without the run."""
+    resources = make_resources(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+    for run_id in ("r1", "r2"):
+        make_run(tmp_path / "runs", [row("a")], run_id=run_id)
+    instance.add_dynamic_partitions(runs_partitions.name, ["r1", "r2"])
+    for run_id in ("r1", "r2"):
+        assert dg.materialize(per_run_assets, partition_key=run_id, instance=instance, resources=resources).success
+    meta = _materialize_catalog(instance, resources, REFRESHED)
+    assert meta["runs_digest"] == cross_run.runs_digest(["r2", "r1"]) and catalog_behind(instance) is None
+
+    instance.delete_dynamic_partition(runs_partitions.name, "r2")
+    behind = catalog_behind(instance)
+    assert behind is not None and behind.endswith(f"@{FORMULA_VERSION}#{cross_run.runs_digest(['r1'])[:12]}")
+    meta = _materialize_catalog(instance, resources, REFRESHED)
+    assert meta["dagster/row_count"] == 1 and catalog_behind(instance) is None
