@@ -75,12 +75,15 @@ def choose_baseline(candidate: RunInfo, runs: list[RunInfo], pins: dict[str, str
                             f"it is the pinned baseline of suite {candidate.suite!r}")
         found = next((r for r in runs if r.run_id == pinned), None)
         if found is None or not found.processed:
-            return Baseline(None, f"no baseline: the pinned baseline {pinned!r} of suite {candidate.suite!r} "
-                                  "has not been processed",
-                            f"the pinned baseline {pinned!r} of suite {candidate.suite!r} has not been processed")
+            why = (f"the pinned baseline {pinned!r} of suite {candidate.suite!r} "
+                   + ("is no run folder under the runs root (its folder was deleted, or the pins file names it "
+                      "wrongly)" if found is None else "has not been processed"))
+            return Baseline(None, f"no baseline: {why}", why)
         across = "" if found.setup == candidate.setup else (
             f", measured with another setup ({key_text(found.setup)}; this run: {key_text(candidate.setup)}): "
             "the comparison's warnings say what differs")
+        if found.suite != candidate.suite:  # a pin is used as it is; say so where the comparison is announced
+            across = f", a run of another suite ({found.suite!r}): the comparison's warnings say so" + across
         return Baseline(pinned, f"pinned for suite {candidate.suite!r}{across}")
     suite_runs = [r for r in runs if r.suite == candidate.suite and r.run_id != candidate.run_id]
     others = [r for r in suite_runs if r.setup == candidate.setup]

@@ -67,11 +67,16 @@ def test_a_pinned_baseline_wins_but_never_for_itself_or_unprocessed():
     assert choose_baseline(RUNS[0], RUNS, pins).run_id is None  # r1 itself
     assert choose_baseline(RUNS[0], RUNS, pins).not_compared == "it is the pinned baseline of suite 's'"
     assert "has not been processed" in choose_baseline(RUNS[1], RUNS, {"s": "r3"}).reason
-    assert "has not been processed" in choose_baseline(RUNS[1], RUNS, {"s": "gone"}).reason
+    assert choose_baseline(RUNS[1], RUNS, {"s": "r3"}).not_compared == (
+        "the pinned baseline 'r3' of suite 's' has not been processed")
     assert choose_baseline(RUNS[1], RUNS, {"s": "gone"}).not_compared == (
-        "the pinned baseline 'gone' of suite 's' has not been processed")
+        "the pinned baseline 'gone' of suite 's' is no run folder under the runs root (its folder was deleted, "
+        "or the pins file names it wrongly)")
     assert choose_baseline(RUNS[2], RUNS, pins).not_compared is None  # compared
     assert choose_baseline(RUNS[4], RUNS, pins).run_id is None  # another suite's pin does not apply
+    # a run of another suite, pinned: used as it is, and the reason (the console's line) says so
+    assert choose_baseline(RUNS[1], RUNS, {"s": "other"}) == Baseline(
+        "other", "pinned for suite 's', a run of another suite ('t'): the comparison's warnings say so")
 
 
 def test_unknown_suite_has_no_baseline():

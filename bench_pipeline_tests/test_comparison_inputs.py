@@ -59,7 +59,8 @@ def test_a_run_still_not_compared_for_another_reason_is_behind():
     behind = comparisons_behind(RUNS, {"s": "r9"}, pinned, VERSIONS, VERSIONS)  # a pin not processed
     assert [(b.run_id, b.baseline) for b in behind] == [("r1", None), ("r2", None), ("r3", None)]
     assert behind[0].why == ("not compared because it is the pinned baseline of suite 's'; now not compared "
-                             "because the pinned baseline 'r9' of suite 's' has not been processed")
+                             "because the pinned baseline 'r9' of suite 's' is no run folder under the runs root (its "
+                             "folder was deleted, or the pins file names it wrongly)")
 
 
 def test_comparisons_that_follow_their_inputs_are_not_behind():
