@@ -262,7 +262,7 @@ def follow_comparisons(job, instance, settings) -> tuple[int, int]:
 def _suite_pages(output_root: str) -> list[str]:
     """Every suite's page (``_suites/<suite>/index.html``) under the output root, sorted."""
     from . import object_store
-    from .assets.suite_pages import SUITES_FOLDER
+    from .system_folders import SUITES_FOLDER
 
     if object_store.is_remote(output_root):
         folder = object_store.join(output_root, SUITES_FOLDER)

@@ -14,6 +14,12 @@ if TYPE_CHECKING:
     from .repeats import System
 
 
+#: The folders of the cross-run outputs under the output root, beside the runs' own folders
+#: (named by run id): no run id may be one of them (``resources.settings.safe_partition_key``).
+SUITES_FOLDER = "_suites"
+SYSTEMS_FOLDER = "_systems"
+RESERVED_NAMES = (SUITES_FOLDER, SYSTEMS_FOLDER)
+
 #: A run of characters a slug does not keep (anything but ASCII letters, digits, ``.`` and
 #: ``_``), with the ``-`` among them.
 _UNSAFE = re.compile(r"[^A-Za-z0-9._]+")

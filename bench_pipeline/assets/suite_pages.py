@@ -15,7 +15,7 @@ from ..identity import read_json_object
 from ..jsonio import json_bytes
 from ..object_store import location_text
 from ..output_root import OutputRoot
-from ..system_folders import suite_slug
+from ..system_folders import SUITES_FOLDER, suite_slug
 from ..reports.suite_page import RUNS_SHOWN, SystemEntry, latest_runs, write_suite_page
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
@@ -23,7 +23,6 @@ from ..reports.format import md_cell
 from .systems import LISTED, StoredRuns, SystemDocs
 
 #: The suites' folder under the output root.
-SUITES_FOLDER = "_suites"
 
 
 def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str, str | None],

@@ -16,7 +16,7 @@ from ..comparison_sides import make_side
 from ..output_root import OutputRoot
 from ..outputs import write_repeats_files
 from ..repeats import RepeatRun, System, group_systems, repeats
-from ..system_folders import system_slugs
+from ..system_folders import SYSTEMS_FOLDER, system_slugs
 from ..reports.change_format import NO_VARIATION
 from ..reports.format import fmt_pct, md_cell
 from ..reports.format import fmt_int
@@ -29,8 +29,6 @@ from ..system_members import Members, pooled_members, results_digests, usable
 from ..reports.suite_page import page_summary
 from .refresh_state import load_pieces, save_pieces, unchanged
 
-#: The systems' folder under the output root.
-SYSTEMS_FOLDER = "_systems"
 #: Rows of the metadata tables.
 LISTED = 50
 #: The name under which each system's documents are kept, a piece per system (refresh_state.py).

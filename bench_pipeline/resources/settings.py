@@ -26,6 +26,7 @@ from pathlib import Path
 import dagster as dg
 
 from .. import object_store
+from ..system_folders import RESERVED_NAMES
 
 
 def bench_home() -> Path:
@@ -87,6 +88,9 @@ def safe_partition_key(key: str) -> str:
     """A partition key usable as one path segment, else ValueError (run ids are folder names)."""
     if not key or key in (".", "..") or "/" in key or "\\" in key or "\x00" in key:
         raise ValueError(f"partition key {key!r} is not a plain run-folder name")
+    if key in RESERVED_NAMES:
+        raise ValueError(f"its name is the output root's folder of the cross-run outputs ({', '.join(RESERVED_NAMES)}: "
+                         "suite pages, systems); rename the folder")
     if len(key.encode("utf-8", "surrogateescape")) > RUN_ID_MAX_BYTES:
         raise ValueError(f"its name is {len(key.encode('utf-8', 'surrogateescape'))} bytes long: the stored values of "
                          f"a run are files named <run id>.parquet, so a run id fits in at most {RUN_ID_MAX_BYTES} "

@@ -108,3 +108,12 @@ def test_a_run_id_too_long_for_its_stored_files_names_is_refused_saying_so() -> 
         safe_partition_key("r" * 248)
     with pytest.raises(ValueError, match="its name is 248 bytes long"):
         safe_partition_key("é" * 124)  # 124 characters, 248 bytes
+
+
+@pytest.mark.parametrize("name", ["_suites", "_systems"])
+def test_the_cross_run_folders_names_are_no_run_ids(name: str) -> None:
+    """A run folder named like the output root's folder of the suite pages or of the systems
+    would write its reports among them."""
+    with pytest.raises(ValueError, match="its name is the output root's folder of the cross-run outputs"):
+        safe_partition_key(name)
+    assert safe_partition_key("_suites2") == "_suites2"
