@@ -321,6 +321,8 @@ def read_run_files(run_dir: Path | str, rows: list[RawRow], bad_rows: list[dict]
     refused = rejudged_refusal(real)
     if refused is not None:  # a re-judged copy that is not the results: say so, results.jsonl was read
         problems.append({"file": REJUDGED_RESULTS, "status": UNREADABLE, "reason": f"{refused}; results.jsonl read instead"})
+    elif not rows and not bad_rows and os.path.lexists(os.path.join(real, REJUDGED_RESULTS)):
+        problems += _empty_rejudged_copy(real)
     manifest = manifest_view(_object_file(run_dir, real, "manifest.json", problems))
     suite_def = suite_view(_object_file(run_dir, real, "suite.json", problems))
     return RawRun(
@@ -337,6 +339,22 @@ def read_run_files(run_dir: Path | str, rows: list[RawRow], bad_rows: list[dict]
         run_files=problems,
         results_file=results_file,
     )
+
+
+def _empty_rejudged_copy(real: str) -> list[dict]:
+    """A finding when the run's re-judged copy, its results, holds no line while results.jsonl
+    beside it has some (a re-judge that failed part-way): every attempt is then missing, as
+    run-directory.md reads it, and this says where they went."""
+    try:
+        lines = sum(1 for line in read_results_bytes(Path(real), real, RESULTS).splitlines() if line.strip())
+    except NotARunFolderError:
+        return []
+    if not lines:
+        return []
+    return [{"file": REJUDGED_RESULTS, "status": AVAILABLE,
+             "reason": f"no result line, while results.jsonl beside it has {lines:,}: a re-judged copy is the run's "
+                       "results (run-directory.md), so every attempt is missing; re-run the re-judge, or remove the "
+                       "copy to read results.jsonl"}]
 
 
 def read_results_bytes(run_dir: Path, real: str, name: str = RESULTS) -> bytes:

@@ -509,6 +509,16 @@ def test_results_linked_out_of_the_run_folder_are_refused_and_a_refused_rejudged
     (run / "results.rejudged.jsonl").mkdir()
     m = run_stages(run).processed.metrics
     assert m["data_quality"]["run_files"][0]["reason"] == "not a regular file; results.jsonl read instead"
+    # an empty re-judged copy is the results (run-directory.md): every attempt missing, and said why
+    (run / "results.rejudged.jsonl").rmdir()
+    (run / "results.rejudged.jsonl").write_text("")
+    m = run_stages(run).processed.metrics
+    assert m["results_file"] == "results.rejudged.jsonl" and m["coverage"]["attempts"] == 0
+    assert m["data_quality"]["run_files"] == [{
+        "file": "results.rejudged.jsonl", "status": "available",
+        "reason": "no result line, while results.jsonl beside it has 2: a re-judged copy is the run's results "
+                  "(run-directory.md), so every attempt is missing; re-run the re-judge, or remove the copy to read "
+                  "results.jsonl"}]
 
 
 def test_an_integer_too_long_for_python_loses_its_value_not_its_line_or_file(tmp_path):
