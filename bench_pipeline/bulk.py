@@ -197,9 +197,10 @@ def exit_now(code: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     # A child process still alive now is abandoned work (an interrupted step's workers, whose
-    # pool was never shut down): ended, not waited for by multiprocessing's exit handler.
+    # pool was never shut down): killed (SIGTERM may be ignored, inherited so from whoever
+    # started the command), not waited for by multiprocessing's exit handler.
     for child in multiprocessing.active_children():
-        child.terminate()
+        child.kill()
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -11,6 +11,7 @@ processed beside it and waits, before its comparison, for the baseline's stored 
 from __future__ import annotations
 
 import gc
+import multiprocessing
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -163,11 +164,13 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
     # worker, which then could no longer fork for its large run (bulk.can_fork).
     messages = context.SimpleQueue()
     stored = {job.key: context.Event() for job in jobs}
+    before = set(multiprocessing.active_children())
     pool = ProcessPoolExecutor(min(processes, len(jobs)), mp_context=context, initializer=_start_worker,
                                initargs=(messages, stored))
     # Even split of the cores: a worker forks for a large run only when it has cores to itself.
     per_job = max(1, processes // min(processes, len(jobs)))
     futures = {pool.submit(_work, replace(job, workers=per_job)): job for job in side_by_side(jobs)}
+    workers = [p for p in multiprocessing.active_children() if p not in before]  # started by the submissions
     finished = False
     try:
         pending = set(futures)
@@ -188,9 +191,11 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
         yield from _drain(messages, log, ready)
         finished = True
     finally:
-        if not finished:  # interrupted (Ctrl-C, a terminated Dagster run) or left early: no worker
-            for event in stored.values():  # waits for a baseline any more, and none is waited for:
-                event.set()  # each ends after its partition (a command ending ends them: bulk.exit_now)
+        if not finished:  # interrupted (Ctrl-C, a terminated Dagster run) or left early: the
+            for event in stored.values():  # partitions under way are abandoned (every file is
+                event.set()  # written whole or not at all) and their workers killed, not waited
+            for worker in workers:  # for: one may wait for a baseline, or to send its messages to
+                worker.kill()  # a queue no one reads any more (SIGKILL: SIGTERM may be ignored)
         pool.shutdown(wait=finished, cancel_futures=True)
 
 
