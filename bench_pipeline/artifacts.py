@@ -143,7 +143,8 @@ def _loads(data: bytes) -> Any:
 
     The fallback accepts what the standard library accepts (NaN, Infinity, integers of
     any size, those beyond LONGEST_INTEGER digits read as infinities): such values become
-    unavailable later (R42) instead of losing the whole file or line. Raises ValueError (or UnicodeDecodeError) when the data is not JSON.
+    unavailable later (R42) instead of losing the whole file or line. Raises ValueError (or
+    UnicodeDecodeError) when the data is not JSON.
     """
     try:
         return orjson.loads(data)

@@ -156,7 +156,8 @@ def scan(runs_root: str, not_runs: list[str] | None = None) -> list[RunFolder]:
 def refused_names(folders: list[RunFolder]) -> dict[str, str]:
     """{folder name: why it cannot be a run id} for the run folders whose name is no usable
     partition key (``resources.settings.safe_partition_key``: too long for the stored files'
-    names); the main command and the sensor say so and leave them."""
+    names, or the name of a cross-run folder of the output root); the main command and the
+    sensor say so and leave them."""
     from .resources.settings import safe_partition_key
 
     refused = {}

@@ -153,12 +153,11 @@ def catalog_behind(instance: dg.DagsterInstance) -> str | None:
     if oldest > runs.storage_id and catalog is not None:
         materialization = catalog.asset_materialization
         metadata = materialization.metadata if materialization else {}
-        version = getattr(metadata.get("formula_version"), "value", None)
-        covered = getattr(metadata.get("runs_digest"), "value", None)
-        current = runs_digest(run_keys(instance))
-        if version == FORMULA_VERSION:
+        if getattr(metadata.get("formula_version"), "value", None) == FORMULA_VERSION:
             # a run removed (its folder deleted: the sensor or the main command removed its
             # partition) leaves no materialization to notice: the runs covered say it
+            current = runs_digest(run_keys(instance))
+            covered = getattr(metadata.get("runs_digest"), "value", None)
             return None if covered == current else f"{key}#{current[:12]}"
     return key
 

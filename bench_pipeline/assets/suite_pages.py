@@ -22,8 +22,6 @@ from ..resources.settings import safe_partition_key
 from ..reports.format import md_cell
 from .systems import LISTED, StoredRuns, SystemDocs
 
-#: The suites' folder under the output root.
-
 
 def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str, str | None],
                kept: dict[str, dict]) -> dict[str, dict]:
