@@ -353,7 +353,8 @@ def test_an_interrupt_stops_the_main_command_and_the_next_one_finishes_the_work(
     assert main.returncode == 130, "\n".join(lines[-20:])
     assert lines[-1].startswith("interrupted: stopped. Every file is written whole or not at all")
     assert any(line.startswith("interrupted before ") for line in lines), "\n".join(lines[-20:])
-    assert not [line for line in lines if "Traceback" in line or "DagsterExecutionInterruptedError" in line]
+    assert not [line for line in lines if "Traceback" in line or "DagsterExecutionInterruptedError" in line], \
+        "\n".join(lines[-60:])
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:  # the fork server and its workers end with the command
         try:
