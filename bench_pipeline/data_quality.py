@@ -10,8 +10,9 @@ def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
     """metrics.json data_quality (outputs.md, R33), plus artifact and run-file findings.
 
     ``invalid_artifacts`` (a located entry per unreadable/invalid history, episode or trace
-    file) and ``run_files`` (a broken manifest.json or suite.json) extend outputs.md's four
-    lists; see docs/metric-choices.md.
+    file), ``invalid_values`` (a located entry per recorded value of the wrong type, read as
+    unavailable: attempt_metrics/invalid_values.py) and ``run_files`` (a broken manifest.json
+    or suite.json) extend outputs.md's four lists; see docs/metric-choices.md.
     """
     findings = [a["evidence"]["findings"] for a in attempts]
     missing = raw.missing_attempts or []
@@ -28,6 +29,7 @@ def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
         "missing_attempts": missing,
         "unsafe_artifact_dirs": [f["unsafe_dir"] for f in findings if f["unsafe_dir"] is not None],
         "invalid_artifacts": [p for f in findings for p in f["artifacts"]],
+        "invalid_values": [v for f in findings for v in f["values"]],
         "run_files": run_files,
     }
 

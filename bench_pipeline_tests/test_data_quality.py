@@ -8,8 +8,8 @@ from bench_pipeline.data_quality import data_quality, data_quality_findings, fin
 from bench_pipeline.run_reader import RawRun
 
 
-def _attempt(unsafe_dir: dict | None = None, artifacts: tuple = ()) -> dict:
-    return {"evidence": {"findings": {"unsafe_dir": unsafe_dir, "artifacts": list(artifacts)}}}
+def _attempt(unsafe_dir: dict | None = None, artifacts: tuple = (), values: tuple = ()) -> dict:
+    return {"evidence": {"findings": {"unsafe_dir": unsafe_dir, "artifacts": list(artifacts), "values": list(values)}}}
 
 
 def test_data_quality_lists_every_kind_of_finding_in_outputs_md_order():
@@ -17,7 +17,8 @@ def test_data_quality_lists_every_kind_of_finding_in_outputs_md_order():
                  bad_rows=[{"line": 2, "reason": "not JSON"}], duplicate_rows=[{"line": 5}],
                  run_files=[{"file": "suite.json", "status": "invalid"}])
     attempts = [_attempt(), _attempt({"line": 3, "artifact_dir": "../x"}, [{"file": "tasks/t/history.json"}]),
-                _attempt(artifacts=[{"file": "tasks/u/episode.json"}, {"file": "tasks/u/trace.json"}])]
+                _attempt(artifacts=[{"file": "tasks/u/episode.json"}, {"file": "tasks/u/trace.json"}],
+                         values=[{"line": 4, "field": "cost_usd"}, {"line": 4, "field": "success"}])]
     assert data_quality(raw, attempts) == {
         "bad_rows": [{"line": 2, "reason": "not JSON"}],
         "duplicate_rows": [{"line": 5}],
@@ -25,6 +26,7 @@ def test_data_quality_lists_every_kind_of_finding_in_outputs_md_order():
         "unsafe_artifact_dirs": [{"line": 3, "artifact_dir": "../x"}],
         "invalid_artifacts": [{"file": "tasks/t/history.json"}, {"file": "tasks/u/episode.json"},
                               {"file": "tasks/u/trace.json"}],
+        "invalid_values": [{"line": 4, "field": "cost_usd"}, {"line": 4, "field": "success"}],
         "run_files": [{"file": "suite.json", "status": "invalid"}],
     }
     assert raw.run_files == [{"file": "suite.json", "status": "invalid"}]  # the run's own list is not extended

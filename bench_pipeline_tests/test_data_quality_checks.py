@@ -18,7 +18,7 @@ def attempt(line: int, task_id: str = "A", attempt: int = 1, **values) -> dict:
     return {"line": line, "task_id": task_id, "attempt": attempt, "provenance": provenance, **values}
 
 
-EMPTY_SECTION = {"unsafe_artifact_dirs": [], "invalid_artifacts": []}
+EMPTY_SECTION = {"unsafe_artifact_dirs": [], "invalid_artifacts": [], "invalid_values": []}
 
 
 def test_recorded_numbers_that_disagree_with_the_derived_ones_are_found():
@@ -48,7 +48,8 @@ def test_a_clean_run_passes_every_check_in_order():
 def test_findings_give_a_count_a_severity_and_at_most_examples():
     duplicates = [{"task_id": "A", "attempt": 1, "lines": [1, n]} for n in range(2, 2 + EXAMPLES + 5)]
     raw = raw_run([RawRow(1, "A", 1, {})], bad_rows=[{"line": 9, "reason": "not JSON"}], duplicate_rows=duplicates)
-    section = {"unsafe_artifact_dirs": [{"line": 1}], "invalid_artifacts": []}
+    section = {"unsafe_artifact_dirs": [{"line": 1}], "invalid_artifacts": [],
+               "invalid_values": [{"line": 1, "field": "cost_usd"}, {"line": 1, "field": "success"}]}
     by_name = {o.name: o for o in run_checks(raw, [attempt(1)], section)}
     assert (by_name["no_bad_rows"].passed, by_name["no_bad_rows"].severity) == (False, "WARN")
     assert by_name["no_bad_rows"].description == "1 bad rows"
@@ -56,6 +57,9 @@ def test_findings_give_a_count_a_severity_and_at_most_examples():
     assert (dup.severity, dup.count, len(dup.examples)) == ("ERROR", EXAMPLES + 5, EXAMPLES)
     assert by_name["no_unsafe_artifact_dirs"].description == "1 unsafe artifact folders"
     assert by_name["no_missing_attempts"].passed  # no plan: nothing missing
+    values = by_name["no_invalid_values"]
+    assert (values.passed, values.severity, values.count) == (False, "WARN", 2)
+    assert values.description == "2 recorded values of the wrong type"
 
 
 def test_a_run_without_a_usable_row_is_an_error():

@@ -287,6 +287,8 @@ def test_any_json_anywhere_never_stops_a_run(tmp_path_factory, rows, manifest, s
     metrics = json.loads(written["metrics.json"].read_text())
     assert metrics["coverage"]["attempts"] == len(processed.attempts)
     assert len(written["attempts.jsonl"].read_text().splitlines()) == len(processed.attempts)
+    lines = {a["line"] for a in processed.attempts}
+    assert all(v["line"] in lines and isinstance(v["field"], str) for v in metrics["data_quality"]["invalid_values"])
 
 
 def test_a_large_k_with_few_attempts_is_listed_compactly(tmp_path):
@@ -324,6 +326,32 @@ def test_nan_next_to_a_huge_integer_in_row_evidence_is_written_as_null(tmp_path)
     assert len(processed.attempts) == 2
     back = attempts_from_frame(attempts_frame(run_stages(make_run(tmp_path / "d", [line])).processed.attempts))
     assert back[0]["evidence"]["hard_assertions"] == {"x": None, "y": int(big)}
+
+
+def test_values_of_the_wrong_type_are_null_and_located_in_every_output(tmp_path):
+    """A string cost, a textual success and a NaN wall time are read as the reference's nulls
+    (success then derived from status) and each is listed with its line and field in
+    metrics.json, both reports and the data-quality check, the other rows untouched."""
+    from bench_pipeline.data_quality_checks import run_checks
+    from bench_pipeline.pipeline import run_stages
+    from bench_pipeline_tests.run_builder import make_run, row
+
+    bad = ('{"task_id": "t", "attempt": 1, "status": "failed", "success": "true", "agent_eligible": true,'
+           ' "metrics": {"cost_usd": "0.12", "task_wall_ms": NaN}}')
+    result = run_stages(make_run(tmp_path, [row("u", metrics={"cost_usd": 0.5}), bad]), tmp_path / "out")
+    processed, written = result.processed, result.written
+    t = next(a for a in processed.attempts if a["task_id"] == "t")
+    assert (t["success_raw"], t["success"], t["cost_usd"], t["task_wall_ms"]) == (None, False, None, None)
+    metrics = json.loads(written["metrics.json"].read_text())
+    assert metrics["efficiency"]["cost_usd"]["count"] == 1 and metrics["efficiency"]["cost_usd"]["sum"] == 0.5
+    assert [(v["line"], v["task_id"], v["field"], v["value"]) for v in metrics["data_quality"]["invalid_values"]] == [
+        (2, "t", "success", '"true"'), (2, "t", "task_wall_ms", "NaN"), (2, "t", "cost_usd", '"0.12"')]
+    summary = written["summary.md"].read_text()
+    assert "- Recorded values of the wrong type in results.jsonl (read as unavailable): 3: line 2 `t` attempt 1 " \
+           "`success` = `\"true\"` (not true, false or null: success derived from status)," in summary
+    assert "<code>cost_usd</code> = <code>&#34;0.12&#34;</code>" in written["report.html"].read_text()
+    checks = {c.name: c for c in run_checks(processed.raw, processed.attempts, metrics["data_quality"])}
+    assert (checks["no_invalid_values"].passed, checks["no_invalid_values"].count) == (False, 3)
 
 
 def test_the_composition_loads_the_langfuse_sdk_only_to_publish():

@@ -36,6 +36,6 @@ def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
     assert failed[names[0]] == failed[names[1]] == set()
     assert all(failed[n] for n in names[2:])
     assert set().union(*failed.values()) == {"no_bad_rows", "no_duplicate_rows", "no_missing_attempts",
-                                             "no_unsafe_artifact_dirs", "no_invalid_artifacts"}
+                                             "no_unsafe_artifact_dirs", "no_invalid_artifacts", "no_invalid_values"}
     ensure_sample_runs(tmp_path)  # a runs root with runs gets no more
     assert sorted(p.name for p in tmp_path.iterdir()) == names

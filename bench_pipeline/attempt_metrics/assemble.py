@@ -25,6 +25,7 @@ from ..vocabulary import FAILURE_EVIDENCE_FIELDS, OUTCOME_NUMBER_FIELDS
 from .episode import EpisodeMetrics, derive_episode
 from .evidence import attempt_evidence, observations, trace_evidence
 from .history import HistoryMetrics, derive_history
+from .invalid_values import invalid_values
 from .outcome import failure_evidence, outcome
 from .recorded import bool_or_none, field_number, recorded, recorded_measure, str_or_none
 
@@ -249,7 +250,8 @@ def attempt_row(raw: RawRow, ctx: RunContext, folder: ArtifactDir, sources: Atte
     evidence = attempt_evidence(row, folder, sources.trace_file, sources.trace_status,
                                 sources.final_response, sources.trace_calls, epi)
     evidence["findings"] = {"unsafe_dir": unsafe_dir_finding(raw, folder),
-                            "artifacts": artifact_findings(raw, sources)}
+                            "artifacts": artifact_findings(raw, sources),
+                            "values": invalid_values(raw)}
     return {
         "run_id": ctx.run_id,
         "task_id": raw.task_id,
