@@ -95,8 +95,11 @@ def resolve_artifact_dir(
     segment is the run folder's name. A folder whose real location (symlinks resolved) is
     outside the run folder is refused. ``checked`` (one dict per run) remembers folders
     already found to be plain folders, so that a run's thousands of attempts share the
-    checks of their common parents.
+    checks of their common parents. A task id holding a NUL byte gives the row no artifacts
+    (R43), whatever folder it records.
     """
+    if "\x00" in task_id:
+        return ArtifactDir(None, "the task_id contains a NUL byte")
     if recorded is None:
         candidate = normalize_relative(runner_attempt_dir(task_id, attempt))
         if candidate.refused or not os.path.isdir(os.path.join(real_run_dir, candidate.relative)):

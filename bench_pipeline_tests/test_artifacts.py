@@ -412,6 +412,16 @@ def test_nul_in_task_id_means_no_artifacts(tmp_path):
     assert not _episode_used(a)
 
 
+def test_nul_in_task_id_means_no_artifacts_even_with_a_usable_artifact_dir(tmp_path):
+    """R43 names the row, not the folder: its recorded folder is not read either, and its
+    recorded values stand (R3)."""
+    r = row("a\x00b", status="passed", artifact_dir="tasks/x", metrics=RECORDED)
+    p = run_stages(make_run(tmp_path, [r], artifacts={"tasks/x": {"history.json": HISTORY, "episode.json": EPISODE}})).processed
+    a = _attempt(p, "a\x00b")
+    assert not _history_used(a) and not _episode_used(a)
+    assert [u["reason"] for u in p.metrics["data_quality"]["unsafe_artifact_dirs"]] == ["the task_id contains a NUL byte"]
+
+
 # --- file statuses (trace_artifact.status vocabulary) ----------------------------------
 
 def test_read_json_file_statuses(tmp_path):
