@@ -20,7 +20,8 @@ Order of a publication (docs/langfuse.md has the full story):
    by reading back in the next call, never re-sent blindly), then the scores as
    ``score-create`` events (207 with a status per event);
 8. run-level scores on the experiment, then the deletion of the scores an earlier publication
-   confirmed and this one leaves out (a value that became unknown, e.g. after a re-judge);
+   confirmed and this one leaves out (a value that became unknown, e.g. after a re-judge, or
+   an attempt the run no longer has);
 9. ``publication.json``: what was accepted, with ids and times, so that the next call sends
    only what is missing or changed. Failures raise ``PublicationError``.
 
@@ -146,7 +147,7 @@ def nothing_to_do(pub: Publication) -> bool:
         return False
     if rec["run_scores"] is None or rec["run_scores"].get("hash") != content_hash(pub.plan.run_scores):
         return False
-    return len(pub.done) == pub.total and not rec["stale_scores"]
+    return len(pub.done) == pub.total and not rec["stale_scores"] and not score_delivery.departed(pub)
 
 
 def attempt_done(pub: Publication, a: AttemptPlan) -> bool:
@@ -199,7 +200,9 @@ def publish_steps(pub: Publication) -> None:
     # stream from this one; 5. run scores (v3: once the run exists)
     timed(pub, "items_spans_scores", lambda: item_writes.write_all(pub, writes))
     timed(pub, "run_scores", lambda: score_delivery.run_scores(pub))
-    # 6. the scores confirmed by an earlier publication and left out of this one
+    # 6. the scores confirmed by an earlier publication and left out of this one (a value that
+    # became unknown, an attempt the run no longer has)
+    score_delivery.forget_departed(pub)
     timed(pub, "stale_scores", lambda: score_delivery.delete_stale_scores(pub))
 
 

@@ -320,6 +320,37 @@ def test_scores_that_became_unknown_are_deleted_not_left_beside_the_new_ones(sta
     assert publish(run, out_dir, settings, options).http_requests == 0 and len(standin.requests) == requests
 
 
+def test_an_attempt_that_left_the_run_loses_its_scores_and_gets_them_back_when_it_returns(
+        standin, settings, options, run, out_dir):
+    """A run processed again without one of its attempts (a re-judged file cut short): that
+    attempt's scores are deleted, so that Langfuse does not show its old success beside the
+    run as it is now; its experiment item stays (no public API deletes one). When the attempt
+    is back, its scores are sent again."""
+    publish(run, out_dir, settings, options)
+    suite = run["metrics"]["suite"]
+    gone = next(r for r in run["attempts"] if r["success"] is True)
+    item = dataset_item_id(suite, gone["task_id"], gone["attempt"])
+    span_id = item_spans(standin)[item]["span_id"]
+    sent = {s["name"] for s in standin.scores.values() if s["observationId"] == span_id}
+    assert "benchmark.success" in sent
+    run["attempts"].remove(gone)
+    result = publish(run, out_dir, settings, options)
+    assert not [s for s in standin.scores.values() if s["observationId"] == span_id]
+    assert item in item_spans(standin)  # the experiment item itself stays
+    deletes = standin.requests_to("/api/public/scores/", "DELETE")
+    assert len(deletes) == len(sent) and {r.status for r in deletes} == {202}
+    record = json.loads(result.record_path.read_text())
+    assert item not in record["attempt_scores"] and record["stale_scores"] == {} and record["status"] == "complete"
+    assert record["sessions"][-1]["sent"]["scores_deleted"] == len(sent)
+    requests = len(standin.requests)
+    assert publish(run, out_dir, settings, options).http_requests == 0 and len(standin.requests) == requests
+
+    run["attempts"].append(gone)
+    publish(run, out_dir, settings, options)
+    got = {s["name"]: (s["value"], s["dataType"]) for s in standin.scores.values() if s["observationId"] == span_id}
+    assert got == expected_attempt_scores(gone)
+
+
 def test_a_deletion_that_fails_is_kept_and_done_by_the_next_publication(standin, settings, options, run, out_dir):
     publish(run, out_dir, settings, options)
     rec = run["attempts"][0]

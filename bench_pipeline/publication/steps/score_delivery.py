@@ -160,6 +160,29 @@ def left_out(pub: Publication, before: dict | None, names: tuple[str, ...], iden
             stale[score_id] = what
 
 
+def departed(pub: Publication) -> list[str]:
+    """The attempts (item ids) whose scores an earlier publication of this run confirmed and
+    that the run no longer has: a run processed again whose results file lost a line (a
+    re-judge cut short), whose duplicate rows changed, ..."""
+    current = {a.item_id for a in pub.plan.attempts}
+    return [item_id for item_id in pub.record["attempt_scores"] if item_id not in current]
+
+
+def forget_departed(pub: Publication) -> None:
+    """Keep for deletion (``stale_scores``) every score of the attempts that left the run
+    (``departed``), so that Langfuse does not show an attempt the run no longer has with its
+    old success and quality beside the run's scores; the record forgets their scores (a
+    later publication that has them again sends them again). Their experiment items stay:
+    a span or a dataset run item cannot be deleted through the public API (docs/langfuse.md,
+    "Limitations"). An entry from before names were kept names nothing to delete."""
+    rec = pub.record
+    for item_id in departed(pub):
+        entry = rec["attempt_scores"].pop(item_id)
+        for name in rec["score_names"].get(entry.get("names") or "") or ():
+            score_id = attempt_score_id(pub.plan.suite, pub.plan.run_id, item_id, name)
+            rec["stale_scores"][score_id] = f"{item_id} {name} (the attempt is no longer in the run)"
+
+
 #: The endpoint of a score's deletion, for the retry policy (one route for every score id).
 DELETE_ROUTE = "DELETE /api/public/scores/{id}"
 
