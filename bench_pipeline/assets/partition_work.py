@@ -191,8 +191,9 @@ def process_partition(job: PartitionJob, log: Callable[[str], None],
         done_word = "published" if job.langfuse.configured else "written to the outbox (Langfuse not configured)"
         try:
             with _publication_warnings(lambda text: log(f"{job.key}: {text}")):
-                return publication_metadata(publish(processed, Path(job.out_dir), job.langfuse, _every_tenth(
-                    lambda done, total: log(f"{job.key}: langfuse: {done}/{total} attempts {done_word}")))), None
+                progress = _every_tenth(lambda done, total: log(f"{job.key}: langfuse: {done}/{total} attempts {done_word}"))
+                progress.waiting = lambda text: log(f"{job.key}: {text}")  # a lock, rate limit or read-back wait
+                return publication_metadata(publish(processed, Path(job.out_dir), job.langfuse, progress)), None
         except Exception as exc:  # noqa: BLE001
             return None, _failure(job, STAGES[-1], exc)
 
@@ -297,18 +298,25 @@ def _publication_warnings(log: Callable[[str], None]) -> Iterator[None]:
         logger.removeHandler(handler)
 
 
-def _every_tenth(report: Callable[[int, int], None], min_total: int = 1000) -> Callable[[int, int], None]:
-    """A progress callback that reports each tenth of a large total once."""
-    shown: set[int] = set()
+class _EveryTenth:
+    """A progress callback that reports each tenth of a large total once (``waiting``: where
+    the publication's waits are said, state.announce_wait)."""
 
-    def progress(done: int, total: int) -> None:
-        if total < min_total:
+    def __init__(self, report: Callable[[int, int], None], min_total: int) -> None:
+        self.report, self.min_total, self.shown = report, min_total, set()
+        self.waiting: Callable[[str], None] | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < self.min_total:
             return
         tenth = done * 10 // total
-        if tenth not in shown:
-            shown.add(tenth)
-            report(done, total)
+        if tenth not in self.shown:
+            self.shown.add(tenth)
+            self.report(done, total)
 
-    return progress
+
+def _every_tenth(report: Callable[[int, int], None], min_total: int = 1000) -> _EveryTenth:
+    """A progress callback that reports each tenth of a large total once."""
+    return _EveryTenth(report, min_total)
 
 

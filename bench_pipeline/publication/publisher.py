@@ -50,7 +50,7 @@ from .result import PublicationError, PublicationResult
 from .retry import DeliveryFailure
 from .server_generation import ServerProfile, UnsupportedServer, probe
 from .settings import LangfuseSettings, PublishOptions
-from .state import Publication, announce
+from .state import Publication, announce, announce_wait
 from .steps import dataset, experiment_items, item_writes, score_delivery
 from .suite_lock import LockError, suite_lock
 from .transport import LangfuseHttp
@@ -76,7 +76,8 @@ def publish_run(
     the status is ``not_configured`` (no HTTP). Raises PublicationError when anything could
     not be delivered; calling again sends only what is missing. ``progress(done, total)`` is
     called as attempts complete; when it has an ``announce(text)`` method, that is told which
-    server generation was found.
+    server generation was found and each wait (``state.announce_wait``: a ``waiting(text)``
+    method, when it has one, is told the waits instead).
     """
     settings = settings if settings is not None else LangfuseSettings.from_env()
     options = options or PublishOptions.from_env()
@@ -104,10 +105,10 @@ def run(pub: Publication) -> PublicationResult:
             log.info("run %s already published; nothing to send", pub.plan.run_id)
         else:
             pub.http = LangfuseHttp(pub.settings, pub.options)
-            pub.http.on_rate_limit = lambda text: announce(pub.progress, text)
+            pub.http.on_rate_limit = lambda text: announce_wait(pub.progress, text)
             suite = pub.plan.suite
             with suite_lock(target_fingerprint(pub.settings), suite, timeout=pub.options.lock_timeout,
-                            on_wait=lambda: announce(pub.progress, f"langfuse: waiting for another publication "
+                            on_wait=lambda: announce_wait(pub.progress, f"langfuse: waiting for another publication "
                                                                    f"of suite {suite!r} to this server")):
                 publish_steps(pub)
     except LockError as exc:

@@ -33,6 +33,17 @@ def announce(progress: Any, text: str) -> None:
         tell(text)
 
 
+def announce_wait(progress: Any, text: str) -> None:
+    """Tell the progress output that the publication waits, and for what (another
+    publication's lock, a rate limit, a read-back): a progress that shows only waits has a
+    ``waiting(text)`` method (the Dagster step's log, where the server line would be noise
+    on every run), else ``announce`` is told as for anything else."""
+    log.info("%s", text)
+    tell = getattr(progress, "waiting", None) or getattr(progress, "announce", None)
+    if callable(tell):
+        tell(text)
+
+
 class Publication:
     """One publication's state (``publisher.publish_run`` makes it; the steps change it)."""
 

@@ -6,7 +6,7 @@ import hashlib
 
 from bench_pipeline.publication import payloads
 from bench_pipeline.publication.bindings import Binding, decide_binding
-from bench_pipeline.publication.state import announce
+from bench_pipeline.publication.state import announce, announce_wait
 
 from .builders import Progress, attempt, plan, publication
 
@@ -17,6 +17,24 @@ def test_announcements_reach_a_progress_output_that_listens():
     assert progress.notes == ["langfuse: server Langfuse 4.16.0"]
     announce(lambda done, total: None, "not heard")  # a plain callable is not told
     announce(None, "nobody")
+
+
+def test_a_wait_reaches_an_output_that_shows_only_waits_and_the_server_line_does_not():
+    """The Dagster step's progress says the publication's waits (a held lock, a rate limit, a
+    read-back) in the run's log, not the server line every run would repeat; the command
+    line's progress hears both."""
+    from bench_pipeline.assets.partition_work import _every_tenth
+
+    heard: list[str] = []
+    step = _every_tenth(lambda done, total: None)
+    step.waiting = heard.append
+    announce(step, "langfuse: server Langfuse 4.16.0")
+    announce_wait(step, "langfuse: waiting for another publication of suite 's' to this server")
+    assert heard == ["langfuse: waiting for another publication of suite 's' to this server"]
+    progress = Progress()
+    announce_wait(progress, "langfuse: rate limited by the server; waiting 6 s")
+    assert progress.notes == ["langfuse: rate limited by the server; waiting 6 s"]
+    announce_wait(None, "nobody")
 
 
 def test_a_fresh_publication_and_its_progress_leaves_out_pending_writes():

@@ -12,7 +12,7 @@ from ..bindings import binding_from_server, decide_binding
 from ..plan import AttemptPlan
 from ..record import CONFIRMED, IN_DOUBT, PLANNED, now_iso
 from ..retry import DeliveryFailure
-from ..state import Publication, announce
+from ..state import Publication, announce_wait
 from ..timestamps import normalize_timestamp, parse_timestamp
 from . import readback
 
@@ -93,7 +93,7 @@ def settle(pub: Publication, attempts: list[AttemptPlan]) -> None:
     wait = (latest + dt.timedelta(seconds=delay) - dt.datetime.now(dt.UTC)).total_seconds()
     if wait <= 0:
         return
-    announce(pub.progress, f"langfuse: waiting {wait:.0f} s before reading back {len(attempts)} dataset run "
+    announce_wait(pub.progress, f"langfuse: waiting {wait:.0f} s before reading back {len(attempts)} dataset run "
                              f"item(s) sent without an answer (the server stores them with a delay)")
     log.info("waiting %.1f s before reading back %d dataset run item(s) in doubt", wait, len(attempts))
     time.sleep(wait)
