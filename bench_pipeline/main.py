@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 # Only light imports here: `main` starts the fork server before Dagster is imported.
-from .in_process_runs import RUN_CONFIG, execute_refresh, interrupted, plain_console, step_error
+from .in_process_runs import RUN_CONFIG, Interrupts, execute_refresh, interrupted, plain_console, step_error
 from .sample_runs import ensure_sample_runs
 
 #: Suite pages named at the end of the main command (the rest are counted).
@@ -52,7 +52,8 @@ def _say(message: str) -> None:
 
 
 def run_all(samples: bool = True) -> int:
-    """Process every ready run that is new or changed; returns the number of failed runs."""
+    """Process every ready run that is new or changed; returns the number of failures (each
+    failed run, and a failed catalog refresh)."""
     import dagster as dg
 
     from .definitions import defs  # loaded only here: --samples-only does not need it
@@ -61,11 +62,11 @@ def run_all(samples: bool = True) -> int:
     # directly, Dagster's defaults apply until such a file exists.
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").absolute())))
     home.mkdir(parents=True, exist_ok=True)
-    with dg.DagsterInstance.get() as instance:
-        return _run_all(defs, instance, samples)
+    with dg.DagsterInstance.get() as instance, Interrupts() as interrupts:
+        return _run_all(defs, instance, samples, interrupts)
 
 
-def _run_all(defs, instance, samples: bool) -> int:
+def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
     from .assets.cross_run import catalog_behind
     from .assets.run_stages import PARTITIONS_PER_RUN, up_to_date
     from .partitions import partition_batches, range_tags, runs_partitions
@@ -147,10 +148,14 @@ def _run_all(defs, instance, samples: bool) -> int:
         errors = _failed_runs(result)
         seconds = _run_seconds(result)
         unreported = [key for key in batch if key not in errors and key not in seconds]
-        if interrupted(result):  # Ctrl-C or SIGTERM: stop here, no further Dagster run
+        # Ctrl-C or SIGTERM: stop here, no further Dagster run (also when Dagster took the signal
+        # at the end of a run whose work was done, and completed it)
+        if interrupted(result) or interrupts.received():
             if unreported:
                 _say(f"interrupted before {_listed(unreported)} {'was' if len(unreported) == 1 else 'were'} done "
                      f"(the Dagster run {result.run_id} failed)")
+            else:
+                _say(f"interrupted after the Dagster run {result.run_id}, its runs done")
             raise KeyboardInterrupt
         failed += sum(1 for key in batch if key in errors or key not in seconds)
         if unreported:  # the step failed before it got to these runs: say why, once per run
@@ -160,7 +165,8 @@ def _run_all(defs, instance, samples: bool) -> int:
         if len(batch) > 1:
             _say(f"  ({len(batch)} runs in one Dagster run, {time.monotonic() - started:.1f}s)")
     refreshed = early.result() if early is not None else None
-    recompared, recompared_failed = follow_comparisons(job, instance, settings)
+    _stop_if_interrupted(interrupts)
+    recompared, recompared_failed = follow_comparisons(job, instance, settings, interrupts)
     failed += recompared_failed
     if (refreshed is None or recompared) and catalog_behind(instance) is not None:
         refreshed = execute_refresh(instance)
@@ -168,9 +174,14 @@ def _run_all(defs, instance, samples: bool) -> int:
         _say("catalog: up to date")
     elif refreshed.success:
         _say("catalog: ok")
+    elif interrupts.received():  # the refresh failed because of it
+        _say("catalog: interrupted before it was refreshed")
+        raise KeyboardInterrupt
     else:
         where = f" (see the Dagster run {refreshed.run_id})" if refreshed.run_id else ""
         _say(f"catalog: FAILED: {refreshed.error}{where}")
+        failed += 1  # the suite pages and systems are not current: not a success
+    _stop_if_interrupted(interrupts)
     _say("")
     _say("Reports:")
     for key in keys:
@@ -186,7 +197,16 @@ def _run_all(defs, instance, samples: bool) -> int:
     _say("")
     _say(f"Dagster instance: {home}")
     _say("See it in the UI: scripts/ui.sh  (dg dev on the same instance)")
+    _stop_if_interrupted(interrupts)
     return failed
+
+
+def _stop_if_interrupted(interrupts: Interrupts) -> None:
+    """Stop the command (KeyboardInterrupt) when a Ctrl-C or SIGTERM arrived that nobody
+    acted on: one Dagster took at the end of its run, or one raised in a finalizer the
+    interpreter ran meanwhile (Python reports such an exception and goes on)."""
+    if interrupts.received():
+        raise KeyboardInterrupt
 
 
 def _listed(names: list[str], limit: int = 10) -> str:
@@ -238,10 +258,11 @@ def follow_ahead(instance, settings, found, todo: list[str]) -> list:
     return ahead
 
 
-def follow_comparisons(job, instance, settings) -> tuple[int, int]:
+def follow_comparisons(job, instance, settings, interrupts: Interrupts) -> tuple[int, int]:
     """Process again the runs whose comparison is behind its inputs (assets/comparisons.py: a
     baseline processed again by this command, a late run, a pin added, changed or removed, a
-    baseline's folder gone), each said with why; returns (how many, how many failed)."""
+    baseline's folder gone), each said with why; returns (how many, how many failed). Stops
+    (KeyboardInterrupt) after a Dagster run during which Ctrl-C or SIGTERM arrived."""
     from .assets.comparisons import behind_now
     from .assets.run_stages import PARTITIONS_PER_RUN
     from .partitions import partition_batches, range_tags, runs_partitions
@@ -254,6 +275,9 @@ def follow_comparisons(job, instance, settings) -> tuple[int, int]:
     for batch in partition_batches(instance.get_dynamic_partitions(runs_partitions.name), keys, PARTITIONS_PER_RUN):
         result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
                                         tags={**range_tags(batch), "bench/trigger": "baseline_changed"})
+        if interrupted(result):
+            raise KeyboardInterrupt
+        _stop_if_interrupted(interrupts)
         errors, seconds = _failed_runs(result), _run_seconds(result)
         failed += sum(1 for key in batch if key in errors or key not in seconds)
     return len(behind), failed

@@ -369,3 +369,33 @@ def test_an_interrupt_stops_the_main_command_and_the_next_one_finishes_the_work(
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     reports = tmp_path / "data" / "reports"
     assert sorted(p.parent.name for p in reports.glob("*/metrics.json")) == sorted(p.name for p in runs.iterdir())
+
+
+@pytest.mark.slow
+def test_sigterm_after_the_runs_stops_a_background_command(tmp_path):
+    """A shell's background job has SIGINT ignored; Dagster then left SIGTERM ignored after its
+    first run, and a ``kill`` during the catalog refresh that follows the runs was lost: the
+    command went on to the end with exit code 0. It stops now, with 130."""
+    runs = tmp_path / "runs"
+    subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "generate", str(runs), "--runs", "4", "--seed", "5",
+                    "--tasks", "200"], cwd=ROOT, check=True, capture_output=True)
+    env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "BENCH_RUNS_ROOT": str(runs),
+           "DAGSTER_HOME": str(tmp_path / "home"), "BENCH_QUIET_SECONDS": "0"}
+    for var in ("BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        env.pop(var, None)
+    (tmp_path / "home").mkdir()
+    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", tmp_path / "home" / "dagster.yaml")
+    main = subprocess.Popen([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    lines = []
+    for line in main.stdout:  # the per-run Dagster run is over; the catalog refresh is under way
+        lines.append(line.rstrip("\n"))
+        if line.startswith("  (4 runs in one Dagster run"):
+            main.send_signal(signal.SIGTERM)
+            break
+    rest, _ = main.communicate(timeout=60)
+    lines += rest.splitlines()
+    assert main.returncode == 130, "\n".join(lines[-20:])
+    assert lines[-1].startswith("interrupted: stopped."), "\n".join(lines[-20:])
+    assert not [line for line in lines if "Traceback" in line], "\n".join(lines[-60:])
