@@ -119,8 +119,8 @@ def run(pub: Publication) -> PublicationResult:
         raise PublicationError(str(exc)) from None
     except PublicationError:
         raise
-    except DeliveryFailure as exc:  # a step nothing else can proceed without
-        pub.errors.append((exc.what, pub.total, exc.detail))
+    except DeliveryFailure as exc:  # a step nothing else can proceed without: one request, not a count
+        pub.errors.append((exc.what, None, exc.detail))
     finally:
         if pub.write_record:
             finish_record(pub)
@@ -259,8 +259,11 @@ def finish_record(pub: Publication) -> None:
 
 
 def error_message(pub: Publication) -> str:
-    """What failed and how many, and that publishing again resends only what is missing."""
-    parts = "; ".join(f"{what}: {n} failed ({detail})" for what, n, detail in pub.errors)
+    """What failed and how many (a step that every other waits for, such as the project
+    lookup, without a count: it is one request), and that publishing again resends only what
+    is missing."""
+    parts = "; ".join(f"{what}: {n} failed ({detail})" if n is not None
+                      else f"{what} failed ({detail}), and nothing after it was sent" for what, n, detail in pub.errors)
     missing = pub.total - len(pub.done)
     return (
         f"Langfuse publication of run {pub.plan.run_id!r} is incomplete: {missing} of {pub.total} "

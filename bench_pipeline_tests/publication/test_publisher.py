@@ -891,6 +891,10 @@ def test_bad_credentials_fail_without_leaking(standin, run, out_dir, options):
         publish(run, out_dir, wrong, options)
     assert "401" in str(err.value) and "sk-lf-wrong-secret" not in str(err.value)
     assert len(standin.requests) == 1  # a 401 is not retried
+    # one request failed, not one per attempt: the message says so
+    assert "project lookup (GET /api/public/projects) failed (HTTP 401" in str(err.value)
+    assert "and nothing after it was sent" in str(err.value) and " failed (HTTP 401" in str(err.value)
+    assert f": {len(run['attempts'])} failed" not in str(err.value)
     assert "sk-lf-wrong-secret" not in (out_dir / "publication.json").read_text()
 
 
