@@ -15,6 +15,11 @@ digest of the previous entry and the fingerprint); the run key is ``<run_id>:<en
 a folder back in a state it was requested in before (its re-judged copy removed gives back
 the fingerprint of before the re-judge) gets a run key of its own, which Dagster does not
 skip as already used. A cursor of bare fingerprints (as written before) reads the same.
+The entry of a folder that is gone is kept under ``GONE`` ({run_id: its last entry}), so
+that the chain goes on when the folder comes back: it starts again from the bare
+fingerprint otherwise, and a folder back with the contents it was first processed with (a
+re-judged copy removed while the folder was away) got its first run key again, which Dagster
+skips: the run kept its re-judged numbers.
 The cursor also keeps, under ``NOT_RUNS`` (a key no run id can be: it holds a ``/``), the
 folders of the runs root that are not run folders (no results.jsonl), found by the same scan
 at no extra cost: each is said once, in the log and the skip reason of the tick that first
@@ -52,6 +57,8 @@ MINIMUM_INTERVAL_SECONDS = int(os.environ.get("BENCH_SENSOR_INTERVAL_SECONDS", "
 #: The cursor's entry listing the runs root's folders that are not run folders (a run id is
 #: one path segment, never ``/...``).
 NOT_RUNS = "/not_run_folders"
+#: The cursor's entry keeping the entries of the folders that are gone (module doc).
+GONE = "/gone"
 
 
 def evaluate_run_folders(
@@ -97,6 +104,7 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
               log: Callable[[str], None]) -> dg.SensorResult:
     existing_keys = set(existing)
     seen: dict = json.loads(cursor) if cursor else {}
+    away: dict = dict(seen.pop(GONE, {}))  # the last entries of folders that were gone
     requests: list[dg.RunRequest] = []
     new_keys: list[str] = []
     skipped: list[str] = []
@@ -105,16 +113,23 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
     found = scan(settings.runs_root, not_runs)
     refused = refused_names(found)
     folders = [folder for folder in found if folder.run_id not in refused]
-    changed = [f for f in folders if _fingerprint(seen.get(f.run_id)) != f.fingerprint]
-    done = already_done({f.run_id: f.fingerprint for f in changed if f.run_id in existing_keys})
+    returned = set()  # back after being gone: its chain of entries goes on (module doc)
+    for folder in folders:
+        if folder.run_id in away and folder.run_id not in seen:
+            seen[folder.run_id] = away.pop(folder.run_id)
+            returned.add(folder.run_id)
+    changed = [f for f in folders if _fingerprint(seen.get(f.run_id)) != f.fingerprint or f.run_id in returned]
+    done = already_done({f.run_id: f.fingerprint for f in changed if f.run_id in existing_keys or f.run_id in seen})
     # only new or changed folders are checked (a bucket's manifests read in one batch)
     ready = ready_folders([f for f in changed if f.run_id not in done], settings.quiet_seconds)
     for folder in folders:
-        if _fingerprint(seen.get(folder.run_id)) == folder.fingerprint:
-            current[folder.run_id] = seen[folder.run_id]
-            continue
-        if folder.run_id in done:
-            current[folder.run_id] = _next_entry(seen.get(folder.run_id), folder.fingerprint)
+        # a folder back is processed again unless its stored values are current (``done``)
+        unchanged = _fingerprint(seen.get(folder.run_id)) == folder.fingerprint and folder.run_id not in returned
+        if unchanged or folder.run_id in done:  # nothing to process (a folder back as it was: its partition again)
+            current[folder.run_id] = seen[folder.run_id] if unchanged else _next_entry(seen.get(folder.run_id),
+                                                                                     folder.fingerprint)
+            if folder.run_id not in existing_keys and folder.run_id not in new_keys:
+                new_keys.append(folder.run_id)
             continue
         if folder.run_id not in ready:
             skipped.append(folder.run_id)
@@ -134,6 +149,7 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
     if len(requests) > min(batch_size, REQUESTED_ONE_BY_ONE):
         requests = batched_requests(requests, [*existing, *new_keys], current, batch_size)
     gone = sorted(k for k in existing if k not in current and k not in skipped and k in seen)
+    away.update((k, entry) for k, entry in seen.items() if k != NOT_RUNS and k not in current and k not in skipped)
     known = set(seen.get(NOT_RUNS, ()))
     for name, why in refused.items():  # said once, as the folders that are not runs
         if name not in known:
@@ -141,6 +157,8 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
     not_runs = sorted([*not_runs, *refused])
     if not_runs:
         current[NOT_RUNS] = not_runs
+    if away:
+        current[GONE] = away
     first_seen = [name for name in not_runs if name not in known and name not in refused]  # said once (module doc)
     note = f"; {not_runs_note(first_seen)}" if first_seen else ""
     if first_seen:

@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from bench_pipeline.partitions import runs_partitions
-from bench_pipeline.sensors.run_folder_sensor import NOT_RUNS
+from bench_pipeline.sensors.run_folder_sensor import GONE, NOT_RUNS
 
 from ..dagster_helpers import make_resources, tick_run_folder_sensor
 from ..run_builder import make_run, row
@@ -53,7 +53,8 @@ def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
     assert requested["run-a"].run_key != first.run_requests[0].run_key
     assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["run-a", "run-b"]
 
-    # run-b is deleted: its partition goes, the cursor forgets it.
+    # run-b is deleted: its partition goes, the cursor keeps its entry aside (GONE).
+    entry_b = json.loads(third.cursor)["run-b"]
     for dirpath, dirnames, filenames in os.walk(runs / "run-b", topdown=False):
         for name in filenames:
             os.remove(os.path.join(dirpath, name))
@@ -61,7 +62,8 @@ def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
     fourth = tick_run_folder_sensor(instance, resources, third.cursor)
     assert fourth.run_requests == []
     assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
-    assert set(json.loads(fourth.cursor)) == {"run-a", NOT_RUNS}
+    assert json.loads(fourth.cursor)[GONE] == {"run-b": entry_b}
+    assert set(json.loads(fourth.cursor)) == {"run-a", NOT_RUNS, GONE}
 
 
 def test_a_folder_that_is_not_a_run_is_said_once(tmp_path, instance):
@@ -238,6 +240,60 @@ def test_runner_runs_are_ready_by_their_outputs_and_requested_again_when_rejudge
     sixth = tick_run_folder_sensor(instance, resources, fifth.cursor)
     assert sixth.run_requests[0].run_key not in keys
     assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["runner-done", "runner-writing"]
+
+
+def test_a_folder_back_in_the_state_of_its_first_run_is_processed_again(tmp_path, instance):
+    """Re-judged, moved away, its re-judged copy removed, moved back: the folder is as it was
+    first processed, but its stored values are the re-judged ones. The request gets a run key
+    not used before (Dagster skips one it has seen: the run kept its re-judged numbers)."""
+    import shutil
+
+    resources = make_resources(tmp_path, quiet_seconds=3600)
+    runs = tmp_path / "runs"
+    folder = make_run(runs, [row("t")], run_id="r", manifest=RUNNER_MANIFEST)
+    (folder / "metrics.json").write_text("{}")
+    first = tick_run_folder_sensor(instance, resources)
+    (folder / "results.rejudged.jsonl").write_text(json.dumps(row("t", status="failed")) + "\n")
+    second = tick_run_folder_sensor(instance, resources, first.cursor)
+    shutil.move(folder, tmp_path / "aside")
+    third = tick_run_folder_sensor(instance, resources, second.cursor)
+    assert third.run_requests == [] and instance.get_dynamic_partitions(runs_partitions.name) == []
+    (tmp_path / "aside" / "results.rejudged.jsonl").unlink()
+    shutil.move(tmp_path / "aside", folder)
+    fourth = tick_run_folder_sensor(instance, resources, third.cursor)
+    (request,) = fourth.run_requests
+    assert request.partition_key == "r" and request.tags["bench/trigger"] == "changed"
+    assert request.run_key not in {first.run_requests[0].run_key, second.run_requests[0].run_key}
+    assert instance.get_dynamic_partitions(runs_partitions.name) == ["r"]
+    assert GONE not in json.loads(fourth.cursor)
+    assert tick_run_folder_sensor(instance, resources, fourth.cursor).run_requests == []
+
+
+def test_a_folder_back_unchanged_and_current_gets_its_partition_without_a_run(tmp_path):
+    """Moved away and back as it was, its stored values current (this fingerprint and formula
+    version): its partition is added again, nothing is processed."""
+    from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
+
+    resources = make_resources(tmp_path)
+    make_run(tmp_path / "runs", [row("t")], run_id="r")
+    first = evaluate_run_folders(resources["settings"], None, [])
+    entry = json.loads(first.cursor)["r"]
+    away = json.dumps({GONE: {"r": entry}})  # the cursor while the folder was away
+    asked = []
+
+    def already_done(fingerprints):
+        asked.append(sorted(fingerprints))
+        return {"r"}
+
+    back = evaluate_run_folders(resources["settings"], away, [], already_done)
+    assert asked == [["r"]] and back.run_requests == []
+    (added,) = back.dynamic_partitions_requests
+    assert list(added.partition_keys) == ["r"]
+    assert json.loads(back.cursor)["r"] != entry  # the chain goes on
+    # not current (another formula version, or changed): processed again
+    again = evaluate_run_folders(resources["settings"], away, [], lambda fingerprints: set())
+    assert [r.partition_key for r in again.run_requests] == ["r"]
+    assert again.run_requests[0].run_key != first.run_requests[0].run_key
 
 
 def test_a_cursor_of_bare_fingerprints_reads_the_same(tmp_path, instance):

@@ -12,7 +12,7 @@ from bench_pipeline import object_store
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.resources import PipelineSettings
 from bench_pipeline.run_folders import RunsRootError
-from bench_pipeline.sensors.run_folder_sensor import NOT_RUNS, evaluate_run_folders
+from bench_pipeline.sensors.run_folder_sensor import GONE, NOT_RUNS, evaluate_run_folders
 
 from ..dagster_helpers import tick_run_folder_sensor
 from ..run_builder import put_run, row
@@ -84,14 +84,15 @@ def test_new_not_ready_changed_and_deleted_runs_in_a_bucket(bucket, tmp_path, mo
         # run-a's manifest.json did not change: its status comes from the cache
         assert requests.reads == [bucket.url("runs/run-b/manifest.json")]
 
-        # run-b is deleted: its partition goes, the cursor forgets it.
+        # run-b is deleted: its partition goes, the cursor keeps its entry aside.
         client = bucket.server.client()
         for key in bucket.keys("runs/run-b/"):
             client.delete_object(Bucket=bucket.name, Key=key)
         fourth = tick_run_folder_sensor(instance, resources, third.cursor)
         assert fourth.run_requests == []
         assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
-        assert set(json.loads(fourth.cursor)) == {"run-a", NOT_RUNS}
+        assert set(json.loads(fourth.cursor)) == {"run-a", NOT_RUNS, GONE}
+        assert set(json.loads(fourth.cursor)[GONE]) == {"run-b"}
 
 
 def test_a_bucket_that_cannot_be_listed_fails_the_tick_with_the_reason(bucket, tmp_path, monkeypatch):
