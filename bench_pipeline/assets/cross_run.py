@@ -135,10 +135,13 @@ def catalog_behind(instance: dg.DagsterInstance) -> str | None:
     id>-<oldest storage id of the refreshed assets>@<formula version>``), or None when it is
     up to date.
 
-    Behind: some run's FOLLOWED_STAGE was materialized after one of the refreshed assets
-    (REFRESHED), or one of them never was, or the catalog was made under another formula
-    version than the current one, so that after a formula change it is refreshed once to list
-    every run as behind, even before a backfill has materialized anything. The key differs
+    Behind: some run's FOLLOWED_STAGE was materialized after the last complete refresh began
+    (run_catalog's ``reports_covered``: the newest such materialization when it started; a
+    run whose reports were recorded while a refresh was under way is not in it, although
+    the refresh was recorded after them), or the last refresh is not complete (one of
+    REFRESHED never made, or made before the catalog), or the catalog was made under another
+    formula version than the current one, so that after a formula change it is refreshed once
+    to list every run as behind, even before a backfill has materialized anything. The key differs
     after every complete refresh, so a sensor's run key never repeats one already used; a
     refresh that fails part-way leaves the oldest asset, and so the key, as it was: the sensor
     does not request it again until another run is materialized.
@@ -150,10 +153,13 @@ def catalog_behind(instance: dg.DagsterInstance) -> str | None:
     oldest = min(record.storage_id if record is not None else 0 for record in made.values())
     catalog = made["run_catalog"]
     key = f"{runs.storage_id}-{oldest}@{FORMULA_VERSION}"
-    if oldest > runs.storage_id and catalog is not None:
+    if catalog is not None and oldest == catalog.storage_id:  # the systems and pages made after it
         materialization = catalog.asset_materialization
         metadata = materialization.metadata if materialization else {}
-        if getattr(metadata.get("formula_version"), "value", None) == FORMULA_VERSION:
+        covered = getattr(metadata.get("reports_covered"), "value", None)
+        if not isinstance(covered, int):  # a catalog made before it was recorded
+            covered = catalog.storage_id
+        if covered >= runs.storage_id and getattr(metadata.get("formula_version"), "value", None) == FORMULA_VERSION:
             # a run removed (its folder deleted: the sensor or the main command removed its
             # partition) leaves no materialization to notice: the runs covered say it
             current = runs_digest(run_keys(instance))
@@ -186,6 +192,8 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
     # thousands of rows in a process that holds Dagster and the definitions: the collector's
     # passes over them cost more than the step's own work (bulk.gc_paused)
     with gc_paused():
+        # the newest run's reports this refresh covers: any recorded later put it behind (catalog_behind)
+        covered = _latest(context.instance, FOLLOWED_STAGE)
         versions = run_versions(context.instance, "capability_aggregates", run_keys(context.instance),
                                 settings.storage_base, context)
         kept = load_state(settings.storage_base, "run_catalog", context)
@@ -211,6 +219,7 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
         context.add_output_metadata({
             "dagster/row_count": len(frame),
             "runs_digest": runs_digest(list(versions)),  # the partitions covered (catalog_behind)
+            "reports_covered": covered.storage_id if covered is not None else 0,
             "suites": frame["suite"].nunique(),
             "formula_version": FORMULA_VERSION,
             "refresh_version": REFRESH_VERSION,

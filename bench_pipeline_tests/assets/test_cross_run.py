@@ -223,6 +223,30 @@ def test_the_refresh_follows_each_runs_reports_not_its_publication() -> None:
     assert again is not None and again != first
 
 
+def test_reports_recorded_while_a_refresh_was_under_way_leave_it_behind() -> None:
+    """A refresh that began before a run's reports were recorded does not hold that run's
+    values, though it is recorded after them: it is behind (the catalog sensor's run and a
+    per-run run can go side by side). Before, the refresh counted as covering every
+    reports recorded before its own materialization, and the run stayed out of the pages
+    until another run came."""
+    instance = dg.DagsterInstance.ephemeral()
+    _record(instance, "reports", "r1")
+    (r1,) = instance.fetch_materializations(dg.AssetKey("reports"), limit=1).records
+    begun = r1.storage_id - 1  # the refresh read the instance before r1's reports
+    _record(instance, "run_catalog", formula_version=FORMULA_VERSION, runs_digest=cross_run.runs_digest([]),
+            reports_covered=begun)
+    for asset in REFRESHED[1:]:
+        _record(instance, asset)
+    behind = catalog_behind(instance)
+    assert behind is not None and behind.endswith(f"@{FORMULA_VERSION}")
+    _record(instance, "run_catalog", formula_version=FORMULA_VERSION, runs_digest=cross_run.runs_digest([]),
+            reports_covered=r1.storage_id)
+    assert catalog_behind(instance) is not None  # the systems and pages of that refresh not made yet
+    for asset in REFRESHED[1:]:
+        _record(instance, asset)
+    assert catalog_behind(instance) is None
+
+
 def test_a_run_removed_puts_the_catalog_behind_until_a_refresh_leaves_it_out(tmp_path):
     """A run's partition removed (its folder deleted: the sensor and the main command remove
     it) leaves no materialization behind it: the runs the catalog covered say it is behind,
