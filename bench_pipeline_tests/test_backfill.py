@@ -222,6 +222,22 @@ def test_formula_change_makes_runs_stale_and_backfill_reprocesses_all(tmp_path, 
     meta = _catalog_metadata(tmp_path)
     assert (meta["formula_version"], meta["runs_behind_formula"]) == ("test-bump", 0)
 
+    # nothing changed since: a backfill (the README's "re-process every run") derives every run
+    # again and ends a success (``_backfill``: COMPLETED_SUCCESS). Before, a run already current
+    # had only its comparison and reports made again, and the backfill, missing its other
+    # stages, marked them failed.
+    before = {run_id: _materializations(instance, run_id) for run_id in RUNS}
+    third = _backfill(tmp_path, env, daemon_up=True)
+    assert len(_backfill_runs(tmp_path, third)) == 1
+    assert all(_materializations(instance, run_id) == before[run_id] + 1 for run_id in RUNS)
+
+
+def _materializations(instance: dg.DagsterInstance, run_id: str) -> int:
+    """How many times the run's capability_aggregates partition was materialized."""
+    return len(instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("capability_aggregates"), asset_partitions=[run_id]),
+        limit=100).records)
+
 
 def test_backfill_without_a_daemon_says_nothing_runs_it_yet(tmp_path):
     """With no daemon on the instance, the backfill is launched (a daemon started later runs

@@ -52,6 +52,8 @@ PARTITIONS_PER_RUN = int(os.environ.get("BENCH_PARTITIONS_PER_RUN", "100"))
 #: for a few new runs, side by side in the queue); more are requested as ranges of
 #: PARTITIONS_PER_RUN.
 REQUESTED_ONE_BY_ONE = 20
+#: The tag Dagster gives the runs of a backfill.
+BACKFILL_TAG = "dagster/backfill"
 
 def data_version(fingerprint: str) -> str:
     """The data version of a run's stages: what their values were computed from, the run
@@ -143,8 +145,11 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
     """Every per-run stage for each run partition of this step."""
     from ..bulk import default_workers
 
+    # a backfill re-processes what it names: every partition it targets is materialized (the
+    # backfill counts a partition with only its comparison and reports made again as failed)
+    backfill = context.run.tags.get(BACKFILL_TAG) is not None
     jobs = partition_jobs(context.partition_keys, settings, langfuse.settings(), default_workers(),
-                          context.instance)
+                          context.instance, derive_all=backfill)
     failed: list[PartitionOutcome] = []
     delivery = bucket_io.Delivery(jobs)  # outputs meant for a bucket: uploaded as they are ready
     recorded: dict[str, int] = {}  # stages recorded from a partition's StagesStored, by partition
@@ -183,14 +188,15 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
 
 
 def partition_jobs(keys: list[str], settings: PipelineSettings, target, workers: int,
-                   instance: dg.DagsterInstance | None = None) -> list[PartitionJob]:
+                   instance: dg.DagsterInstance | None = None, derive_all: bool = False) -> list[PartitionJob]:
     """One job per partition key, each with its baseline (baselines.py) and the inputs its
     comparison records (comparison_inputs.py: the data versions of both runs' stored values,
     the baseline's from ``instance``). The runs of this step count as processed: a run whose
     baseline is among them is compared once that one's values are stored (``after``). Runs and outputs in a bucket are made
-    local first (bucket_io.prepare)."""
+    local first (bucket_io.prepare). A run whose stages are current has only its comparison
+    and reports made again, unless ``derive_all`` (a backfill)."""
     with object_store.shared(settings.runs_root, settings.output_root):
-        return _partition_jobs(keys, settings, target, workers, instance)
+        return _partition_jobs(keys, settings, target, workers, instance, derive_all)
 
 
 def stored_versions(instance: dg.DagsterInstance | None, keys: list[str]) -> dict[str, str]:
@@ -203,7 +209,7 @@ def stored_versions(instance: dg.DagsterInstance | None, keys: list[str]) -> dic
 
 
 def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers: int,
-                    instance: dg.DagsterInstance | None) -> list[PartitionJob]:
+                    instance: dg.DagsterInstance | None, derive_all: bool) -> list[PartitionJob]:
     in_step = set(keys)
     folders = scan(settings.runs_root)
     outputs = processed_outputs(settings.output_root)
@@ -216,7 +222,8 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
     folder_versions = {f.run_id: data_version(f.fingerprint) for f in folders}
     fingerprints = {f.run_id: f.fingerprint for f in folders}  # a bucket's too (object_fingerprint)
     # runs whose stages are current: only their comparison and reports are made again
-    current = up_to_date(instance, {k: fingerprints[k] for k in keys if fingerprints.get(k)}) if instance else set()
+    current = up_to_date(instance, {k: fingerprints[k] for k in keys if fingerprints.get(k)}) \
+        if instance and not derive_all else set()
     # ... and whose stored values and output files are there (a cleared storage or output folder:
     # processed in full)
     current = {k for k in current if k in with_outputs and has_stored_values(settings.storage_base, k)}
