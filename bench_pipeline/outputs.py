@@ -135,6 +135,23 @@ def write_repeats_files(out_dir: Path, doc: dict, runs: list, reports: dict[str,
     return {"repeats.json": json_path, "repeats.md": md_path}
 
 
+def write_moved_files(out_dir: Path, moved_to: list[str]) -> dict[str, Path]:
+    """repeats.json and repeats.md of a system folder no longer current, its runs now in the
+    folders ``moved_to`` (sibling folder names; a second setup of the same agent gave each
+    setup a system and a folder of its own): a pointer instead of numbers no refresh updates
+    any more (docs/operations.md, "Folder names")."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / "repeats.json", out_dir / "repeats.md"
+    why = ("This system's runs are now in another folder: the same agent (suite, model and git sha) was "
+           "measured with more than one setup (judge, platform), or with one again, and each system's folder "
+           "names its setup only then. This folder is no longer updated.")
+    write_atomic(json_path, dumps({"moved_to": moved_to, "note": why}) + b"\n")
+    links = "\n".join(f"- [{name}](<../{name}/repeats.md>)" for name in moved_to)
+    write_atomic(md_path, f"# Moved\n\n{why}\n\n{links}\n".encode())
+    return {"repeats.json": json_path, "repeats.md": md_path}
+
+
 def write_set_comparison_files(out_dir: Path, result: dict, single: dict | None, baseline: list,
                                candidate: list) -> dict[str, Path]:
     """comparison.json and comparison.md in the repeated form (``repeats.compare_sets``);

@@ -14,7 +14,7 @@ import dagster as dg
 from ..catalog import row_identity
 from ..comparison_sides import make_side
 from ..output_root import OutputRoot
-from ..outputs import write_repeats_files
+from ..outputs import write_moved_files, write_repeats_files
 from ..repeats import RepeatRun, System, group_systems, repeats
 from ..system_folders import SYSTEMS_FOLDER, system_slugs
 from ..reports.change_format import NO_VARIATION
@@ -248,6 +248,9 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
         entry = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]), split)
         state[slug] = {"versions": versions, "entry": entry}
         value[slug] = _value(entry)
+    moved = _moved(kept, {slug: {m.run_id for m in members} for slug, (_, members) in systems.items()})
+    for slug, moved_to in moved.items():
+        write_moved_files(output_root.staged() / SYSTEMS_FOLDER / slug, moved_to)
     output_root.publish()
     save_pieces(settings.storage_base, SYSTEM_DOCS,
                 {slug: kept_docs(state[slug]["versions"], *made) for slug, made in docs.items()})
@@ -259,6 +262,7 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
         "systems_with_planning": sum(1 for e in entries if e["table"]["runs_per_side"] is not None),
         "systems_made": len(docs),
         "systems_changed": changed,
+        "systems_moved": len(moved),
         "systems_folder": dg.MetadataValue.path(output_root.url(SYSTEMS_FOLDER)),
         "systems_table": dg.MetadataValue.md(systems_markdown(entries)),
     }
@@ -273,6 +277,21 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
             f"{len(missing)} catalog run(s) have no stored attempt_metrics frame and are not pooled: "
             + ", ".join(f"`{r}`" for r in missing[:LISTED]) + (" ..." if len(missing) > LISTED else ""))
     return value, metadata, state, SystemDocs(settings, runs, state, docs)
+
+
+def _moved(kept: dict[str, dict], current: dict[str, set[str]]) -> dict[str, list[str]]:
+    """{folder of the last refresh no longer current: the current folders that have its runs}
+    for each system whose folder name changed (a second setup of the same agent measured, or
+    no longer: system_folders.system_slugs); a system gone from the catalog is not in it
+    (its folder is left as it is). Once written, its pointer is not written again: the kept
+    state no longer names the folder."""
+    moved = {}
+    for slug in sorted(set(kept) - set(current)):
+        runs = set(kept[slug]["entry"]["runs"]) | set(kept[slug]["entry"]["left_out"])
+        moved_to = sorted(new for new, members in current.items() if members & runs)
+        if moved_to:
+            moved[slug] = moved_to
+    return moved
 
 
 def _kept(before: dict | None, versions: dict[str, str | None]) -> bool:

@@ -239,6 +239,38 @@ def test_a_system_gone_from_the_catalog_keeps_its_folder_and_runs_without_frames
     assert meta["runs_pooled"] == 1 and "`r0`" in meta["runs_without_stored_attempts"]
 
 
+def test_a_system_whose_folder_is_renamed_leaves_a_pointer_not_stale_numbers(tmp_path, pages):
+    """The same agent judged by a second judge: each setup gets a system and a folder naming
+    it, and the folder the first setup had (no setup in its name) is no longer updated. It
+    says where its runs are now, once, instead of keeping numbers no refresh touches."""
+    resources = make_resources(tmp_path)
+    judged = {"a1": "j1", "a2": "j1", "a3": "j2"}
+    for day, (run_id, judge) in enumerate(judged.items(), start=1):  # t2 differs: no run is a copy of another
+        make_run(tmp_path / "runs", [row("t1", 1, "passed"), row("t2", 1, "failed" if day % 2 else "passed")],
+                 run_id=run_id,
+                 manifest=_manifest("m", "s", day, judge={"enabled": True, "model": judge}),
+                 suite={"name": "suite-a", "tasks": []})
+    instance = dg.DagsterInstance.ephemeral()
+    for run_id in ("a1", "a2"):
+        _store(resources, tmp_path / "runs" / run_id)
+        instance.add_dynamic_partitions(runs_partitions.name, [run_id])
+    _refresh(instance, resources)
+    systems = tmp_path / "reports" / "_systems"
+    (plain,) = [p.name for p in systems.iterdir()]
+    assert [r["run_id"] for r in _docs(tmp_path / "reports")[plain]["runs"]] == ["a1", "a2"]
+
+    _store(resources, tmp_path / "runs" / "a3")
+    instance.add_dynamic_partitions(runs_partitions.name, ["a3"])
+    meta = _refresh(instance, resources)["system_repeats"]
+    docs = _docs(tmp_path / "reports")
+    current = {slug for slug in docs if slug != plain}
+    (j1,) = [slug for slug in current if [r["run_id"] for r in docs[slug]["runs"]] == ["a1", "a2"]]
+    assert len(current) == 2 and meta["systems_moved"] == 1
+    assert docs[plain]["moved_to"] == [j1] and "no longer updated" in docs[plain]["note"]
+    assert f"- [{j1}](<../{j1}/repeats.md>)" in (systems / plain / "repeats.md").read_text()
+    assert _refresh(instance, resources)["system_repeats"]["systems_moved"] == 0  # said once
+
+
 def test_the_refresh_is_behind_until_every_one_of_its_assets_is_made(tmp_path, pages, monkeypatch):
     """After a run, the catalog alone does not bring the refresh up to date: the systems and
     the pages were never made. A refresh that fails part-way keeps the key (the sensor does
