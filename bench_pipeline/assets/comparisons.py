@@ -55,7 +55,9 @@ def behind_now(instance: dg.DagsterInstance, settings: PipelineSettings,
 def behind_markdown(behind: list[Behind], limit: int = 50) -> str:
     """The comparisons behind, one line each with why (the first ``limit``)."""
     if not behind:
-        return "Every comparison follows its current inputs."
+        # an observation, recorded when the set changes: true as of its time, not later
+        return ("Every comparison followed its current inputs when this was recorded (the comparison sensor "
+                "looks again at each tick: a run processed since may put one behind until then).")
     lines = [f"- `{b.run_id}`: {b.why}" for b in behind[:limit]]
     if len(behind) > limit:
         lines.append(f"- ... and {len(behind) - limit} more")
