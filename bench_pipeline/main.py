@@ -35,14 +35,9 @@ from pathlib import Path
 
 # Only light imports here: `main` starts the fork server before Dagster is imported.
 from .in_process_runs import RUN_CONFIG, Interrupts, execute_refresh, interrupted, plain_console, step_error
+from .main_output import SUITE_PAGES_LISTED, listed, suite_pages, unchanged_lines, written_reports
 from .sample_runs import ensure_sample_runs
 
-#: Suite pages named at the end of the main command (the rest are counted).
-SUITE_PAGES_LISTED = 10
-
-
-#: The reports listed per run at the end, when written (comparison.md: a run with a baseline).
-REPORT_FILES = ("report.html", "summary.md", "comparison.md")
 #: The module of the early catalog refresh's process, which the fork server loads at start.
 REFRESH_PROCESS = "bench_pipeline.refresh_process"
 
@@ -93,7 +88,7 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
         if folder.run_id not in ready:
             waiting.setdefault(waiting_reason(folder, settings.quiet_seconds), []).append(folder.run_id)
     for why, run_ids in waiting.items():
-        _say(f"not ready yet, left for later ({len(run_ids)}): {_listed(run_ids)}: {why}")
+        _say(f"not ready yet, left for later ({len(run_ids)}): {listed(run_ids)}: {why}")
     existing = instance.get_dynamic_partitions(runs_partitions.name)
     # as the run folder sensor does: a run whose folder is gone is no longer one of the runs
     # (the catalog, its suite page and its system drop it at the refresh below; its reports stay)
@@ -152,7 +147,7 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
         # at the end of a run whose work was done, and completed it)
         if interrupted(result) or interrupts.received():
             if unreported:
-                _say(f"interrupted before {_listed(unreported)} {'was' if len(unreported) == 1 else 'were'} done "
+                _say(f"interrupted before {listed(unreported)} {'was' if len(unreported) == 1 else 'were'} done "
                      f"(the Dagster run {result.run_id} failed)")
             else:
                 _say(f"interrupted after the Dagster run {result.run_id}, its runs done")
@@ -185,9 +180,9 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
     _say("")
     _say("Reports:")
     for key in keys:
-        for path in _written_reports(settings.output_root, key) or [f"{key}: no reports written"]:
+        for path in written_reports(settings.output_root, key) or [f"{key}: no reports written"]:
             _say(f"  {path}")
-    pages = _suite_pages(settings.output_root)
+    pages = suite_pages(settings.output_root)
     if pages:
         _say("Suite pages (the latest runs of a suite, their systems and noise floors):")
         for path in pages[:SUITE_PAGES_LISTED]:
@@ -207,11 +202,6 @@ def _stop_if_interrupted(interrupts: Interrupts) -> None:
     interpreter ran meanwhile (Python reports such an exception and goes on)."""
     if interrupts.received():
         raise KeyboardInterrupt
-
-
-def _listed(names: list[str], limit: int = 10) -> str:
-    """The first ``limit`` names, then `` ...`` when there are more."""
-    return ", ".join(names[:limit]) + (" ..." if len(names) > limit else "")
 
 
 def processed_again(instance, fingerprints: dict[str, str]) -> dict[str, str]:
@@ -283,36 +273,6 @@ def follow_comparisons(job, instance, settings, interrupts: Interrupts) -> tuple
     return len(behind), failed
 
 
-def _suite_pages(output_root: str) -> list[str]:
-    """Every suite's page (``_suites/<suite>/index.html``) under the output root, sorted."""
-    from . import object_store
-    from .system_folders import SUITES_FOLDER
-
-    if object_store.is_remote(output_root):
-        folder = object_store.join(output_root, SUITES_FOLDER)
-        try:
-            keys = object_store.list_objects(folder).objects
-        except object_store.StoreError:
-            return []
-        return sorted(object_store.join(folder, k) for k in keys if k.count("/") == 1 and k.endswith("/index.html"))
-    return sorted(str(p) for p in (Path(output_root) / SUITES_FOLDER).glob("*/index.html"))
-
-
-def _written_reports(output_root: str, key: str) -> list[str]:
-    """The report files of run ``key`` under the output root, a folder or a bucket URL."""
-    from . import object_store
-
-    if object_store.is_remote(output_root):
-        prefix = object_store.join(output_root, key)
-        try:
-            names = set(object_store.list_objects(prefix).objects)
-        except object_store.StoreError as exc:
-            return [f"{key}: the reports cannot be listed: {exc}"]
-        return [object_store.join(prefix, name) for name in REPORT_FILES if name in names]
-    out = Path(output_root) / key
-    return [str(out / name) for name in REPORT_FILES if (out / name).is_file()]
-
-
 def _failed_runs(result) -> dict[str, str]:
     """{run id: first line of its error} from a failed per-run step."""
     errors: dict[str, str] = {}
@@ -322,22 +282,6 @@ def _failed_runs(result) -> dict[str, str]:
         if failed is not None:
             errors.update({key: f"{v['stage']}: {v['error']}" for key, v in failed.value.items()})
     return errors
-
-
-#: The most unchanged runs the command names one by one; beyond, it says how many.
-UNCHANGED_LISTED = 20
-
-
-def unchanged_lines(skipped: list[str], limit: int = UNCHANGED_LISTED) -> list[str]:
-    """What the command says of the runs it skips as unchanged: one line each, or, for more
-    than ``limit`` (a catalog of thousands, every run said again at each invocation), one
-    line with their number and the first and last."""
-    from .formula import FORMULA_VERSION
-
-    if len(skipped) <= limit:
-        return [f"{key}: unchanged since it was processed with formula {FORMULA_VERSION}: skipped" for key in skipped]
-    return [f"{len(skipped):,} runs unchanged since they were processed with formula {FORMULA_VERSION}: skipped "
-            f"({skipped[0]} ... {skipped[-1]})"]
 
 
 def _run_seconds(result) -> dict[str, float]:

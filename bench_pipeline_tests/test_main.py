@@ -19,7 +19,7 @@ from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.assets.run_stages import up_to_date
 from bench_pipeline.data_quality import data_quality_findings
 from bench_pipeline.formula import FORMULA_VERSION
-from bench_pipeline.main import unchanged_lines
+from bench_pipeline.main_output import unchanged_lines
 from bench_pipeline.sample_runs import SAMPLES
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.resources import PipelineSettings
