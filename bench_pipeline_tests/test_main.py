@@ -324,6 +324,21 @@ def test_main_command_then_ui_serves_the_materializations(tmp_path):
         server.wait(timeout=30)
 
 
+def _runs_to_interrupt(tmp_path: Path, count: int) -> tuple[Path, dict]:
+    """``count`` generated runs of 200 tasks and the environment of a main command over them
+    on an instance of their own (nothing of the caller's Langfuse or roots)."""
+    runs = tmp_path / "runs"
+    subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "generate", str(runs), "--runs", str(count), "--seed",
+                    "5", "--tasks", "200"], cwd=ROOT, check=True, capture_output=True)
+    env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "BENCH_RUNS_ROOT": str(runs),
+           "DAGSTER_HOME": str(tmp_path / "home"), "BENCH_QUIET_SECONDS": "0"}
+    for var in ("BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        env.pop(var, None)
+    (tmp_path / "home").mkdir()
+    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", tmp_path / "home" / "dagster.yaml")
+    return runs, env
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupt_stops_the_main_command_and_the_next_one_finishes_the_work(tmp_path, signum):
@@ -331,15 +346,7 @@ def test_an_interrupt_stops_the_main_command_and_the_next_one_finishes_the_work(
     code 130, saying which runs were not done, and leaves no process behind (its workers'
     pool was never shut down by the interrupted step: it hung at exit, joining them). The
     next command processes what is left, and every run then has its reports."""
-    runs = tmp_path / "runs"
-    subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "generate", str(runs), "--runs", "8", "--seed", "5",
-                    "--tasks", "200"], cwd=ROOT, check=True, capture_output=True)
-    env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "BENCH_RUNS_ROOT": str(runs),
-           "DAGSTER_HOME": str(tmp_path / "home"), "BENCH_QUIET_SECONDS": "0"}
-    for var in ("BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
-        env.pop(var, None)
-    (tmp_path / "home").mkdir()
-    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", tmp_path / "home" / "dagster.yaml")
+    runs, env = _runs_to_interrupt(tmp_path, 8)
     main = subprocess.Popen([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines = []
@@ -376,15 +383,7 @@ def test_sigterm_after_the_runs_stops_a_background_command(tmp_path):
     """A shell's background job has SIGINT ignored; Dagster then left SIGTERM ignored after its
     first run, and a ``kill`` during the catalog refresh that follows the runs was lost: the
     command went on to the end with exit code 0. It stops now, with 130."""
-    runs = tmp_path / "runs"
-    subprocess.run([sys.executable, "-m", "bench_pipeline.cli", "generate", str(runs), "--runs", "4", "--seed", "5",
-                    "--tasks", "200"], cwd=ROOT, check=True, capture_output=True)
-    env = {**os.environ, "BENCH_HOME": str(tmp_path / "data"), "BENCH_RUNS_ROOT": str(runs),
-           "DAGSTER_HOME": str(tmp_path / "home"), "BENCH_QUIET_SECONDS": "0"}
-    for var in ("BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
-        env.pop(var, None)
-    (tmp_path / "home").mkdir()
-    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", tmp_path / "home" / "dagster.yaml")
+    runs, env = _runs_to_interrupt(tmp_path, 4)
     main = subprocess.Popen([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
