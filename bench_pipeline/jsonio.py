@@ -69,9 +69,10 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _short(name: str) -> str:
-    """A file name for a temporary file beside it: as it is, or, when adding a prefix and a
-    suffix could pass a file system's 255 bytes, its first 100 characters and a hash of it."""
+def short_name(name: str) -> str:
+    """A file name to build a side file's name on (a temporary file, an index, a lock): as it
+    is, or, when adding a prefix and a suffix could pass a file system's 255 bytes, its first
+    100 characters and a hash of it."""
     if len(name.encode("utf-8", "surrogateescape")) <= 200:
         return name
     return f"{name[:100]}-{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
@@ -81,7 +82,7 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write ``data`` (bytes, or byte pieces in order, which may be made as they are written)
     to a temporary file and rename it, so that a reader never sees half a file; when making
     or writing the data fails, the file is left as it was."""
-    tmp = path.with_name(f".{_short(path.name)}.tmp-{os.getpid()}")
+    tmp = path.with_name(f".{short_name(path.name)}.tmp-{os.getpid()}")
     try:
         with open(tmp, "wb") as fh:
             if isinstance(data, bytes):

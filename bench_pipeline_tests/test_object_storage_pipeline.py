@@ -260,11 +260,17 @@ def test_unreadable_objects_fail_their_own_partition_and_a_missing_bucket_says_s
 @pytest.mark.slow
 def test_main_command_with_every_root_in_a_bucket(s3_server, tmp_path):
     """`python -m bench_pipeline.main` with the three roots in a bucket: every run processed,
-    its files in the bucket; run again, nothing is processed."""
+    its files in the bucket, one with a run id of the longest length (247 bytes: the local
+    copy's index and lock beside it once made the command fail for every run), a folder
+    whose name is too long refused by name; run again, nothing is processed."""
     client = s3_server.client()
     client.create_bucket(Bucket="bench-main")
-    generate_runs(tmp_path / "generated", runs=2, seed=3, tasks=6, repeats=2, history_messages=8)
+    generated = generate_runs(tmp_path / "generated", runs=2, seed=3, tasks=6, repeats=2, history_messages=8)
+    longest = generated[1].with_name(generated[1].name + "y" * (247 - len(generated[1].name)))
+    shutil.copytree(generated[1], tmp_path / "too_long" / (longest.name + "zzzz"))
+    generated[1].rename(longest)
     Bucket("bench-main", s3_server).upload_folder(tmp_path / "generated", "runs")
+    Bucket("bench-main", s3_server).upload_folder(tmp_path / "too_long", "runs")
     env = {**os.environ, **s3_server.env, "BENCH_HOME": str(tmp_path / "data"), "DAGSTER_HOME": str(tmp_path / "home"),
            "BENCH_RUNS_ROOT": "s3://bench-main/runs", "BENCH_OUTPUT_ROOT": "s3://bench-main/reports",
            "BENCH_STORAGE_BASE": "s3://bench-main/storage"}
@@ -279,7 +285,7 @@ def test_main_command_with_every_root_in_a_bucket(s3_server, tmp_path):
         return done.stdout
 
     first = main()
-    assert "catalog: ok" in first
+    assert "catalog: ok" in first and f"{longest.name}zzzz: not processed: its name is 251 bytes long" in first
     for run_id in sorted(p.name for p in (tmp_path / "generated").iterdir()):  # the closing list names objects
         assert f"  s3://bench-main/reports/{run_id}/report.html\n" in first, first
     keys = Bucket("bench-main", s3_server).keys("reports/")

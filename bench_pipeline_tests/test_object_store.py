@@ -249,3 +249,22 @@ def test_mirror_keeps_the_folders_of_objects_it_does_not_copy(bucket):
     again = store.mirror(url, wanted=wanted)
     assert again.fetched == [] and not (again.local / "tasks" / "a" / "attempt_2").exists()
     assert (again.local / "tasks" / "a" / "attempt_1" / "history.json").is_file()
+
+
+@pytest.mark.parametrize("length", [247, 255])
+def test_a_folder_with_a_name_of_up_to_255_bytes_is_copied(bucket, length):
+    """A run id may be 247 bytes long (and a folder refused for its name is still listed): the
+    copy's index, lock and temporary files beside it keep their names under 255 bytes, and
+    its files keep theirs. Before, ``.<name>.objects.json.tmp-<pid>`` was too long and every
+    main command over such a runs root failed."""
+    name = "r" * length
+    bucket.put(f"runs/{name}/manifest.json", "{}")
+    bucket.put(f"runs/{name}/results.jsonl", "{}\n")
+    url = bucket.url(f"runs/{name}")
+    copy = store.mirror(url)
+    assert sorted(copy.fetched) == ["manifest.json", "results.jsonl"] and copy.local.name == name
+    assert all(len(p.name.encode()) <= 255 for p in copy.local.parent.iterdir())
+    assert store.mirror(url).reused == 2  # its index found again: nothing read
+    listed = store.list_runs(bucket.url("runs"), ("manifest.json",))
+    copies = store.mirror_files([(url, {"manifest.json": listed[name]["manifest.json"]})])
+    assert (copies[store.normalize(url)] / "manifest.json").read_text() == "{}"

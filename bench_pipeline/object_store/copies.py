@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import orjson
 
+from ..jsonio import short_name, write_atomic
 from .clients import CONCURRENCY, StoreError, _path, reason, session
 from .listings import Listing, ObjectInfo, list_objects
 from .locations import join, mirror_path, normalize, split
@@ -52,14 +52,19 @@ class Mirrored:
 
 
 def _index_path(local: Path) -> Path:
-    return local.parent / f".{local.name}.objects.json"
+    """The copy's index beside it (a run id can be 247 bytes long: the name is bounded)."""
+    return local.parent / f".{short_name(local.name)}.objects.json"
+
+
+def _write_index(local: Path, index: dict) -> None:
+    write_atomic(_index_path(local), orjson.dumps(index, option=orjson.OPT_SORT_KEYS))
 
 
 @contextlib.contextmanager
 def _locked(local: Path) -> Iterator[None]:
     """One process at a time fills a folder's copy (others wait, then reuse it)."""
     local.parent.mkdir(parents=True, exist_ok=True)
-    with open(local.parent / f".{local.name}.lock", "a+b") as handle:
+    with open(local.parent / f".{short_name(local.name)}.lock", "a+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -155,9 +160,7 @@ def mirror(url: str, *, wanted: Callable[[str], bool] | None = None, listing: Li
         for rel in sorted(folders):
             with contextlib.suppress(OSError):  # a local file in its way (prune=False): left as it is
                 (local / rel).mkdir(exist_ok=True)
-        tmp = index_path.with_name(index_path.name + f".tmp-{os.getpid()}")
-        tmp.write_bytes(orjson.dumps(index, option=orjson.OPT_SORT_KEYS))
-        os.replace(tmp, index_path)
+        _write_index(local, index)
     return result
 
 
@@ -173,9 +176,7 @@ def _fetch(url: str, local: Path, rels: list[str]) -> set[str]:
     def place(rel: str, data: bytes) -> None:
         target = local / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.part-{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        write_atomic(target, data)
 
     scheme = split(url)[0]
     urls = [join(url, rel) for rel in rels]
@@ -255,12 +256,7 @@ def mirror_files(folders: Iterable[tuple[str, Mapping[str, ObjectInfo | None]]])
                         target.unlink()
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_name(f".{target.name}.part-{os.getpid()}")
-                tmp.write_bytes(data)
-                os.replace(tmp, target)
+                write_atomic(target, data)
                 index[rel] = wanted[rel].version  # type: ignore[union-attr]
-            index_path = _index_path(local)
-            tmp = index_path.with_name(index_path.name + f".tmp-{os.getpid()}")
-            tmp.write_bytes(orjson.dumps(index, option=orjson.OPT_SORT_KEYS))
-            os.replace(tmp, index_path)
+            _write_index(local, index)
     return {url: local for url, local, _, _, _ in plans}
