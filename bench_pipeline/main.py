@@ -110,9 +110,9 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
     for line in unchanged_lines([k for k in keys if k in unchanged]):
         _say(line)
     todo = [k for k in keys if k not in unchanged]
-    processed_before = set(existing)
-    again = processed_again(instance, {f.run_id: f.fingerprint for f in folders
-                                       if f.run_id in processed_before and f.run_id not in unchanged})
+    # every run to process: one whose folder was gone (its partition removed) and is back was
+    # processed before all the same
+    again = processed_again(instance, {f.run_id: f.fingerprint for f in folders if f.run_id not in unchanged})
     for key in todo:
         if key in again:
             _say(f"{key}: {again[key]}: processing it again")

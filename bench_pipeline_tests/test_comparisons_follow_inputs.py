@@ -168,6 +168,15 @@ def test_comparisons_follow_rejudges_pins_late_runs_and_deleted_baselines(tmp_pa
     assert late not in page.read_text()  # nor in its system's repeats
     assert not [p for p in (reports / "_systems").glob("*/repeats.json") if late in p.read_text()]
 
+    # 5. the late run's folder back, its results file changed meanwhile: processed again, said why
+    shutil.copytree(runs_root / r0, runs_root / late)
+    (runs_root / late / "manifest.json").write_text(json.dumps(manifest))
+    with open(runs_root / late / "results.jsonl", "a") as results:
+        results.write("\n")
+    out = _main(env)
+    assert f"{late}: its folder changed since it was processed" in out and _recompared(out) == {r1}
+    _check(reports, runs_root, tmp_path, {late: r0, r1: late, r2: r1})
+
 
 def _just_before(timestamp: str) -> str:
     """An ISO timestamp (``...Z``) one second earlier."""

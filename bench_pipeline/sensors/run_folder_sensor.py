@@ -11,10 +11,14 @@ results file must be quiet.
 
 Cursor: JSON ``{run_id: entry}`` of every run it has requested. The entry is the folder's
 fingerprint, and from the second request on ``<fingerprint>~<digest>`` (``_next_entry``: a
-digest of the previous entry and the fingerprint); the run key is ``<run_id>:<entry>``. So
+digest of the previous entry and the fingerprint); the run key is
+``<run_id>:<entry>@<formula version>``. So
 a folder back in a state it was requested in before (its re-judged copy removed gives back
 the fingerprint of before the re-judge) gets a run key of its own, which Dagster does not
-skip as already used. A cursor of bare fingerprints (as written before) reads the same.
+skip as already used; the run key also names the formula version, so that a folder
+processed before with an earlier formula (a folder gone and back across an upgrade, a cursor
+reset) is not skipped as already done. A cursor of bare fingerprints (as written before)
+reads the same.
 The entry of a folder that is gone is kept under ``GONE`` ({run_id: its last entry}), so
 that the chain goes on when the folder comes back: it starts again from the bare
 fingerprint otherwise, and a folder back with the contents it was first processed with (a
@@ -40,6 +44,7 @@ from collections.abc import Callable
 import dagster as dg
 
 from ..assets.run_stages import PARTITIONS_PER_RUN, REQUESTED_ONE_BY_ONE, up_to_date
+from ..formula import FORMULA_VERSION
 from .. import object_store
 from ..partitions import partition_batches, range_tags, runs_partitions
 from ..resources import PipelineSettings
@@ -119,7 +124,9 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
             seen[folder.run_id] = away.pop(folder.run_id)
             returned.add(folder.run_id)
     changed = [f for f in folders if _fingerprint(seen.get(f.run_id)) != f.fingerprint or f.run_id in returned]
-    done = already_done({f.run_id: f.fingerprint for f in changed if f.run_id in existing_keys or f.run_id in seen})
+    # every new or changed folder: one not in the cursor may have been processed before it
+    # (the cursor reset, or a folder gone before the cursor kept such entries aside)
+    done = already_done({f.run_id: f.fingerprint for f in changed})
     # only new or changed folders are checked (a bucket's manifests read in one batch)
     ready = ready_folders([f for f in changed if f.run_id not in done], settings.quiet_seconds)
     for folder in folders:
@@ -142,7 +149,7 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
         requests.append(
             dg.RunRequest(
                 partition_key=folder.run_id,
-                run_key=f"{folder.run_id}:{current[folder.run_id]}",
+                run_key=f"{folder.run_id}:{current[folder.run_id]}@{FORMULA_VERSION}",
                 tags={"bench/trigger": "changed" if folder.run_id in seen else "new"},
             )
         )
@@ -182,7 +189,8 @@ def batched_requests(requests: list[dg.RunRequest], ordered: list[str], fingerpr
     triggers = {r.partition_key: r.tags["bench/trigger"] for r in requests}
     batched = []
     for batch in partition_batches(ordered, set(triggers), size):
-        digest = hashlib.sha1("|".join(f"{k}:{fingerprints[k]}" for k in batch).encode()).hexdigest()[:16]
+        digest = hashlib.sha1("|".join([*(f"{k}:{fingerprints[k]}" for k in batch), FORMULA_VERSION]).encode()
+                              ).hexdigest()[:16]
         kinds = sorted({triggers[k] for k in batch})
         batched.append(dg.RunRequest(
             run_key=f"{batch[0]}..{batch[-1]}:{digest}",

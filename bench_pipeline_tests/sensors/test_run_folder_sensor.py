@@ -296,12 +296,35 @@ def test_a_folder_back_unchanged_and_current_gets_its_partition_without_a_run(tm
     assert again.run_requests[0].run_key != first.run_requests[0].run_key
 
 
+def test_a_folder_processed_under_another_formula_and_back_after_its_entry_was_lost_is_processed(tmp_path,
+                                                                                                monkeypatch):
+    """A folder gone before the cursor kept such entries aside (an upgrade), or a cursor
+    reset: the folder is new to the cursor, its stored values are from an earlier formula.
+    Its request must not reuse the run key of its first processing, which Dagster would
+    skip: the run key names the formula version."""
+    import sys
+
+    from bench_pipeline.sensors.run_folder_sensor import evaluate_run_folders
+
+    resources = make_resources(tmp_path)
+    make_run(tmp_path / "runs", [row("t")], run_id="r")
+    before = evaluate_run_folders(resources["settings"], None, []).run_requests[0].run_key
+    asked = []
+    monkeypatch.setattr(sys.modules["bench_pipeline.sensors.run_folder_sensor"], "FORMULA_VERSION", "next-formula")
+    after = evaluate_run_folders(resources["settings"], None, [], lambda fps: asked.append(sorted(fps)) or set())
+    assert asked == [["r"]]  # asked whether its stored values are current, although it has no partition
+    (request,) = after.run_requests
+    assert request.run_key != before and request.run_key.endswith("@next-formula")
+    assert list(after.dynamic_partitions_requests[0].partition_keys) == ["r"]
+
+
 def test_a_cursor_of_bare_fingerprints_reads_the_same(tmp_path, instance):
     """A cursor written before the entries carried digests: unchanged runs stay as they are."""
     resources = make_resources(tmp_path)
     make_run(tmp_path / "runs", [row("t")], run_id="r")
     first = tick_run_folder_sensor(instance, resources)
-    assert json.loads(first.cursor) == {"r": first.run_requests[0].run_key.split(":", 1)[1]}  # a bare fingerprint
+    entry = first.run_requests[0].run_key.split(":", 1)[1].rsplit("@", 1)[0]
+    assert json.loads(first.cursor) == {"r": entry} and "~" not in entry  # a bare fingerprint
     again = tick_run_folder_sensor(instance, resources, first.cursor)
     assert again.run_requests == [] and again.cursor == first.cursor
 
