@@ -48,6 +48,13 @@ class OutputRoot:
             return (self.local / folder / name / file).is_file()
         return file in self._listing(folder).get(name, {})
 
+    def folders_with(self, file: str, folder: str) -> list[str]:
+        """The sub-folders of ``folder`` that hold ``file`` (one of LISTED), sorted."""
+        if self.remote:
+            return sorted(name for name, files in self._listing(folder).items() if file in files)
+        base = self.local / folder
+        return sorted(p.parent.name for p in base.glob(f"*/{file}")) if base.is_dir() else []
+
     def fetch(self, names: Iterable[str], files: Iterable[str], folder: str = "") -> Path:
         """The local folder holding ``<folder>/<name>/<file>`` for each name and file, as the
         output root has them (for a bucket: brought up to date, only changed objects read);

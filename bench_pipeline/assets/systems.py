@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from ..artifacts import loads_json
 from ..catalog import row_identity
 from ..comparison_sides import make_side
 from ..output_root import OutputRoot
@@ -248,7 +249,8 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
         entry = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]), split)
         state[slug] = {"versions": versions, "entry": entry}
         value[slug] = _value(entry)
-    moved = _moved(kept, {slug: {m.run_id for m in members} for slug, (_, members) in systems.items()})
+    moved = _moved(_earlier_folders(output_root, kept, set(systems)),
+                   {slug: {m.run_id for m in members} for slug, (_, members) in systems.items()})
     for slug, moved_to in moved.items():
         write_moved_files(output_root.staged() / SYSTEMS_FOLDER / slug, moved_to)
     output_root.publish()
@@ -279,16 +281,38 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
     return value, metadata, state, SystemDocs(settings, runs, state, docs)
 
 
-def _moved(kept: dict[str, dict], current: dict[str, set[str]]) -> dict[str, list[str]]:
-    """{folder of the last refresh no longer current: the current folders that have its runs}
-    for each system whose folder name changed (a second setup of the same agent measured, or
-    no longer: system_folders.system_slugs); a system gone from the catalog is not in it
-    (its folder is left as it is). Once written, its pointer is not written again: the kept
-    state no longer names the folder."""
+def _earlier_folders(output_root: OutputRoot, kept: dict[str, dict], current: set[str]) -> dict[str, set[str]]:
+    """{system folder of an earlier refresh, not current now: the runs it names}: from what the
+    last refresh kept; without anything kept (the first refresh after an upgrade, one from
+    scratch), from the repeats.json of the folders the output root has (a folder that is
+    already a pointer, ``write_moved_files``, names none)."""
+    if kept:
+        return {slug: set(kept[slug]["entry"]["runs"]) | set(kept[slug]["entry"]["left_out"])
+                for slug in kept if slug not in current}
+    stale = [name for name in output_root.folders_with("repeats.json", SYSTEMS_FOLDER) if name not in current]
+    base = output_root.fetch(stale, ("repeats.json",), SYSTEMS_FOLDER) if stale else None
+    found = {}
+    for name in stale:
+        try:
+            doc = loads_json((base / name / "repeats.json").read_bytes())
+        except (OSError, ValueError):
+            continue
+        runs = doc.get("runs") if isinstance(doc, dict) else None
+        if isinstance(runs, list):
+            found[name] = {r["run_id"] for r in runs if isinstance(r, dict) and isinstance(r.get("run_id"), str)}
+    return found
+
+
+def _moved(earlier: dict[str, set[str]], current: dict[str, set[str]]) -> dict[str, list[str]]:
+    """{folder of an earlier refresh no longer current (``earlier``: its runs): the current
+    folders that have its runs} for each system whose folder name changed (a second setup
+    of the same agent measured, or no longer: system_folders.system_slugs); a system gone
+    from the catalog is not in it (its folder is left as it is). Once written, its pointer
+    is not written again: the kept state no longer names the folder, and a pointer names no
+    runs."""
     moved = {}
-    for slug in sorted(set(kept) - set(current)):
-        runs = set(kept[slug]["entry"]["runs"]) | set(kept[slug]["entry"]["left_out"])
-        moved_to = sorted(new for new, members in current.items() if members & runs)
+    for slug in sorted(earlier):
+        moved_to = sorted(new for new, members in current.items() if members & earlier[slug])
         if moved_to:
             moved[slug] = moved_to
     return moved

@@ -271,6 +271,31 @@ def test_a_system_whose_folder_is_renamed_leaves_a_pointer_not_stale_numbers(tmp
     assert _refresh(instance, resources)["system_repeats"]["systems_moved"] == 0  # said once
 
 
+def test_a_rename_seen_by_a_refresh_that_kept_nothing_gets_its_pointer_too(tmp_path, pages):
+    """The first refresh after an upgrade (or one from scratch) keeps nothing from the last:
+    the folders the output root has tell it which systems were renamed."""
+    from bench_pipeline.assets.refresh_state import save_state
+
+    resources = make_resources(tmp_path)
+    for day, (run_id, judge) in enumerate({"a1": "j1", "a2": "j1", "a3": "j2"}.items(), start=1):
+        make_run(tmp_path / "runs", [row("t1", 1, "passed"), row("t2", 1, "failed" if day % 2 else "passed")],
+                 run_id=run_id, manifest=_manifest("m", "s", day, judge={"enabled": True, "model": judge}),
+                 suite={"name": "suite-a", "tasks": []})
+    instance = dg.DagsterInstance.ephemeral()
+    for run_id in ("a1", "a2"):
+        _store(resources, tmp_path / "runs" / run_id)
+        instance.add_dynamic_partitions(runs_partitions.name, [run_id])
+    _refresh(instance, resources)
+    (plain,) = _docs(tmp_path / "reports")
+    save_state(resources["settings"].storage_base, "systems_and_suite_pages", {})  # as after an upgrade
+    _store(resources, tmp_path / "runs" / "a3")
+    instance.add_dynamic_partitions(runs_partitions.name, ["a3"])
+    assert _refresh(instance, resources)["system_repeats"]["systems_moved"] == 1
+    assert len(_docs(tmp_path / "reports")[plain]["moved_to"]) == 1
+    save_state(resources["settings"].storage_base, "systems_and_suite_pages", {})
+    assert _refresh(instance, resources)["system_repeats"]["systems_moved"] == 0  # a pointer names no runs
+
+
 def test_the_refresh_is_behind_until_every_one_of_its_assets_is_made(tmp_path, pages, monkeypatch):
     """After a run, the catalog alone does not bring the refresh up to date: the systems and
     the pages were never made. A refresh that fails part-way keeps the key (the sensor does
