@@ -7,6 +7,7 @@ import pytest
 from bench_pipeline.assets.partition_pool import in_dependency_order, run_partitions, side_by_side
 from bench_pipeline.assets.partition_work import STAGES, PartitionJob, PartitionOutcome, StagesStored
 from bench_pipeline.assets.stage_values import STORED_STAGES
+from bench_pipeline.data_quality_checks import CHECKS
 from bench_pipeline.publication.settings import LangfuseSettings
 
 from ..dagster_helpers import make_resources
@@ -64,7 +65,7 @@ def test_in_worker_processes_each_partitions_stages_come_before_its_publication(
         assert list(early.outcome.materialized) == list(STAGES[:-1])
         assert list(final.materialized) == list(STAGES)
         assert {s: final.materialized[s] for s in STAGES[:-1]} == early.outcome.materialized
-        assert early.outcome.checks == final.checks and len(final.checks) == 6
+        assert early.outcome.checks == final.checks and len(final.checks) == len(CHECKS)
         assert early.outcome.error is None and final.error is None
         assert early.outcome.attempts == final.attempts == 12
         assert (tmp_path / "reports" / key / "report.html").is_file()
