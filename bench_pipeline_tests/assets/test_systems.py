@@ -239,22 +239,28 @@ def test_a_system_gone_from_the_catalog_keeps_its_folder_and_runs_without_frames
     assert meta["runs_pooled"] == 1 and "`r0`" in meta["runs_without_stored_attempts"]
 
 
-def test_a_system_whose_folder_is_renamed_leaves_a_pointer_not_stale_numbers(tmp_path, pages):
-    """The same agent judged by a second judge: each setup gets a system and a folder naming
-    it, and the folder the first setup had (no setup in its name) is no longer updated. It
-    says where its runs are now, once, instead of keeping numbers no refresh touches."""
+def _one_agent_judged_twice(tmp_path: Path):
+    """Runs a1, a2 (judge j1) and a3 (judge j2) of one agent, a1 and a2 stored and refreshed
+    (one system, its folder without a setup), a3 written but not stored yet; returns the
+    resources and the instance. t2 differs between the days: no run is a copy of another."""
     resources = make_resources(tmp_path)
-    judged = {"a1": "j1", "a2": "j1", "a3": "j2"}
-    for day, (run_id, judge) in enumerate(judged.items(), start=1):  # t2 differs: no run is a copy of another
+    for day, (run_id, judge) in enumerate({"a1": "j1", "a2": "j1", "a3": "j2"}.items(), start=1):
         make_run(tmp_path / "runs", [row("t1", 1, "passed"), row("t2", 1, "failed" if day % 2 else "passed")],
-                 run_id=run_id,
-                 manifest=_manifest("m", "s", day, judge={"enabled": True, "model": judge}),
+                 run_id=run_id, manifest=_manifest("m", "s", day, judge={"enabled": True, "model": judge}),
                  suite={"name": "suite-a", "tasks": []})
     instance = dg.DagsterInstance.ephemeral()
     for run_id in ("a1", "a2"):
         _store(resources, tmp_path / "runs" / run_id)
         instance.add_dynamic_partitions(runs_partitions.name, [run_id])
     _refresh(instance, resources)
+    return resources, instance
+
+
+def test_a_system_whose_folder_is_renamed_leaves_a_pointer_not_stale_numbers(tmp_path, pages):
+    """The same agent judged by a second judge: each setup gets a system and a folder naming
+    it, and the folder the first setup had (no setup in its name) is no longer updated. It
+    says where its runs are now, once, instead of keeping numbers no refresh touches."""
+    resources, instance = _one_agent_judged_twice(tmp_path)
     systems = tmp_path / "reports" / "_systems"
     (plain,) = [p.name for p in systems.iterdir()]
     assert [r["run_id"] for r in _docs(tmp_path / "reports")[plain]["runs"]] == ["a1", "a2"]
@@ -276,16 +282,7 @@ def test_a_rename_seen_by_a_refresh_that_kept_nothing_gets_its_pointer_too(tmp_p
     the folders the output root has tell it which systems were renamed."""
     from bench_pipeline.assets.refresh_state import save_state
 
-    resources = make_resources(tmp_path)
-    for day, (run_id, judge) in enumerate({"a1": "j1", "a2": "j1", "a3": "j2"}.items(), start=1):
-        make_run(tmp_path / "runs", [row("t1", 1, "passed"), row("t2", 1, "failed" if day % 2 else "passed")],
-                 run_id=run_id, manifest=_manifest("m", "s", day, judge={"enabled": True, "model": judge}),
-                 suite={"name": "suite-a", "tasks": []})
-    instance = dg.DagsterInstance.ephemeral()
-    for run_id in ("a1", "a2"):
-        _store(resources, tmp_path / "runs" / run_id)
-        instance.add_dynamic_partitions(runs_partitions.name, [run_id])
-    _refresh(instance, resources)
+    resources, instance = _one_agent_judged_twice(tmp_path)
     (plain,) = _docs(tmp_path / "reports")
     save_state(resources["settings"].storage_base, "systems_and_suite_pages", {})  # as after an upgrade
     _store(resources, tmp_path / "runs" / "a3")
