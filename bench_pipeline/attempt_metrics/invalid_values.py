@@ -18,9 +18,8 @@ import math
 
 from ..measured_fields import MEASURED
 from ..run_reader import RawRow
-from ..stats import is_number
 from ..vocabulary import ERROR_TEXT_FIELDS, OUTCOME_NUMBER_FIELDS
-from .recorded import COUNT_FIELDS, COUNT_LIMIT, PROPORTION_FIELDS, recorded
+from .recorded import number_problem, recorded
 
 #: Top-level keys whose value is true, false or null, and what a value of another type
 #: becomes (run-directory.md legacy rules; the others are unavailable).
@@ -77,37 +76,6 @@ def invalid_values(raw: RawRow) -> list[dict]:
             found.append((key, value, "not a string: unavailable"))
     return [{"line": raw.line, "task_id": raw.task_id, "attempt": raw.attempt, "field": key,
              "value": value_text(value), "reason": reason} for key, value, reason in found]
-
-
-def number_problem(value: object, key: str) -> str | None:
-    """Why a recorded value of a numeric field is not one (``recorded.field_number``'s rules),
-    or None when it is a usable number or null."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "a Boolean, not a number"
-    if not isinstance(value, (int, float)):
-        return f"{_kind(value)}, not a number"
-    if not is_number(value):
-        return "beyond the float range" if isinstance(value, int) else "not a finite number"
-    if key in PROPORTION_FIELDS and not 0 <= value <= 1:
-        return "outside [0, 1]"
-    if key in COUNT_FIELDS:
-        if isinstance(value, float) and not value.is_integer():
-            return "not an integer"
-        if not -COUNT_LIMIT <= value <= COUNT_LIMIT:
-            return "beyond the 64-bit integer range"
-    return None
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 def value_text(value: object) -> str:

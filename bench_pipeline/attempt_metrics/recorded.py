@@ -30,20 +30,43 @@ PROPORTION_FIELDS = frozenset({"quality_score"})
 
 
 def field_number(value: object, key: str) -> float | None:
-    """A number (R42), None otherwise; for count fields an integer within COUNT_LIMIT, for
-    PROPORTION_FIELDS a number in [0, 1]."""
+    """A number (R42), None otherwise (``number_problem`` says why); for count fields an
+    integer within COUNT_LIMIT, for PROPORTION_FIELDS a number in [0, 1]."""
+    if value is None or number_problem(value, key) is not None:
+        return None
+    return int(value) if key in COUNT_FIELDS and isinstance(value, float) else value
+
+
+def number_problem(value: object, key: str) -> str | None:
+    """Why a recorded value of a numeric field is not a usable number (the one rule
+    ``field_number`` reads it by, and data_quality.invalid_values reports), None when it is
+    one or null."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "a Boolean, not a number"
+    if not isinstance(value, (int, float)):
+        return f"{_kind(value)}, not a number"
     if not is_number(value):
-        return None
+        return "beyond the float range" if isinstance(value, int) else "not a finite number"
     if key in PROPORTION_FIELDS and not 0 <= value <= 1:
-        return None
+        return "outside [0, 1]"
     if key in COUNT_FIELDS:
-        if isinstance(value, float):
-            if not value.is_integer():
-                return None
-            value = int(value)
+        if isinstance(value, float) and not value.is_integer():
+            return "not an integer"
         if not -COUNT_LIMIT <= value <= COUNT_LIMIT:
-            return None
-    return value
+            return "beyond the 64-bit integer range"
+    return None
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
 
 
 def recorded_number(row: dict, key: str) -> float | None:

@@ -14,10 +14,9 @@ from bench_pipeline.attempt_metrics.invalid_values import (
     RECORDED_NUMBER_KEYS,
     VALUE_CHARS,
     invalid_values,
-    number_problem,
     value_text,
 )
-from bench_pipeline.attempt_metrics.recorded import field_number
+from bench_pipeline.attempt_metrics.recorded import field_number, number_problem
 from bench_pipeline.run_reader import RawRow
 from bench_pipeline.vocabulary import OUTCOME_NUMBER_FIELDS
 
