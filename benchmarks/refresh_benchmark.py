@@ -5,8 +5,11 @@ the generator's systems) processed through the Dagster path (``python -m bench_p
 which ends with a refresh), then, per round, one more run arrives: its per-run stages are
 materialized on the same instance, and the ``refresh_catalog`` job (what the catalog sensor
 requests) is timed in a fresh process, incremental as it runs for users, then once more from
-scratch (run tag ``bench/refresh=from_scratch``) on the same state, side by side. Times are the
-job's own (start-up and the definitions' import excluded), median of the rounds with the range.
+scratch (run tag ``bench/refresh=from_scratch``) on the same state, side by side. The sizes'
+rounds are interleaved (round 1 of each size, then round 2, ...), so that whatever else the
+machine does falls on every size alike. Times are the job's own (start-up and the definitions'
+import excluded) and, for the incremental refresh, its steps' own (the assets' work, without
+the Dagster run around them), median of the rounds with the range.
 
 With ``--workdir`` a catalog prepared by an earlier invocation is measured again; once the
 runs held back for the rounds are used, each round generates one more run of the suite,
@@ -19,6 +22,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -33,14 +37,18 @@ from compiled import compile_package
 ROOT = Path(__file__).resolve().parents[1]
 
 REFRESH = (
-    "import sys, time, dagster as dg\n"
+    "import json, sys, time, dagster as dg\n"
     "from bench_pipeline.definitions import defs\n"
     "job = defs.resolve_job_def('refresh_catalog')\n"
     "tags = {'bench/refresh': 'from_scratch'} if sys.argv[1] == 'scratch' else {}\n"
+    "instance = dg.DagsterInstance.get()\n"
     "started = time.perf_counter()\n"
-    "result = job.execute_in_process(instance=dg.DagsterInstance.get(), tags=tags)\n"
+    "result = job.execute_in_process(instance=instance, tags=tags)\n"
+    "elapsed = time.perf_counter() - started\n"
     "assert result.success\n"
-    "print(time.perf_counter() - started)\n"
+    "steps = sum(e.event_specific_data.duration_ms for e in result.all_events\n"
+    "            if e.event_type_value == 'STEP_SUCCESS') / 1000\n"
+    "print(json.dumps({'job': elapsed, 'steps': steps}))\n"
 )
 
 ONE_RUN = (
@@ -111,22 +119,44 @@ def new_run(runs: Path, round_no: int) -> Path:
     return folder
 
 
-def measure(workdir: Path, size: int, rounds: int) -> dict[str, list[float]]:
-    env, held = prepare(workdir, size, rounds)
+def refresh(env: dict, mode: str) -> dict[str, float]:
+    """One refresh_catalog run: the job's time and its steps' own (the work of the assets,
+    without Dagster's run around them: the run's creation and its events)."""
+    return json.loads(python(REFRESH, env, mode).splitlines()[-1])
+
+
+KINDS = ("incremental", "incremental steps", "from scratch")
+
+
+def one_round(workdir: Path, env: dict, held: list[Path], size: int, round_no: int,
+              times: dict[str, list[float]]) -> None:
+    """One more run arrives in the catalog at ``workdir``; the refresh timed incremental, then
+    from scratch."""
     runs = Path(env["BENCH_HOME"]) / "runs"
-    times: dict[str, list[float]] = {"incremental": [], "from scratch": []}
-    python(REFRESH, env, "incremental")  # the state as the last refresh left it
+    if held:  # the runs generated with the catalog, held back for the rounds
+        folder = held.pop(0)
+        shutil.move(str(folder), str(runs / folder.name))
+    else:  # a catalog measured before: one more run, started after every run of it
+        folder = new_run(runs, round_no)
+    python(ONE_RUN, env, folder.name)
+    incremental = refresh(env, "incremental")
+    times["incremental"].append(incremental["job"])
+    times["incremental steps"].append(incremental["steps"])
+    times["from scratch"].append(refresh(env, "scratch")["job"])
+    print(f"{size} runs, round {round_no}: incremental {incremental['job']:.2f} s (steps {incremental['steps']:.2f} s), "
+          f"from scratch {times['from scratch'][-1]:.2f} s, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+
+
+def measure(base: Path, sizes: list[int], rounds: int) -> dict[int, dict[str, list[float]]]:
+    """Every size's rounds, interleaved (round 1 of each size, then round 2, ...), so that
+    whatever else the machine does falls on every size alike."""
+    prepared = {size: prepare(base / f"n{size}", size, rounds) for size in sizes}
+    times = {size: {kind: [] for kind in KINDS} for size in sizes}
+    for env, _ in prepared.values():
+        refresh(env, "incremental")  # the state as the last refresh left it
     for round_no in range(1, rounds + 1):
-        if held:  # the runs generated with the catalog, held back for the rounds
-            folder = held.pop(0)
-            shutil.move(str(folder), str(runs / folder.name))
-        else:  # a catalog measured before: one more run, started after every run of it
-            folder = new_run(runs, round_no)
-        python(ONE_RUN, env, folder.name)
-        times["incremental"].append(float(python(REFRESH, env, "incremental").split()[-1]))
-        times["from scratch"].append(float(python(REFRESH, env, "scratch").split()[-1]))
-        print(f"{size} runs, round {round_no}: incremental {times['incremental'][-1]:.2f} s, from scratch "
-              f"{times['from scratch'][-1]:.2f} s, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+        for size, (env, held) in prepared.items():
+            one_round(base / f"n{size}", env, held, size, round_no, times[size])
     return times
 
 
@@ -138,11 +168,12 @@ def main() -> None:
     args = parser.parse_args()
     compile_package()
     base = args.workdir or Path(tempfile.mkdtemp(prefix="refresh-bench-"))
-    results = {size: measure(base / f"n{size}", size, args.rounds) for size in args.sizes}
+    results = measure(base, args.sizes, args.rounds)
     for size, times in results.items():
         ratio = statistics.median(times["incremental"]) / statistics.median(times["from scratch"])
-        print(f"{size} runs + 1 new: refresh incremental {spread(times['incremental'])}, from scratch "
-              f"{spread(times['from scratch'])}, ratio of the medians {ratio:.2f}")
+        print(f"{size} runs + 1 new: refresh incremental {spread(times['incremental'])} (its steps "
+              f"{spread(times['incremental steps'])}), from scratch {spread(times['from scratch'])}, "
+              f"ratio of the medians {ratio:.2f}")
 
 
 if __name__ == "__main__":
