@@ -24,7 +24,8 @@ cannot be read is an error, since a silently lost pin changes every comparison o
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Container
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import object_store
@@ -96,6 +97,17 @@ def choose_baseline(candidate: RunInfo, runs: list[RunInfo], pins: dict[str, str
                         f"no earlier processed run of suite {candidate.suite!r} was measured with its setup "
                         f"({key_text(candidate.setup)})")
     return Baseline(max(earlier, key=lambda r: r.order).run_id, "the latest earlier run of the suite")
+
+
+def as_processed(runs: list[RunInfo], stored: Container[str], processing: Container[str] = ()) -> list[RunInfo]:
+    """The run folders as the default rule sees them where the stage values are stored (the
+    Dagster path, which compares a run with its baseline's stored values): a run is processed
+    when it is processed now (``processing``), or when its outputs are written and its stage
+    values stored (``stored``: the runs that have them). A run whose processing failed after
+    its outputs were written, before its values were stored, is not: its successors are
+    compared with the processed run before it (comparison.md: "the latest earlier processed
+    run"), not left without a comparison."""
+    return [replace(r, processed=(r.processed and r.run_id in stored) or r.run_id in processing) for r in runs]
 
 
 #: How many runs a "no baseline" reason names before it counts the rest.

@@ -7,7 +7,9 @@ import json
 import pytest
 
 from bench_pipeline import object_store
-from bench_pipeline.baselines import Baseline, PinsError, RunInfo, choose_baseline, load_pins, pins_file, run_index
+from bench_pipeline.baselines import (
+    Baseline, PinsError, RunInfo, as_processed, choose_baseline, load_pins, pins_file, run_index,
+)
 
 from .run_builder import make_run, row
 
@@ -214,3 +216,14 @@ def test_a_pinned_baseline_of_another_setup_is_used_as_it_is_with_warnings(tmp_p
     md = render_comparison_md(comparison)
     assert "| Judge (differs) | `judge judge-a` | `no judge` |" in md
     assert "a comparison across judges mixes the change of judge with the agent's" in md
+
+
+def test_on_the_dagster_path_a_run_is_processed_when_its_values_are_stored_or_it_is_processed_now():
+    runs = [RunInfo("a", "s", "1", True), RunInfo("b", "s", "2", True), RunInfo("c", "s", "3", False),
+            RunInfo("d", "s", "4", False)]
+    seen = as_processed(runs, stored={"a", "c"}, processing={"d"})
+    # b's reports are written but its values are not stored (its processing failed); c's
+    # values are stored but its reports are not there; d is processed in this step
+    assert [(r.run_id, r.processed) for r in seen] == [("a", True), ("b", False), ("c", False), ("d", True)]
+    assert choose_baseline(RunInfo("e", "s", "5", False), seen, {}).run_id == "d"
+    assert choose_baseline(RunInfo("e", "s", "5", False), seen[:3], {}).run_id == "a"

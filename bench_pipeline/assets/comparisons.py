@@ -10,12 +10,10 @@ show them follow at the next refresh.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import dagster as dg
 
 from .. import object_store
-from ..baselines import load_pins, pins_file, run_index
+from ..baselines import as_processed, load_pins, pins_file, run_index
 from ..comparison_inputs import Behind, ComparisonInputs, comparisons_behind
 from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
 from ..partitions import runs_partitions
@@ -44,10 +42,10 @@ def behind_now(instance: dg.DagsterInstance, settings: PipelineSettings,
                     if (inputs := ComparisonInputs.from_version(key, t.get(DATA_VERSION_TAG, ""))) is not None}
         if not set(recorded) - processing:
             return []
-        runs = [replace(r, processed=r.processed or r.run_id in processing)
-                for r in run_index(settings.runs_root, settings.output_root, folders=folders)]
+        stored_now = stored_versions(instance, keys)
+        runs = as_processed(run_index(settings.runs_root, settings.output_root, folders=folders), stored_now, processing)
         current = {f.run_id: data_version(f.fingerprint) for f in folders}
-        stored = {**stored_versions(instance, keys), **{k: current[k] for k in processing if k in current}}
+        stored = {**stored_now, **{k: current[k] for k in processing if k in current}}
         recorded = {k: v for k, v in recorded.items() if k not in processing}
         return comparisons_behind(runs, load_pins(pins_file()), recorded, stored, current)
 

@@ -19,13 +19,12 @@ results are kept. The work itself is in ``partition_work`` (one partition) and `
 
 import os
 import warnings
-from dataclasses import replace
 
 import dagster as dg
 from dagster_pandera import pandera_schema_to_dagster_type
 
 from .. import object_store
-from ..baselines import RunInfo, choose_baseline, load_pins, pins_file, processed_outputs, run_index
+from ..baselines import RunInfo, as_processed, choose_baseline, load_pins, pins_file, processed_outputs, run_index
 from ..comparison_inputs import ComparisonInputs
 from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition, provenance_tags
 from ..data_quality import findings_note
@@ -192,8 +191,10 @@ def partition_jobs(keys: list[str], settings: PipelineSettings, target, workers:
     """One job per partition key, each with its baseline (baselines.py) and the inputs its
     comparison records (comparison_inputs.py: the data versions of both runs' stored values,
     the baseline's from ``instance``). The runs of this step count as processed: a run whose
-    baseline is among them is compared once that one's values are stored (``after``). Runs and outputs in a bucket are made
-    local first (bucket_io.prepare). A run whose stages are current has only its comparison
+    baseline is among them is compared once that one's values are stored (``after``); another
+    run counts when its outputs are written and, with ``instance``, its values stored
+    (baselines.as_processed). Runs and outputs in a bucket are made local first
+    (bucket_io.prepare). A run whose stages are current has only its comparison
     and reports made again, unless ``derive_all`` (a backfill)."""
     with object_store.shared(settings.runs_root, settings.output_root):
         return _partition_jobs(keys, settings, target, workers, instance, derive_all)
@@ -215,7 +216,8 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
     outputs = processed_outputs(settings.output_root)
     index = run_index(settings.runs_root, settings.output_root, folders=folders, outputs=outputs)
     with_outputs = {r.run_id for r in index if r.processed}  # metrics.json and attempts.jsonl written
-    runs = [replace(r, processed=r.processed or r.run_id in in_step) for r in index]
+    # a run whose processing failed before its values were stored is no baseline
+    runs = as_processed(index, stored_versions(instance, sorted(with_outputs)) if instance else with_outputs, in_step)
     by_id = {r.run_id: r for r in runs}
     pins = load_pins(pins_file())
     choices = {key: choose_baseline(by_id.get(key, RunInfo(key, None, None, False)), runs, pins) for key in keys}
