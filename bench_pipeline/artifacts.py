@@ -141,18 +141,39 @@ def _stays_inside(real_run_dir: str, relative: str, checked: dict[str, bool]) ->
     return True
 
 
+#: How deeply arrays and objects read may nest in one another: as deeply as the one JSON
+#: writer writes (jsonio.json_bytes: orjson's limit), so that whatever is read can be written
+#: again (a results row is stored with its unknown keys, run-directory.md). JSON nested deeper
+#: is JSON the pipeline cannot read: a bad row, an invalid file (docs/metric-choices.md).
+MAX_DEPTH = 254
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than MAX_DEPTH."""
+
+    def __init__(self) -> None:
+        super().__init__(f"JSON nested deeper than {MAX_DEPTH} levels (arrays and objects inside one another), "
+                         "deeper than the pipeline writes JSON")
+
+
 def _loads(data: bytes) -> Any:
     """Parse JSON bytes; orjson first, the standard library for what orjson refuses.
 
     The fallback accepts what the standard library accepts (NaN, Infinity, integers of
     any size, those beyond LONGEST_INTEGER digits read as infinities): such values become
     unavailable later (R42) instead of losing the whole file or line. Raises ValueError (or
-    UnicodeDecodeError) when the data is not JSON.
+    UnicodeDecodeError) when the data is not JSON, or nests deeper than MAX_DEPTH.
     """
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return loads_exact(data)  # not UTF-8 -> UnicodeDecodeError (a ValueError)
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH:  # only then can it nest that deep
+        try:
+            orjson.dumps(value)  # what orjson read it writes, unless it nests too deeply
+        except TypeError:
+            raise TooDeep() from None
+    return value
 
 
 def loads_json(data: bytes) -> Any:
@@ -170,10 +191,14 @@ def loads_exact(data: bytes) -> Any:
     Used for the small run-level files and for a results line whose attempt came out as
     such a float. A string with a lone surrogate escape (``"\\ud800"``: no character of
     any text, which orjson refuses and the standard library reads) is not JSON text here
-    either: ValueError, as for bytes that are not UTF-8.
+    either: ValueError, as for bytes that are not UTF-8, and for JSON nested deeper than
+    MAX_DEPTH.
     """
-    value = json.loads(data.decode("utf-8"), parse_int=_integer)
-    _refuse_lone_surrogates(value)
+    try:
+        value = json.loads(data.decode("utf-8"), parse_int=_integer)
+    except RecursionError:
+        raise TooDeep() from None
+    _refuse_unwritable(value)
     return value
 
 
@@ -194,22 +219,23 @@ def _integer(text: str) -> int | float:
     return float("-inf") if negative else float("inf")
 
 
-def _refuse_lone_surrogates(value: Any) -> None:
-    """ValueError when a string (a key or a value) of the parsed ``value`` holds a lone
-    surrogate: nothing could write it out again as UTF-8."""
-    stack = [value]
+def _refuse_unwritable(value: Any) -> None:
+    """ValueError when the parsed ``value`` holds what nothing could write out again: a string
+    (a key or a value) with a lone surrogate (not UTF-8 text), or arrays and objects nested
+    deeper than MAX_DEPTH."""
+    stack = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         if isinstance(item, str):
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError:
                 raise ValueError("a string holds a lone surrogate escape (\\ud800-\\udfff), which is not text") from None
-        elif isinstance(item, dict):
-            stack.extend(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+        elif isinstance(item, (dict, list)):
+            if depth == MAX_DEPTH:
+                raise TooDeep()
+            children = [*item, *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
 
 
 #: Open without following a final symlink and without blocking on a FIFO.
@@ -220,7 +246,8 @@ def read_json_file(run_dir: Path, real_run_dir: str | None, relative: str, exact
     """Read one JSON file below the run folder without ever raising (R3, R5).
 
     missing: no such file; unreadable: not a regular file, a symlink leaving the run
-    folder, or an OS error; invalid: empty, not UTF-8 or not JSON. ``exact``: parse with
+    folder, or an OS error; invalid: empty, not UTF-8, not JSON or nested deeper than
+    MAX_DEPTH. ``exact``: parse with
     ``loads_exact`` (integers beyond 64 bits stay integers). ``real_run_dir``: the run
     folder's resolved path, or None to resolve it only when the careful path needs it (a
     caller reading one or two files of a folder).
@@ -295,12 +322,12 @@ def _parse_file(data: bytes, relative: str, exact: bool = False) -> JsonFile:
         return JsonFile(AVAILABLE, loads_exact(data) if exact else _loads(data), path=relative)
     except UnicodeDecodeError:
         return JsonFile(INVALID, reason="not UTF-8", path=relative)
+    except TooDeep as exc:
+        return JsonFile(INVALID, reason=str(exc), path=relative)
     except ValueError as exc:
         if not data.strip():
             return JsonFile(INVALID, reason="empty file", path=relative)
         return JsonFile(INVALID, reason=f"not valid JSON ({_first_line(exc)})", path=relative)
-    except RecursionError:
-        return JsonFile(INVALID, reason="JSON nested too deeply", path=relative)
 
 
 def _first_line(exc: Exception) -> str:

@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
-from .artifacts import AVAILABLE, UNREADABLE, JsonFile, loads_exact, loads_json, read_json_file
+from .artifacts import AVAILABLE, UNREADABLE, JsonFile, TooDeep, loads_exact, loads_json, read_json_file
 from .layouts import (
     OUTSIDE_RUN_FOLDER,
     REJUDGED_RESULTS,
@@ -116,7 +116,10 @@ def parse_results(data: bytes) -> tuple[list[RawRow], list[dict]]:
         except UnicodeDecodeError:
             bad.append({"line": number, "reason": "not UTF-8"})
             continue
-        except (ValueError, RecursionError) as exc:
+        except TooDeep as exc:
+            bad.append({"line": number, "reason": str(exc)})
+            continue
+        except ValueError as exc:
             bad.append({"line": number, "reason": f"not valid JSON: {str(exc).splitlines()[0][:160]}"})
             continue
         if not isinstance(obj, dict):
@@ -364,6 +367,9 @@ def read_results_bytes(run_dir: Path, real: str, name: str = RESULTS) -> bytes:
     refusal = results_refusal(real, name)
     if refusal == OUTSIDE_RUN_FOLDER:
         raise NotARunFolderError(f"{run_dir / name}: refused, {refusal} (its rows would be another folder's)")
+    if refusal is not None and os.path.lexists(path):  # a folder, a FIFO, a device: its rows cannot be read
+        raise NotARunFolderError(f"{run_dir / name}: {refusal} (a folder, a FIFO or a device), so no rows can be "
+                                 "read from it")
     if refusal is not None:
         raise NotARunFolderError(f"{run_dir}: no results.jsonl, so not a benchmark run folder")
     try:

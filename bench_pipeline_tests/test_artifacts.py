@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from bench_pipeline.artifacts import loads_exact, loads_json, read_json_file
+from bench_pipeline.artifacts import MAX_DEPTH, TooDeep, loads_exact, loads_json, read_json_file
 from bench_pipeline.pipeline import run_stages
 
 from .run_builder import make_run, row, write_json
@@ -572,3 +572,33 @@ def test_a_run_whose_rows_and_manifest_hold_lone_surrogates_is_processed(tmp_pat
     assert [a["task_id"] for a in result.processed.attempts] == ["u"]
     assert [b["line"] for b in result.processed.metrics["data_quality"]["bad_rows"]] == [1]
     assert (tmp_path / "out" / "report.html").stat().st_size > 0
+
+
+def nested(levels: int, inner: bytes = b"1") -> bytes:
+    """JSON text of ``levels`` arrays inside one another around ``inner``."""
+    return b"[" * levels + inner + b"]" * levels
+
+
+def test_json_nested_deeper_than_the_writer_writes_is_not_read():
+    """Arrays and objects 254 deep are read, by both parsers (orjson, and the standard library
+    it falls back to for a NaN); 255 deep are refused, as is JSON deeper than either parser
+    reads at all (1,025 and 100,000 levels): whatever is read can be written again."""
+    assert MAX_DEPTH == 254
+    expected = 1
+    for _ in range(254):
+        expected = [expected]
+    assert loads_json(nested(254)) == loads_exact(nested(254)) == expected
+    assert loads_json(b'{"a": ' + nested(253, b"NaN") + b"}")["a"][0] is not None
+    for data in (nested(255), b'{"a": ' + nested(254) + b"}", b'{"a": ' + nested(254, b"NaN") + b"}",
+                 b'[{"b": ' + nested(253, b'{"c": 1}') + b"}]", nested(1025), nested(100_000)):
+        with pytest.raises(TooDeep, match="nested deeper than 254 levels"):
+            loads_json(data)
+    with pytest.raises(TooDeep):
+        loads_exact(nested(255))
+
+
+def test_an_artifact_nested_too_deeply_is_invalid_saying_why(tmp_path):
+    (tmp_path / "deep.json").write_bytes(b'{"messages": ' + nested(254) + b"}")
+    read = read_json_file(tmp_path, None, "deep.json")
+    assert (read.status, read.value) == ("invalid", None)
+    assert read.reason.startswith("JSON nested deeper than 254 levels")

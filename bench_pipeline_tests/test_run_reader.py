@@ -41,6 +41,23 @@ def test_folder_without_results_raises_naming_the_path(tmp_path):
         read_run(folder)
 
 
+def test_a_results_file_that_is_no_regular_file_is_named_as_such(tmp_path):
+    """A results.jsonl that is a folder or a FIFO: the error says what is there, not that
+    there is no results.jsonl."""
+    import os
+
+    folder = tmp_path / "odd"
+    (folder / "results.jsonl").mkdir(parents=True)
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "results.jsonl")
+    for run in (folder, fifo):
+        with pytest.raises(NotARunFolderError) as info:
+            read_run(run)
+        assert str(info.value) == (f"{run / 'results.jsonl'}: not a regular file (a folder, a FIFO or a device), "
+                                   "so no rows can be read from it")
+
+
 def test_missing_manifest_and_suite_are_not_fatal(tmp_path):
     run = make_run(tmp_path, [row("t")])
     (run / "manifest.json").unlink()
@@ -184,6 +201,19 @@ def test_row_with_unknown_keys_is_kept(tmp_path):
     p = run_stages(make_run(tmp_path, [row("t", some_future_key={"x": 1}, metrics={"new_metric": 3})])).processed
     assert p.metrics["data_quality"]["bad_rows"] == []
     assert p.metrics["coverage"]["attempts"] == 1
+
+
+def test_a_line_nested_deeper_than_the_writer_writes_is_a_bad_row_saying_so(tmp_path):
+    """A row whose unknown key nests 253 arrays (the row 254 deep) is kept with it; one level
+    more makes the line a bad row, which says why (artifacts.MAX_DEPTH)."""
+    deep = "x"
+    for _ in range(253):
+        deep = [deep]
+    run = make_run(tmp_path, [row("t", deep_unknown=deep), row("u", deep_unknown=[deep])])
+    raw = read_run(run)
+    assert [r.task_id for r in raw.rows] == ["t"]
+    assert raw.rows[0].data["deep_unknown"] == deep
+    assert [(b["line"], b["reason"][:40]) for b in raw.bad_rows] == [(2, "JSON nested deeper than 254 levels (arra")]
 
 
 # --- R42: NaN, Infinity, huge integers -------------------------------------------------

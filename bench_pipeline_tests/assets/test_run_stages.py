@@ -302,3 +302,40 @@ def test_run_comparison_default_and_pinned_baselines_and_none(tmp_path, monkeypa
     assert meta["baseline"] == "r2" and meta["reason"] == "pinned for suite 'suite-x'"
     itself = dg.materialize(per_run_assets, partition_key="r2", instance=instance, resources=resources)
     assert _comparison_meta(itself, "r2")["reason"] == "no baseline: this run is the pinned baseline of suite 'suite-x'"
+
+
+def test_json_nested_at_and_beyond_the_depth_limit_never_fails_the_run(tmp_path, monkeypatch):
+    """A row, a history and a trace nested 254 deep (artifacts.MAX_DEPTH) are read, stored
+    and published (the outbox) on the Dagster path; a line nested 300 deep is a bad row saying
+    why, and a trace nested 300 deep is an invalid file: the run is processed, not FAILED at
+    storing the row (jsonio) or publishing the trace (otlp)."""
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+    def nest(levels: int):
+        value: object = "x"
+        for _ in range(levels):
+            value = [value]
+        return value
+
+    resources = make_resources(tmp_path)
+    call = {"type": "tool_call", "tool_name": "tap", "tool_call_id": "c1"}
+    rows = [row("t", deep_unknown=nest(253)), row("u"), row("v", deep_unknown=nest(299))]
+    make_run(tmp_path / "runs", rows, run_id="deep", artifacts={
+        "tasks/t/attempt_1": {"history.json": [{**call, "tool_input": nest(252)}],  # list, message, input
+                              "trace.json": {"tool_calls": [{"tool": "tap", "input": nest(251)}]}},
+        "tasks/u/attempt_1": {"trace.json": {"tool_calls": [{"tool": "tap", "input": nest(297)}]}},
+    })
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["deep"])
+    assert dg.materialize(per_run_assets, partition_key="deep", instance=instance, resources=resources).success
+    metrics = json.loads((tmp_path / "reports" / "deep" / "metrics.json").read_text())
+    quality = metrics["data_quality"]
+    assert [(b["line"], b["reason"][:34]) for b in quality["bad_rows"]] == [(3, "JSON nested deeper than 254 levels")]
+    assert metrics["coverage"]["attempts"] == 2
+    invalid = [(a["task_id"], a["file"], a["status"]) for a in quality["invalid_artifacts"]]
+    assert invalid == [("u", "tasks/u/attempt_1/trace.json", "invalid")]
+    frame = pd.read_parquet(tmp_path / "storage" / "raw_results" / "deep.parquet")
+    assert json.loads(frame.loc[frame["task_id"] == "t", "row_json"].iloc[0])["deep_unknown"] == nest(253)
+    outbox = (tmp_path / "reports" / "deep" / "langfuse_outbox.jsonl").read_text()
+    assert outbox.count("\n") > 0
