@@ -508,3 +508,18 @@ def test_a_very_long_task_id_does_not_widen_the_page(browser: Any, tmp_path: Pat
     assert w.page.evaluate("() => document.documentElement.scrollWidth") <= 1280
     assert_clean(w)
     w.page.close()
+
+
+def test_a_phone_wide_window_scrolls_the_tables_not_the_page(browser: Any, tmp_path: Path) -> None:
+    """At 390 px (a phone) with every section and attempt open, the page is as wide as the
+    window: the attempts' grid and the wide tables scroll sideways inside themselves, and the
+    attempts' grid keeps its columns (it scrolls, it is not squeezed)."""
+    comparison = compared_run(tmp_path / "runs" / "base", tmp_path / "runs" / "cand")
+    paths = write_reports(tmp_path / "out", *main_run(), comparison=comparison)
+    w = open_report(browser, paths["report.html"], width=390)
+    w.page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+    assert w.page.evaluate("() => document.documentElement.scrollWidth") == 390
+    grid = w.page.evaluate("() => { const g = document.querySelector('.agrid'); return [g.clientWidth, g.scrollWidth]; }")
+    assert grid[0] < 390 and grid[1] >= 1040
+    assert_clean(w)
+    w.page.close()

@@ -135,3 +135,14 @@ def test_suite_page_planning_chart_shows_repeats_json_numbers(browser: Any, tmp_
     page.locator("#systems").screenshot(path=str(ARTIFACTS / "suite-page-planning.png"))
     assert_clean(w)
     page.close()
+
+
+def test_the_suite_page_fits_a_phone_wide_window(browser: Any, tmp_path: Path) -> None:
+    """At 390 px the page is as wide as the window (the runs' interval bars take one column)."""
+    runs, systems = suite(tmp_path)
+    path = write_suite_page(tmp_path / "_suites" / "smoke", SUITE, runs, systems)
+    w = open_report(browser, path, width=390)
+    w.page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+    assert w.page.evaluate("() => document.documentElement.scrollWidth") == 390
+    assert_clean(w)
+    w.page.close()
