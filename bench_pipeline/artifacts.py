@@ -156,14 +156,22 @@ class TooDeep(ValueError):
                          "deeper than the pipeline writes JSON")
 
 
+#: A UTF-8 byte order mark, which an editor may put at the start of a file: ignored where
+#: JSON is read (RFC 8259 8.1 lets a parser ignore it), so that the first line of a
+#: results.jsonl saved by such an editor is not a bad row.
+BOM = b"\xef\xbb\xbf"
+
+
 def _loads(data: bytes) -> Any:
-    """Parse JSON bytes; orjson first, the standard library for what orjson refuses.
+    """Parse JSON bytes (a leading BOM ignored); orjson first, the standard library for what
+    orjson refuses.
 
     The fallback accepts what the standard library accepts (NaN, Infinity, integers of
     any size, those beyond LONGEST_INTEGER digits read as infinities): such values become
     unavailable later (R42) instead of losing the whole file or line. Raises ValueError (or
     UnicodeDecodeError) when the data is not JSON, or nests deeper than MAX_DEPTH.
     """
+    data = data.removeprefix(BOM)
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -195,7 +203,7 @@ def loads_exact(data: bytes) -> Any:
     MAX_DEPTH.
     """
     try:
-        value = json.loads(data.decode("utf-8"), parse_int=_integer)
+        value = json.loads(data.removeprefix(BOM).decode("utf-8"), parse_int=_integer)
     except RecursionError:
         raise TooDeep() from None
     _refuse_unwritable(value)

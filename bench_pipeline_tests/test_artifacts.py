@@ -602,3 +602,10 @@ def test_an_artifact_nested_too_deeply_is_invalid_saying_why(tmp_path):
     read = read_json_file(tmp_path, None, "deep.json")
     assert (read.status, read.value) == ("invalid", None)
     assert read.reason.startswith("JSON nested deeper than 254 levels")
+
+
+def test_an_artifact_starting_with_a_byte_order_mark_is_read(tmp_path):
+    (tmp_path / "history.json").write_bytes(b'\xef\xbb\xbf[{"type": "user", "content": "hi"}]')
+    read = read_json_file(tmp_path, None, "history.json")
+    assert (read.status, read.value) == ("available", [{"type": "user", "content": "hi"}])
+    assert loads_exact(b'\xef\xbb\xbf{"n": 1}') == {"n": 1}

@@ -58,6 +58,17 @@ def test_a_results_file_that_is_no_regular_file_is_named_as_such(tmp_path):
                                    "so no rows can be read from it")
 
 
+def test_a_byte_order_mark_at_the_start_of_the_results_is_ignored(tmp_path):
+    """A results.jsonl saved by an editor that starts files with a UTF-8 BOM keeps its first
+    row (RFC 8259 lets a parser ignore the mark); the manifest's BOM is ignored as well."""
+    run = make_run(tmp_path, [row("t"), row("u")], manifest={"status": "completed", "metrics_k": 1})
+    for name in ("results.jsonl", "manifest.json"):
+        (run / name).write_bytes(b"\xef\xbb\xbf" + (run / name).read_bytes())
+    raw = read_run(run)
+    assert [r.task_id for r in raw.rows] == ["t", "u"] and raw.bad_rows == []
+    assert raw.manifest == {"status": "completed", "metrics_k": 1}
+
+
 def test_missing_manifest_and_suite_are_not_fatal(tmp_path):
     run = make_run(tmp_path, [row("t")])
     (run / "manifest.json").unlink()
