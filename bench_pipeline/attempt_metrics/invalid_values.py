@@ -31,8 +31,9 @@ BOOLEAN_KEYS = {
     "recovery_attempted": "unavailable",
     "recovery_succeeded": "unavailable",
 }
-#: Top-level keys whose value is a string or null.
-TEXT_KEYS = ("status", "failure_class", "first_failure_stage", "category", "artifact_dir", "episode_id",
+#: Top-level keys whose value is a string or null (``artifact_dir`` is not among them: one that
+#: is not a string is refused, and said so, in ``data_quality.unsafe_artifact_dirs``).
+TEXT_KEYS = ("status", "failure_class", "first_failure_stage", "category", "episode_id",
              "memory_recall_evidence_source", "started_at", "finished_at")
 #: Keys of ``metrics`` (or legacy top-level keys) whose value is a string or null.
 RECORDED_TEXT_KEYS = ("failure_event_ref", *ERROR_TEXT_FIELDS)

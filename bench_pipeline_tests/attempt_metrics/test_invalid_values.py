@@ -67,6 +67,19 @@ def test_metrics_that_is_not_an_object_and_a_legacy_key_are_found_where_they_are
     assert found({"metrics": {"cost_usd": 0.5}, "cost_usd": "n/a"}) == []
 
 
+def test_an_artifact_dir_that_is_not_a_string_is_one_finding_not_two(tmp_path):
+    """``artifact_dir: 5`` is refused and said so among the unsafe artifact folders; it is not
+    counted again among the values of the wrong type."""
+    from bench_pipeline.pipeline import run_stages
+
+    from ..run_builder import make_run, row
+
+    assert found({"artifact_dir": 5}) == []
+    quality = run_stages(make_run(tmp_path, [row("t", artifact_dir=5)])).processed.metrics["data_quality"]
+    assert [u["reason"] for u in quality["unsafe_artifact_dirs"]] == ["artifact_dir is not a string"]
+    assert quality["invalid_values"] == []
+
+
 def test_an_integer_beyond_the_float_range_is_said_so():
     assert number_problem(10 ** 400, "cost_usd") == "beyond the float range"
     assert number_problem(None, "cost_usd") is None
