@@ -649,3 +649,20 @@ def test_report_histograms_say_their_scale(page: str) -> None:
         assert root.get("data-scale") in ("linear", "log")
         assert "scale" in " ".join(t.text for t in texts(root, "caption"))
         assert_marker_labels_apart(root)
+
+
+def test_the_category_table_names_each_rate_s_denominator(run: tuple, summary: str) -> None:
+    """Category rates (3.8): the pass rate over all rows, the rubric pass rate over rubric
+    items (rubric-weighted, R37); each column says what it divides by, and each cell is the
+    stored rate as a percent with one decimal (n/a when null)."""
+    rows = table_rows(section(summary, "Categories and observations"))
+    assert rows[0] == ["Category", "Pass rate (all rows)", "Rubric pass rate (rubric items passed / rubric items)",
+                       "Attempts"]
+    stored = run[0]["category"]
+    body = [r for r in rows[2:] if r and r[0].strip("`") in stored]  # names as code spans
+    assert len(body) == len(stored) > 0
+    for name, rate, rubric, attempts in body:
+        entry = stored[name.strip("`")]
+        assert rate == pct(entry["pass_rate"])
+        assert rubric == (pct(entry["rubric_pass_rate"]) if entry["rubric_pass_rate"] is not None else "n/a")
+        assert attempts == str(entry["attempts"])
