@@ -12,7 +12,8 @@ gRPC server, as in deploy/docker/workspace.yaml) is loaded by `dagster-graphql` 
 Nothing runs a launched backfill until a daemon does: ``no_daemon_note`` says so, with what to
 do, when no daemon has written a heartbeat to the instance lately. The UI's port is not known
 here (`dg dev` takes 3000 unless it is in use or given with -p, and records it nowhere), so the
-link names the port scripts/ui.sh printed.
+link names the UI's port in words (3000, the -p given to scripts/ui.sh, or the port Dagster
+named when 3000 was in use).
 """
 
 from __future__ import annotations

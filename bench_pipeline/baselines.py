@@ -82,7 +82,8 @@ def choose_baseline(candidate: RunInfo, runs: list[RunInfo], pins: dict[str, str
             return Baseline(None, f"no baseline: {why}", why)
         across = "" if found.setup == candidate.setup else (
             f", measured with another setup ({key_text(found.setup)}; this run: {key_text(candidate.setup)}): "
-            "the comparison's warnings say what differs")
+            "the comparison's warnings say what both recorded differently (a part one of them did not record is "
+            "not compared)")
         if found.suite != candidate.suite:  # a pin is used as it is; say so where the comparison is announced
             across = f", a run of another suite ({found.suite!r}): the comparison's warnings say so" + across
         return Baseline(pinned, f"pinned for suite {candidate.suite!r}{across}")

@@ -1,5 +1,5 @@
 """The `bench-pipeline` command line: process one run folder, compare two (or two sets of runs),
-pool repeated runs, or generate sample runs."""
+pool repeated runs, generate sample runs, or launch a backfill of every run through Dagster."""
 
 from __future__ import annotations
 
@@ -151,19 +151,24 @@ def cmd_generate(args: argparse.Namespace) -> int:
              "are legacy, unsafe or broken (docs/generator.md, \"Edge cases\"); --no-edge-cases writes clean runs")
     say(f"seed {args.seed}: the first run starts at {iso(start)} (docs/generator.md, \"Start times\")")
     started = time.monotonic()
-    folders = generate_runs(
-        Path(args.out_root),
-        runs=args.runs,
-        seed=args.seed,
-        tasks=args.tasks,
-        repeats=args.repeats,
-        history_messages=args.history_messages,
-        systems=args.systems,
-        edge_cases=not args.no_edge_cases,
-        progress=say,
-        layout=args.layout,
-        start=start,
-    )
+    try:
+        folders = generate_runs(
+            Path(args.out_root),
+            runs=args.runs,
+            seed=args.seed,
+            tasks=args.tasks,
+            repeats=args.repeats,
+            history_messages=args.history_messages,
+            systems=args.systems,
+            edge_cases=not args.no_edge_cases,
+            progress=say,
+            layout=args.layout,
+            start=start,
+        )
+    except FileExistsError as exc:  # a run folder of that id is there already: never overwritten
+        say(f"error: {exc.filename}: a run folder of that id exists already and is never overwritten: write into "
+            "another OUT_ROOT, or choose another --seed")
+        return 2
     say(f"generated {len(folders)} run folder(s) in {time.monotonic() - started:.1f}s")
     for folder in folders:
         print(folder)
@@ -180,8 +185,9 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         say(f"error: {exc}")
         return 1
     print(f"backfill {backfill_id} launched over every run partition; a Dagster daemon runs it "
-          f"(UI: Overview -> Backfills, or http://127.0.0.1:<port>/runs/b/{backfill_id} with the port "
-          f"scripts/ui.sh printed)", flush=True)
+          f"(UI: Overview -> Backfills, or http://127.0.0.1:<port>/runs/b/{backfill_id} with the "
+          f"UI's port: 3000, the -p given to scripts/ui.sh, or the one Dagster named when 3000 was in use)",
+          flush=True)
     note = daemon_note()
     if note is not None:
         print(note, flush=True)
@@ -286,7 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "the same data either way")
     g.set_defaults(func=cmd_generate)
 
-    b = sub.add_parser("backfill", help="re-process every run through Dagster (after a formula change); needs the daemon")
+    b = sub.add_parser("backfill", help="re-process every run through Dagster (after a formula change); needs the daemon",
+                       description="Launch one Dagster backfill of the per-run stages over every run partition, on "
+                                   "the instance of $DAGSTER_HOME: a running Dagster daemon (scripts/ui.sh starts one) "
+                                   "processes it, in ranges of BENCH_PARTITIONS_PER_RUN run folders "
+                                   "(docs/operations.md \"After a formula change\").")
     b.add_argument("--workspace", default="workspace.yaml", help="the Dagster workspace file (default: workspace.yaml)")
     b.set_defaults(func=cmd_backfill)
     return parser

@@ -241,8 +241,8 @@ def _materializations(instance: dg.DagsterInstance, run_id: str) -> int:
 
 def test_backfill_without_a_daemon_says_nothing_runs_it_yet(tmp_path):
     """With no daemon on the instance, the backfill is launched (a daemon started later runs
-    it) and the command says that nothing runs it yet, and what to start; its link names the
-    port scripts/ui.sh printed, not a port it cannot know."""
+    it) and the command says that nothing runs it yet, and what to start; its link says where
+    the UI's port comes from, not a port it cannot know."""
     root = Path(bench_pipeline.__file__).resolve().parents[1]
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "BENCH_HOME": str(tmp_path / "data")}
     (tmp_path / "home").mkdir()
@@ -254,6 +254,7 @@ def test_backfill_without_a_daemon_says_nothing_runs_it_yet(tmp_path):
     (backfill,) = dg.DagsterInstance.from_config(str(tmp_path / "home")).get_backfills()
     assert launched == (f"backfill {backfill.backfill_id} launched over every run partition; a Dagster daemon "
                         f"runs it (UI: Overview -> Backfills, or http://127.0.0.1:<port>/runs/b/{backfill.backfill_id} "
-                        f"with the port scripts/ui.sh printed)")
+                        "with the UI's port: 3000, the -p given to scripts/ui.sh, or the one Dagster named when "
+                        "3000 was in use)")
     assert note.startswith(f"warning: no Dagster daemon is running on the instance {tmp_path / 'home'} "
                            f"(no daemon heartbeat in the last 120 s; never), so nothing runs the backfill yet.")

@@ -208,7 +208,8 @@ def test_a_pinned_baseline_of_another_setup_is_used_as_it_is_with_warnings(tmp_p
     chosen = choose_baseline(index["cand"], list(index.values()), {"s": "base"})
     assert chosen == Baseline("base", "pinned for suite 's', measured with another setup (judge judge-a, pixel-8 / "
                                       "android-15; this run: no judge, device unknown / android-15): the comparison's "
-                                      "warnings say what differs")
+                                      "warnings say what both recorded differently (a part one of them did not record "
+                                      "is not compared)")
     run_stages(tmp_path / "runs" / "cand", tmp_path / "out" / "cand")
     comparison = comparison_of(side_from_output(tmp_path / "out" / "base", tmp_path / "runs" / "base"),
                                side_from_output(tmp_path / "out" / "cand", tmp_path / "runs" / "cand"))

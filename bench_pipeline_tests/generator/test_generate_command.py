@@ -185,3 +185,16 @@ def test_every_option_of_generate_has_a_help_text() -> None:
         assert action.help and len(action.help) > 20, action.dest
     text = " ".join(parser.format_help().split())
     assert "edge cases are on by default" in text and "2026-11-29T10:00:00Z for seed 0" in text
+
+
+def test_generating_over_an_existing_run_folder_is_an_error_line_not_a_traceback(tmp_path, capsys) -> None:
+    """The same seed into the same folder twice: the second writes nothing over the first and
+    exits 2 with one line naming the folder, as the other commands report bad input."""
+    args = [str(tmp_path / "runs"), "--runs", "1", "--tasks", "2", "--repeats", "1", "--history-messages", "6"]
+    (first,), _ = generate(capsys, *args)
+    before = snapshot(tmp_path / "runs")
+    assert cli_main(["generate", *args]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {first}: a run folder of that id exists already and is never overwritten" in err
+    assert "Traceback" not in err
+    assert snapshot(tmp_path / "runs") == before
