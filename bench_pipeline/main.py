@@ -122,7 +122,8 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
     failed = 0
     partitions = instance.get_dynamic_partitions(runs_partitions.name)
     # the runs whose comparison these put behind come after them (their baselines are done)
-    batches = [*partition_batches(partitions, set(todo), PARTITIONS_PER_RUN),
+    batches = [*in_start_order(partition_batches(partitions, set(todo), PARTITIONS_PER_RUN), settings,
+                               [f for f in found if f.run_id in set(todo)]),
                *partition_batches(partitions, set(ahead), PARTITIONS_PER_RUN)]
     from .refresh_process import EarlyRefresh
 
@@ -202,6 +203,22 @@ def _stop_if_interrupted(interrupts: Interrupts) -> None:
     interpreter ran meanwhile (Python reports such an exception and goes on)."""
     if interrupts.received():
         raise KeyboardInterrupt
+
+
+def in_start_order(batches: list[list[str]], settings, folders: list) -> list[list[str]]:
+    """The stretches of runs to process (each one Dagster run), the one holding the
+    earliest-started run first, as the default baseline rule orders runs (manifest
+    ``started_at``, then run id: baselines.RunInfo.order): a run's default baseline, an
+    earlier run, is then processed before it even when its stretch comes later in the
+    partition order (a late run, new folders beside runs processed again), and the run is
+    compared with it at once instead of again after. ``folders``: the runs' folders (their
+    manifests are read)."""
+    from .baselines import run_index
+
+    if len(batches) < 2:
+        return batches
+    order = {r.run_id: r.order for r in run_index(settings.runs_root, settings.output_root, folders=folders)}
+    return sorted(batches, key=lambda batch: min(order.get(key, ("", key)) for key in batch))
 
 
 def processed_again(instance, fingerprints: dict[str, str]) -> dict[str, str]:

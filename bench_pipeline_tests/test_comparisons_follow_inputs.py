@@ -177,6 +177,19 @@ def test_comparisons_follow_rejudges_pins_late_runs_and_deleted_baselines(tmp_pa
     assert f"{late}: its folder changed since it was processed" in out and _recompared(out) == {r1}
     _check(reports, runs_root, tmp_path, {late: r0, r1: late, r2: r1})
 
+    # 6. r1 changed and, in the same command, a new run that is r1's new baseline (r1's start,
+    # an id that sorts first): its folder's partition is the last, yet it is processed first,
+    # so r1 is compared with it at once, not with `late` and then again
+    newest = "0-late"
+    shutil.copytree(runs_root / r0, runs_root / newest)
+    (runs_root / newest / "manifest.json").write_text(json.dumps({**manifest, "run_id": newest, "started_at": started}))
+    with open(runs_root / r1 / "results.rejudged.jsonl", "a") as results:
+        results.write("\n")
+    out = _main(env)
+    assert _recompared(out) == {r2}
+    assert f"{r1}: ok (" in out and f"against {newest}," in out.split(f"{r1}: ok (", 1)[1].splitlines()[0]
+    _check(reports, runs_root, tmp_path, {newest: late, r1: newest, r2: r1})
+
 
 def _just_before(timestamp: str) -> str:
     """An ISO timestamp (``...Z``) one second earlier."""
