@@ -3,6 +3,7 @@ that the command line, the catalog, the Dagster metadata and both reports show."
 
 from __future__ import annotations
 
+from .manifest_values import manifest_findings
 from .run_reader import RawRun
 
 
@@ -12,11 +13,12 @@ def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
     ``invalid_artifacts`` (a located entry per unreadable/invalid history, episode or trace
     file), ``invalid_values`` (a located entry per recorded value of the wrong type, read as
     unavailable: attempt_metrics/invalid_values.py) and ``run_files`` (a broken manifest.json
-    or suite.json) extend outputs.md's four lists; see docs/metric-choices.md.
+    or suite.json, and the manifest's values of the wrong type: manifest_values.py) extend
+    outputs.md's four lists; see docs/metric-choices.md.
     """
     findings = [a["evidence"]["findings"] for a in attempts]
     missing = raw.missing_attempts or []
-    run_files = list(raw.run_files)
+    run_files = [*raw.run_files, *manifest_findings(raw.manifest)]
     if raw.missing_count is not None and raw.missing_count > len(missing):
         run_files.append({
             "file": "manifest.json", "status": "available",

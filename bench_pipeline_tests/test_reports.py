@@ -250,6 +250,7 @@ def test_data_quality_findings(summary: str) -> None:
     assert ("Unreadable or invalid artifact files (that file's values are n/a): 1: line 10 `create_event` "
             "attempt 1 `tasks/create_event/trace.json` invalid (not valid JSON") in text
     assert ("Problems found in the run files manifest.json and suite.json (missing, unreadable or invalid, "
+            "a manifest value of the wrong type: metrics_k, started_at, the planned list, "
             "or a missing-attempts list too long to name in full), in a re-judged results copy (not read, or empty) "
             "and object keys refused when a run in a bucket "
             "was copied: 1: `suite.json` invalid "
@@ -299,11 +300,13 @@ def test_run_file_problems_and_attempt_rows_say_what_they_count(summary: str, pa
     assert f'<tr><th scope="row">{label}</th><td class="num">24</td></tr>' in page
     md_k1, page_k1 = render_summary_md(*k1_run()), render_report_html(*k1_run())
     assert ("- Problems found in the run files manifest.json and suite.json (missing, unreadable or invalid, "
+            "a manifest value of the wrong type: metrics_k, started_at, the planned list, "
             "or a missing-attempts list too long to name in full), in a re-judged results copy (not read, or empty) "
             "and object keys refused when a run in a bucket "
             "was copied: 0\n") in md_k1
     assert ('<h3>Run-file problems <span class="muted">0 · found in manifest.json and suite.json: missing, '
-            'unreadable or invalid, or a missing-attempts list too long to name in full; in a re-judged results '
+            'unreadable or invalid, a manifest value of the wrong type (metrics_k, started_at, the planned list), '
+            'or a missing-attempts list too long to name in full; in a re-judged results '
             'copy: not read, or empty; object keys refused when '
             'a run in a bucket was copied</span></h3>') in page_k1
     assert '<h3>Run-file problems <span class="muted">1 · found in manifest.json' in page
