@@ -31,10 +31,15 @@ def evaluate_comparisons(instance: dg.DagsterInstance, settings: PipelineSetting
                          batch_size: int = PARTITIONS_PER_RUN) -> dg.SensorResult:
     """One tick's decisions (see the module doc); the cursor is a digest of the comparisons
     behind at the last observation."""
+    # each run's latest comparison, read before the comparisons behind are: one recorded in
+    # between (a run of an earlier tick finishing) is then either seen by behind_now (not
+    # behind) or not named in the key either (the key of the earlier tick's request, which
+    # Dagster does not launch twice); read after, it made a new key for a state already requested
+    partitions = set(instance.get_dynamic_partitions(runs_partitions.name))
+    compared_at = instance.get_latest_storage_id_by_partition(
+        COMPARISON_ASSET, dg.DagsterEventType.ASSET_MATERIALIZATION, partitions) if partitions else {}
     behind = behind_now(instance, settings)
     digest = hashlib.sha1("|".join(b.key for b in behind).encode()).hexdigest()[:16]
-    compared_at = instance.get_latest_storage_id_by_partition(
-        COMPARISON_ASSET, dg.DagsterEventType.ASSET_MATERIALIZATION, {b.run_id for b in behind}) if behind else {}
     keys = {b.run_id: f"{b.key}#{compared_at.get(b.run_id, 0)}" for b in behind}
     requests = [dg.RunRequest(partition_key=b.run_id, run_key=f"compare:{keys[b.run_id]}",
                               tags={"bench/trigger": "baseline_changed"}) for b in behind]

@@ -104,3 +104,38 @@ def test_a_state_that_comes_back_is_requested_again(tmp_path):
         assert set(again) == {keys[0], keys[2]}
         assert again[keys[2]].split("#")[0] == pinned[keys[2]].split("#")[0]  # the same state
         assert again[keys[2]] != pinned[keys[2]] and again[keys[0]] != pinned[keys[0]]  # requested anew
+
+
+def test_a_comparison_recorded_during_a_tick_does_not_request_the_same_state_again(tmp_path, monkeypatch):
+    """A run's comparison recorded while a tick is under way (the run of the tick before
+    finishing): the tick requests nothing new. Its request, if any, has the key of the tick
+    before, which Dagster does not launch twice; the run's latest comparison is read before
+    the comparisons behind, so it never names the one recorded in between."""
+    import importlib
+
+    sensor_module = importlib.import_module("bench_pipeline.sensors.comparison_sensor")  # the module, not the sensor
+
+    resources = make_resources(tmp_path)
+    runs = generate_runs(tmp_path / "runs", runs=2, seed=5, tasks=4, repeats=2, history_messages=6, edge_cases=False)
+    keys = [p.name for p in runs]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(runs_partitions.name, keys)
+        assert dg.materialize(per_run_assets, instance=instance, resources=resources, tags=range_tags(keys)).success
+        results = runs[0] / "results.jsonl"  # the baseline re-judged and processed again
+        results.write_text(results.read_text().replace('"passed"', '"failed"'))
+        assert dg.materialize(per_run_assets, instance=instance, resources=resources, partition_key=keys[0]).success
+        (first,) = tick(instance, resources).run_requests
+        assert first.partition_key == keys[1]
+
+        behind_now = sensor_module.behind_now
+
+        def recorded_in_between(*args, **kwargs):
+            found = behind_now(*args, **kwargs)  # read before the run of the first request records its comparison
+            assert dg.materialize(per_run_assets, instance=instance, resources=resources, partition_key=keys[1]).success
+            return found
+
+        monkeypatch.setattr(sensor_module, "behind_now", recorded_in_between)
+        during = tick(instance, resources).run_requests
+        assert [r.run_key for r in during] == [first.run_key]  # not launched again: the same key
+        monkeypatch.setattr(sensor_module, "behind_now", behind_now)
+        assert tick(instance, resources).run_requests == []
