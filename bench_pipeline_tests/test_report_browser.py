@@ -523,3 +523,24 @@ def test_a_phone_wide_window_scrolls_the_tables_not_the_page(browser: Any, tmp_p
     assert grid[0] < 390 and grid[1] >= 1040
     assert_clean(w)
     w.page.close()
+
+
+def test_the_sample_runs_reports_fit_a_phone_wide_window(browser: Any, tmp_path: Path) -> None:
+    """The reports a new user opens first: two of the sample runs compared (`bench-pipeline
+    compare`), their long run ids in the comparison's notes and warnings, at 390 px: as wide
+    as the window (a run id breaks inside the line instead of widening the page)."""
+    from bench_pipeline.cli import main as cli_main
+    from bench_pipeline.sample_runs import ensure_sample_runs
+
+    ensure_sample_runs(tmp_path / "runs")
+    runs = sorted((tmp_path / "runs").iterdir())
+    baseline = next(r for r in runs if r.name.startswith("sample-with-data-problems-"))
+    candidate = next(r for r in runs if r.name.startswith("sample-clean-") and r.name > "sample-clean-2026-11-28T10")
+    assert cli_main(["compare", str(baseline), str(candidate), "--output-dir", str(tmp_path / "out")]) in (0, 1, 3)
+    for side in ("baseline", "candidate"):
+        w = open_report(browser, tmp_path / "out" / side / "report.html", width=390)
+        w.page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+        assert w.page.evaluate("() => document.documentElement.scrollWidth") == 390, side
+        assert_clean(w)
+        w.page.close()
+    assert baseline.name in (tmp_path / "out" / "candidate" / "report.html").read_text()
