@@ -216,8 +216,10 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
     outputs = processed_outputs(settings.output_root)
     index = run_index(settings.runs_root, settings.output_root, folders=folders, outputs=outputs)
     with_outputs = {r.run_id for r in index if r.processed}  # metrics.json and attempts.jsonl written
-    # a run whose processing failed before its values were stored is no baseline
-    runs = as_processed(index, stored_versions(instance, sorted(with_outputs)) if instance else with_outputs, in_step)
+    # the data version of each run's stored values (one query); a run whose processing failed
+    # before its values were stored is no baseline
+    stored = stored_versions(instance, sorted(with_outputs))
+    runs = as_processed(index, stored if instance else with_outputs, in_step)
     by_id = {r.run_id: r for r in runs}
     pins = load_pins(pins_file())
     choices = {key: choose_baseline(by_id.get(key, RunInfo(key, None, None, False)), runs, pins) for key in keys}
@@ -230,7 +232,6 @@ def _partition_jobs(keys: list[str], settings: PipelineSettings, target, workers
     # processed in full)
     current = {k for k in current if k in with_outputs and has_stored_values(settings.storage_base, k)}
     derived = in_step - current  # the runs whose values this step stores
-    stored = stored_versions(instance, sorted({b.run_id for b in choices.values() if b.run_id} - derived))
     jobs = []
     for key in keys:
         baseline = choices[key]
