@@ -103,6 +103,12 @@ def rubric_items(items: list) -> list:
 
 # --- manifest.json -------------------------------------------------------------------------
 
+def counts_as_planned_attempt(entry: object) -> bool:
+    """Whether an entry of the runner's ``planned_task_attempts`` is counted: an object with a
+    string ``task_id`` (``manifest_view``)."""
+    return isinstance(entry, Mapping) and isinstance(entry.get("task_id"), str)
+
+
 def manifest_view(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """The manifest with the flat keys the runner's flat fields stand for (run-directory.md,
     the manifest table), each added only where the flat key itself is absent:
@@ -137,7 +143,7 @@ def manifest_view(manifest: Mapping[str, Any]) -> dict[str, Any]:
     if "planned" not in view and isinstance(view.get("planned_task_attempts"), list):
         counts: dict[str, int] = {}
         for entry in view["planned_task_attempts"]:
-            if isinstance(entry, Mapping) and isinstance(entry.get("task_id"), str):
+            if counts_as_planned_attempt(entry):
                 counts[entry["task_id"]] = counts.get(entry["task_id"], 0) + 1
         view["planned"] = [{"task_id": task, "attempts": n} for task, n in counts.items()]
     return view

@@ -12,11 +12,12 @@ nothing. Both layouts (run-directory.md): the flat ``planned`` and the runner's
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .attempt_metrics.invalid_values import value_text
-from .run_reader import is_positive_int
+from .layouts import counts_as_planned_attempt
+from .run_reader import counts_as_planned, is_positive_int
 
 #: How many entry positions a finding about a planned list names.
 NAMED_ENTRIES = 10
@@ -35,28 +36,23 @@ def manifest_findings(manifest: Mapping[str, Any]) -> list[dict]:
     if started is not None and not isinstance(started, str):
         reasons.append(f"started_at is not a string ({value_text(started)}): the run's start is unknown, and a run "
                        "without one comes before every dated run of its suite when a baseline is chosen")
-    if "planned" in manifest and not _from_runner(manifest):
-        reasons += _planned(manifest["planned"], "planned", lambda e: isinstance(e.get("task_id"), str)
-                            and is_positive_int(e.get("attempts")), "a string task_id and a positive integer attempts")
-    elif "planned_task_attempts" in manifest:
-        reasons += _planned(manifest["planned_task_attempts"], "planned_task_attempts",
-                            lambda e: isinstance(e.get("task_id"), str), "a string task_id")
+    if "planned_task_attempts" in manifest:  # the runner's list (``planned`` is made from it)
+        reasons += _planned(manifest["planned_task_attempts"], "planned_task_attempts", counts_as_planned_attempt,
+                            "a string task_id")
+    elif "planned" in manifest:
+        reasons += _planned(manifest["planned"], "planned", counts_as_planned,
+                            "a string task_id and a positive integer attempts")
     return [{"file": "manifest.json", "status": "available", "reason": reason} for reason in reasons]
 
 
-def _from_runner(manifest: Mapping[str, Any]) -> bool:
-    """Whether ``planned`` was made from the runner's ``planned_task_attempts`` (manifest_view)."""
-    return "planned_task_attempts" in manifest
-
-
-def _planned(value: Any, key: str, valid, needs: str) -> list[str]:
+def _planned(value: Any, key: str, counted: Callable[[object], bool], needs: str) -> list[str]:
     """Why the planned list ``key`` is not counted, or which of its entries are not."""
     if value is None:
         return []
     if not isinstance(value, list):
         return [f"{key} is not a list ({value_text(value)}): the planned attempts, and which of them are missing, "
                 "are unknown"]
-    bad = [i for i, entry in enumerate(value) if not (isinstance(entry, Mapping) and valid(entry))]
+    bad = [i for i, entry in enumerate(value) if not counted(entry)]
     if not bad:
         return []
     named = ", ".join(str(i) for i in bad[:NAMED_ENTRIES]) + (f" and {len(bad) - NAMED_ENTRIES} more"

@@ -169,10 +169,13 @@ def valid_planned_entries(manifest: dict) -> list[dict] | None:
     planned = manifest.get("planned")
     if not isinstance(planned, list):
         return None
-    return [
-        e for e in planned
-        if isinstance(e, dict) and isinstance(e.get("task_id"), str) and is_positive_int(e.get("attempts"))
-    ]
+    return [e for e in planned if counts_as_planned(e)]
+
+
+def counts_as_planned(entry: object) -> bool:
+    """Whether a ``planned`` entry is counted (R26): an object with a string ``task_id`` and a
+    positive integer ``attempts``."""
+    return isinstance(entry, dict) and isinstance(entry.get("task_id"), str) and is_positive_int(entry.get("attempts"))
 
 
 MISSING_LIST_CAP = 100_000
