@@ -33,6 +33,14 @@ def json_bytes(value: object, indent: bool = False) -> bytes:
         return text.encode("utf-8")
 
 
+def read_written(data: bytes) -> Any:
+    """Parse JSON that ``json_bytes`` wrote for the package to read again (what the catalog
+    refresh keeps between refreshes), with orjson as it is: such a file needs none of the
+    input files' defences (artifacts.loads_json: a byte-order mark, nesting deeper than the
+    writer writes, NaN, which is written as null). Raises ValueError when the data is not JSON."""
+    return orjson.loads(data)
+
+
 def dumps(value: object) -> bytes:
     """Indented JSON bytes (metrics.json)."""
     return json_bytes(value, indent=True)

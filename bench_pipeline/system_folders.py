@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -62,12 +62,14 @@ def system_slug(system: System, with_setup: bool = False) -> str:
     return "--".join(parts) + "-" + _digest(*values)
 
 
-def system_slugs(systems: Iterable[System]) -> dict[System, str]:
+def system_slugs(systems: Iterable[System], bases: Mapping[System, str] | None = None) -> dict[System, str]:
     """Each system's folder: ``system_slug`` without its setup when no other system of the
     same suite, model and git sha is listed (most agents are measured one way: their folder
     is the one they had before setups were part of systems, and the same whichever layout
     recorded them), else with it (the same agent judged by another judge or on another
-    device gets a folder of its own)."""
-    bases = {system: system_slug(system) for system in systems}
+    device gets a folder of its own). ``bases``: each system's ``system_slug`` without its
+    setup where already made (the catalog refresh keeps it per run)."""
+    bases = {system: bases[system] if bases is not None and system in bases else system_slug(system)
+             for system in systems}
     counts = Counter(bases.values())
     return {s: base if counts[base] == 1 else system_slug(s, with_setup=True) for s, base in bases.items()}

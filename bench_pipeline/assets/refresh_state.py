@@ -33,15 +33,14 @@ import dagster as dg
 
 from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
 from ..formula import FORMULA_VERSION
-from ..artifacts import loads_json
-from ..jsonio import json_bytes
+from ..jsonio import json_bytes, read_written
 from ..object_store import CONCURRENCY, is_remote, storage_path, write_whole
 from ..partitions import runs_partitions
 
 #: The version of what the cross-run assets write (catalog rows, trends, repeats files, suite
 #: pages): raise it with any change to their code or templates, so that the next refresh
 #: recomputes every part instead of keeping parts made by the old code.
-CROSS_RUN_VERSION = "2026-12-06.2"
+CROSS_RUN_VERSION = "2026-12-06.3"
 #: What a kept part must have been made by: this formula and this cross-run code.
 REFRESH_VERSION = f"{FORMULA_VERSION}/{CROSS_RUN_VERSION}"
 #: The run tag that makes a refresh ignore what earlier refreshes kept.
@@ -122,7 +121,7 @@ def _read(path: Any, field: str) -> Any:
     """The ``field`` of what ``_write`` kept at ``path``; None when there is nothing, it cannot
     be read or was made by another REFRESH_VERSION."""
     try:
-        kept = loads_json(path.read_bytes())
+        kept = read_written(path.read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(kept, dict) or kept.get("refresh_version") != REFRESH_VERSION:

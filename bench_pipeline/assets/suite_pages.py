@@ -62,14 +62,11 @@ def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str,
     return shown
 
 
-def suite_runs(catalog_rows: list[dict], shown: dict[str, dict]) -> dict[Any, list[dict]]:
-    """{suite: its catalog rows, each with what the page shows of its comparison
-    (``shown_runs``; ``report`` as a Path)}, suites in catalog order."""
+def suite_runs(catalog_rows: list[dict]) -> dict[Any, list[dict]]:
+    """{suite: its catalog rows}, suites in catalog order."""
     suites: dict[Any, list[dict]] = {}
     for row in catalog_rows:
-        extra = shown[row["run_id"]]
-        suites.setdefault(row["suite"], []).append(
-            {**row, **extra, "report": Path(extra["report"]) if extra["report"] is not None else None})
+        suites.setdefault(row["suite"], []).append(row)
     return suites
 
 
@@ -89,21 +86,24 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: Sto
     by_suite: dict[Any, list[dict]] = {}
     for entry in systems.values():
         by_suite.setdefault(entry["suite"], []).append(entry)
-    for suite, suite_rows in suite_runs(records, shown).items():
+    for suite, suite_rows in suite_runs(records).items():
         slug = suite_slug(suite)
         suite_systems = by_suite.get(suite, [])
         key = _page_key(suite_rows, suite_systems, runs)
         path = output_root.staged() / SUITES_FOLDER / slug / "index.html"
         if key is None or kept.get(slug) != key:
-            _, listed = latest_runs(suite_rows, suite_systems, RUNS_SHOWN, members=lambda e: [*e["runs"], *e["left_out"]])
+            latest, listed = latest_runs(suite_rows, suite_systems, RUNS_SHOWN,
+                                         members=lambda e: [*e["runs"], *e["left_out"]])
             docs.load(e["slug"] for e in listed)
             entries = []
             for e in listed:
                 doc, page = docs.get(e["slug"])
                 entries.append(SystemEntry(e["slug"], doc, [], Path(e["repeats_md"]), setup=e.get("setup"),
                                            left_out=e.get("left_out") or {}, summary=page))
-            path = write_suite_page(output_root.staged() / SUITES_FOLDER / slug, suite, suite_rows, entries,
-                                    systems_total=len(suite_systems))
+            # the runs it lists, each with what it shows of its comparison
+            listed_rows = [{**row, **shown[row["run_id"]]} for row in latest]
+            path = write_suite_page(output_root.staged() / SUITES_FOLDER / slug, suite, listed_rows, entries,
+                                    systems_total=len(suite_systems), runs_total=len(suite_rows))
             written += 1
         if key is not None:
             state[slug] = key

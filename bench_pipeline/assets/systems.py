@@ -16,8 +16,8 @@ from ..catalog import row_identity
 from ..comparison_sides import make_side
 from ..output_root import OutputRoot
 from ..outputs import write_moved_files, write_repeats_files
-from ..repeats import RepeatRun, System, group_systems, repeats
-from ..system_folders import SYSTEMS_FOLDER, system_slugs
+from ..repeats import RepeatRun, System, repeats, system_of
+from ..system_folders import SYSTEMS_FOLDER, system_slug, system_slugs
 from ..reports.change_format import NO_VARIATION
 from ..reports.format import fmt_pct, md_cell
 from ..reports.format import fmt_int
@@ -34,6 +34,12 @@ from .refresh_state import load_pieces, save_pieces, unchanged
 LISTED = 50
 #: The name under which each system's documents are kept, a piece per system (refresh_state.py).
 SYSTEM_DOCS = "system_docs"
+
+
+def row_system(row: dict) -> System:
+    """The system of a catalog run (``repeats.system_of``, from its catalog row's identity)."""
+    return system_of(RepeatRun(make_side([], run_id=row["run_id"], suite=row["suite"], metrics_k=row["metrics_k"],
+                                         identity=row_identity(row)), None))
 
 
 def stored_repeat_run(settings: PipelineSettings, row: dict) -> RepeatRun | None:
@@ -55,8 +61,9 @@ class StoredRuns:
     and only when a system or page that shows the run is made again (refresh_state.py).
 
     ``kept``: what the last refresh knew of each run ({run id: {"data_version", "has_frame",
-    "comparison_version", "shown"}}); a run whose data version is unchanged keeps whether it
-    has a stored frame without reading it; ``shown`` (its gate, baseline and report for the
+    "system", "base", "comparison_version", "shown"}}); a run whose data version is unchanged
+    keeps whether it has a stored frame without reading it, and its system and that system's
+    folder name without making them again; ``shown`` (its gate, baseline and report for the
     suite page, ``suite_run``) is kept while its comparison's data version is unchanged."""
 
     def __init__(self, settings: PipelineSettings, records: list[dict], versions: dict[str, str | None],
@@ -68,8 +75,15 @@ class StoredRuns:
         self.state: dict[str, dict] = {}
         for row in records:
             run_id, before = row["run_id"], kept.get(row["run_id"])
-            has_frame = before["has_frame"] if unchanged(before, versions.get(run_id)) else self.run(row) is not None
-            self.state[run_id] = {"data_version": versions.get(run_id), "has_frame": has_frame}
+            version = versions.get(run_id)
+            if unchanged(before, version):  # what the run's row and frame gave is as it was
+                self.state[run_id] = {"data_version": version, "has_frame": before["has_frame"],
+                                      "system": before["system"], "base": before["base"]}
+                continue
+            system = row_system(row)
+            self.state[run_id] = {"data_version": version, "has_frame": self.run(row) is not None,
+                                  "system": [system.suite, system.model, system.git_sha, system.alone, list(system.setup)],
+                                  "base": system_slug(system)}
 
     def run(self, row: dict) -> RepeatRun | None:
         """The run with its stored frame (read once)."""
@@ -77,17 +91,22 @@ class StoredRuns:
             self.loaded[row["run_id"]] = stored_repeat_run(self.settings, row)
         return self.loaded[row["run_id"]]
 
-    def shells(self) -> list[RepeatRun]:
-        """Every run with a stored frame, in catalog order, as its system sees it (suite and
-        identity); the frame itself is read only where it already was."""
-        out = []
+    def grouped(self) -> dict[System, list[str]]:
+        """The ids of the runs with a stored frame grouped by system (``repeats.group_systems``
+        of the runs: systems in the order of their first run in the catalog), each run's system
+        kept from the last refresh while its data version is unchanged."""
+        groups: dict[tuple, list[str]] = {}
         for row in self.records:
-            if self.state[row["run_id"]]["has_frame"]:
-                loaded = self.loaded.get(row["run_id"])
-                out.append(loaded if loaded is not None else RepeatRun(
-                    make_side([], run_id=row["run_id"], suite=row["suite"], metrics_k=row["metrics_k"],
-                              identity=row_identity(row)), None))
-        return out
+            state = self.state[row["run_id"]]
+            if state["has_frame"]:
+                suite, model, git_sha, alone, setup = state["system"]
+                groups.setdefault((suite, model, git_sha, alone, tuple(setup)), []).append(row["run_id"])
+        return {System(suite, model, git_sha, alone=alone, setup=setup): ids
+                for (suite, model, git_sha, alone, setup), ids in groups.items()}
+
+    def base_slug(self, run_id: str) -> str:
+        """The folder name of the run's system without its setup (``system_folders.system_slug``)."""
+        return self.state[run_id]["base"]
 
     def full(self, run_ids: Iterable[str]) -> list[RepeatRun]:
         """The runs ``run_ids`` with their stored frames (those that have one)."""
@@ -225,11 +244,10 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
     state: dict[str, dict] = {}
     docs: dict[str, tuple[dict, dict]] = {}
     changed = 0
-    grouped = group_systems(runs.shells())
-    slugs = system_slugs(grouped)
-    systems = {slugs[system]: (system, members) for system, members in grouped.items()}
-    versions_of = {slug: {m.run_id: runs.versions.get(m.run_id) for m in members}
-                   for slug, (_, members) in systems.items()}
+    grouped = runs.grouped()
+    slugs = system_slugs(grouped, {system: runs.base_slug(ids[0]) for system, ids in grouped.items()})
+    systems = {slugs[system]: (system, ids) for system, ids in grouped.items()}
+    versions_of = {slug: {run_id: runs.versions.get(run_id) for run_id in ids} for slug, (_, ids) in systems.items()}
     remade = {slug for slug in systems if not _kept(kept.get(slug), versions_of[slug])}
     previous = output_root.fetch(remade, ("repeats.json",), SYSTEMS_FOLDER) if remade else None
     for slug, (system, members) in systems.items():
@@ -238,7 +256,7 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
             state[slug] = kept[slug]
             value[slug] = _value(kept[slug]["entry"])
             continue
-        split = split_members(settings, runs.full(m.run_id for m in members))
+        split = split_members(settings, runs.full(members))
         doc = repeats(split.pooled)
         before = previous / slug / "repeats.json"
         was = before.read_bytes() if before.is_file() else None
@@ -250,7 +268,7 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
         state[slug] = {"versions": versions, "entry": entry}
         value[slug] = _value(entry)
     moved = _moved(_earlier_folders(output_root, kept, set(systems)),
-                   {slug: {m.run_id for m in members} for slug, (_, members) in systems.items()})
+                   {slug: set(members) for slug, (_, members) in systems.items()})
     for slug, moved_to in moved.items():
         write_moved_files(output_root.staged() / SYSTEMS_FOLDER / slug, moved_to)
     output_root.publish()

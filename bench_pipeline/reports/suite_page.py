@@ -364,14 +364,17 @@ def _run_rows(out_dir: Path, runs: Sequence[Mapping[str, Any]], labels: Mapping[
 
 
 def suite_view(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any]],
-               systems: Sequence[SystemEntry], systems_total: int | None = None) -> dict[str, Any]:
+               systems: Sequence[SystemEntry], systems_total: int | None = None,
+               runs_total: int | None = None) -> dict[str, Any]:
     """What the suite page shows (strings raw, numbers formatted; escaped where rendered): the
     latest RUNS_SHOWN runs and their systems (``latest_runs``; ``every``: how many the suite
     has, when the page shows fewer). ``systems_total``: how many systems the suite has, when
-    ``systems`` are already only those of its latest runs (the catalog refresh reads no more)."""
+    ``systems`` are already only those of its latest runs (the catalog refresh reads no more);
+    ``runs_total`` likewise, when ``runs`` are already only its latest."""
     out_dir = Path(out_dir)
     systems = [replace(entry, summary=entry.page()) for entry in systems]  # each made once
-    every = {"runs": len(runs), "systems": systems_total if systems_total is not None else len(systems)}
+    every = {"runs": runs_total if runs_total is not None else len(runs),
+             "systems": systems_total if systems_total is not None else len(systems)}
     runs, systems = latest_runs(runs, systems, RUNS_SHOWN)
     rows = [_system_row(i, entry, out_dir) for i, entry in enumerate(systems, start=1)]
     labels = {run["run_id"]: row["label"] for entry, row in zip(systems, rows) for run in entry.page()["runs"]}
@@ -385,19 +388,20 @@ def suite_view(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any
 
 
 def render_suite_page(out_dir: Path, suite: str | None, runs: Sequence[Mapping[str, Any]],
-                      systems: Sequence[SystemEntry], systems_total: int | None = None) -> str:
-    """The suite page's HTML (links relative to ``out_dir``, where it goes; ``systems_total``:
-    ``suite_view``)."""
+                      systems: Sequence[SystemEntry], systems_total: int | None = None,
+                      runs_total: int | None = None) -> str:
+    """The suite page's HTML (links relative to ``out_dir``, where it goes; ``systems_total``
+    and ``runs_total``: ``suite_view``)."""
     return _env(True).get_template("suite_page.html.j2").render(
-        v=suite_view(out_dir, suite, runs, systems, systems_total), csp=CSP,
+        v=suite_view(out_dir, suite, runs, systems, systems_total, runs_total), csp=CSP,
         style=Markup(_asset("report.css") + "\n" + _asset("suite_page.css")))
 
 
 def write_suite_page(out_dir: Path, suite: str | None, runs: list[dict], systems: list[SystemEntry],
-                     systems_total: int | None = None) -> Path:
+                     systems_total: int | None = None, runs_total: int | None = None) -> Path:
     """``out_dir/index.html`` (written atomically); returns its path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"
-    write_atomic(path, render_suite_page(out_dir, suite, runs, systems, systems_total).encode())
+    write_atomic(path, render_suite_page(out_dir, suite, runs, systems, systems_total, runs_total).encode())
     return path

@@ -18,17 +18,17 @@ def test_suite_runs_read_each_runs_gate_and_baseline(tmp_path):
     (out / "r3").mkdir()
     (out / "r3" / "comparison.json").write_text("not json")
     rows = [{"run_id": r, "suite": s} for r, s in (("r1", "a"), ("r2", "a"), ("r3", None))]
-    suites = suite_runs(rows, shown_runs(rows, OutputRoot(str(out)), {}, {}))
-    assert list(suites) == ["a", None]
-    r1, r2 = suites["a"]
+    assert suite_runs(rows) == {"a": rows[:2], None: rows[2:]}  # suites in catalog order
+    shown = shown_runs(rows, OutputRoot(str(out)), {}, {})
+    r1, r2 = shown["r1"], shown["r2"]
     assert (r1["gate"], r1["baseline"], r1["report"]) == (None, None, None)
-    assert (r2["gate"], r2["baseline"], r2["report"]) == ("fail", "r1", (out / "r2" / "report.html").absolute())
-    assert suites[None][0]["gate"] is None
+    assert (r2["gate"], r2["baseline"], r2["report"]) == ("fail", "r1", str((out / "r2" / "report.html").absolute()))
+    assert shown["r3"]["gate"] is None
     assert r2["gate_reasons"] == [] and r2["gate_mde80"] == {"first_attempt": None, "task_success": None}
     (out / "r2" / "comparison.json").write_text(json.dumps({
         "baseline": {"run_id": "r1"}, "first_attempt": {"mde80": 0.3}, "task_success": {"mde80": 0.2},
         "gate": {"result": "inconclusive", "reasons": ["task_success_below_margin"]}, "warnings": ["judge_differs"]}))
-    r2 = suite_runs(rows, shown_runs(rows, OutputRoot(str(out)), {}, {}))["a"][1]
+    r2 = shown_runs(rows, OutputRoot(str(out)), {}, {})["r2"]
     assert (r2["gate"], r2["gate_reasons"]) == ("inconclusive", ["task_success_below_margin"])
     # kept from an earlier refresh while its comparison's data version is unchanged: not read again
     kept = {"r2": {"comparison_version": "v1", "shown": {**r2, "report": None, "gate": "pass"}}}

@@ -113,10 +113,12 @@ def test_two_models_on_one_suite_are_two_systems_on_one_page(tmp_path, pages):
 
     (call,) = pages
     assert call["suite"] == "suite-a" and call["out_dir"] == tmp_path / "reports" / "_suites" / suite_slug("suite-a")
-    assert [r["run_id"] for r in call["runs"]] == ["a1", "b1", "a2"]  # catalog order: start time
+    assert [r["run_id"] for r in call["runs"]] == ["a1", "b1", "a2"]  # the latest runs, in start order
+    assert call["runs_total"] == 3
     first = call["runs"][0]
     assert (first["model"], first["git_sha"], first["gate"], first["baseline"]) == ("model-a", "sha1", None, None)
-    assert first["report"] == (tmp_path / "reports" / "a1" / "report.html").absolute() and first["report"].is_file()
+    report = tmp_path / "reports" / "a1" / "report.html"
+    assert first["report"] == str(report.absolute()) and report.is_file()
     assert type(first["pass_at_1"]) is float and type(first["attempts"]) is int
     # each system with what its page shows of its runs, made when the system was (no frame read for the page)
     assert [(s.slug, [r["run_id"] for r in s.page()["runs"]]) for s in call["systems"]] == [

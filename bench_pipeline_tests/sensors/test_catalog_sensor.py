@@ -39,7 +39,7 @@ def materializations(instance, asset: str) -> int:
 def test_a_backfill_run_then_one_refresh_makes_the_systems_and_pages_once(tmp_path, monkeypatch):
     pages = []
 
-    def record(out_dir, suite, runs, systems, systems_total=None):
+    def record(out_dir, suite, runs, systems, systems_total=None, runs_total=None):
         pages.append((suite, [(r["run_id"], r["baseline"], r["gate"]) for r in runs], [s.slug for s in systems]))
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / "index.html").write_text("page")
