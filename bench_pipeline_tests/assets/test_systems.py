@@ -227,6 +227,31 @@ def test_a_second_refresh_without_a_new_run_changes_nothing(tmp_path, pages):
         k: v for k, v in first["system_repeats"].items() if k not in volatile}
 
 
+def test_a_refresh_makes_the_system_of_the_new_and_changed_runs_only(tmp_path, pages, monkeypatch):
+    # the other runs' systems and folder names are kept with their data versions
+    resources = make_resources(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+
+    def process(run_id: str, model: str, day: int, status: str) -> None:  # with its data version
+        make_run(tmp_path / "runs", [row("t1", 1, status)], run_id=run_id, manifest=_manifest(model, "s", day),
+                 suite={"name": "suite-a", "tasks": []})
+        instance.add_dynamic_partitions(runs_partitions.name, [run_id])
+        assert dg.materialize(per_run_assets, partition_key=run_id, instance=instance, resources=resources).success
+
+    process("r1", "m", 1, "passed")
+    process("r2", "n", 2, "failed")
+    _refresh(instance, resources)
+    made = []
+    real = systems.row_system
+    monkeypatch.setattr(systems, "row_system", lambda row: made.append(row["run_id"]) or real(row))
+    process("r3", "m", 3, "failed")
+    meta = _refresh(instance, resources)["system_repeats"]
+    assert made == ["r3"]
+    assert meta["systems"] == 2 and meta["runs_pooled"] == 3 and meta["systems_made"] == 1  # r3 joins r1's system
+    slug = system_slug(System("suite-a", "m", "s"))
+    assert [r["run_id"] for r in _docs(tmp_path / "reports")[slug]["runs"]] == ["r1", "r3"]
+
+
 def test_a_system_gone_from_the_catalog_keeps_its_folder_and_runs_without_frames_are_named(tmp_path, pages):
     resources = make_resources(tmp_path)
     instance = _runs(tmp_path, resources, {"r1": ("m", "s", {"t1": "passed"})})
