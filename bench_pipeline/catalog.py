@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .attempt_metrics import COUNT_LIMIT
@@ -121,6 +122,19 @@ def catalog_records(catalog: pd.DataFrame) -> list[dict]:
     return [dict(zip(columns, cells)) for cells in zip(*values)]
 
 
+class CatalogRows:
+    """The catalog's rows by run id as ``catalog_records`` makes them, each made when first
+    asked for: a refresh that reads a few runs makes their rows, not thousands."""
+
+    def __init__(self, catalog: pd.DataFrame) -> None:
+        self.columns = {c: catalog[c].tolist() for c in catalog.columns}
+        self.position = {run_id: i for i, run_id in enumerate(self.columns.get("run_id", []))}
+
+    def __getitem__(self, run_id: str) -> dict:
+        i = self.position[run_id]
+        return dict(zip(self.columns, _plain_values([values[i] for values in self.columns.values()])))
+
+
 def _plain_values(values: list) -> list:
     """``plain_value`` of each value, a text, an integer, a truth value or a number that is
     not NaN taken as it is (most cells of a catalog: every refresh reads thousands)."""
@@ -194,18 +208,8 @@ def _no_sides(run_id: str) -> tuple[Side | None, str | None]:
     return None, "no attempts given to compare the runs with"
 
 
-def reusable_trend(previous: Mapping[str, Any] | None, compared_with: Any, version: Any,
-                   compared_with_version: Any) -> bool:
-    """Whether a run's trend row from an earlier refresh (``previous``) still holds: the same
-    run before it, and both runs' data versions known and unchanged (the paired columns are a
-    function of the two runs' stored values, nothing else)."""
-    return (previous is not None and previous.get("compared_with") == compared_with
-            and isinstance(version, str) and previous.get("data_version") == version
-            and isinstance(compared_with_version, str) and previous.get("compared_with_version") == compared_with_version)
-
-
 def suite_trends(catalog: pd.DataFrame, side_of: SideLoader = _no_sides,
-                 previous: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+                 previous: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per suite, runs in start order, each compared by task with the run before it.
 
     The reference (2) warns against reading a small change or the overlap of two runs'
@@ -217,16 +221,19 @@ def suite_trends(catalog: pd.DataFrame, side_of: SideLoader = _no_sides,
 
     The catalog holds metrics.json-level data only: ``side_of(run_id)`` gives a run's attempts
     as a comparison side (the Dagster asset reads the run's stored attempt frame), called at
-    most once per run and only for runs whose comparison is made. ``previous``: {run id: its
-    trend row from an earlier refresh}; a row that still holds (``reusable_trend``) keeps its
-    paired columns without reading either run, so a refresh reads only the runs that changed
-    and their neighbours. ``data_version`` and ``compared_with_version`` record what each row
-    was computed from. A run without a predecessor, or whose side cannot be had, has null
-    paired columns and a ``comparison_note`` saying why.
+    most once per run and only for runs whose comparison is made. ``previous``: the trends of
+    an earlier refresh; a row of it still holds when its run has the same run before it and
+    both have the known data versions it was made from (the paired columns are a function of
+    the two runs' stored values, nothing else): it keeps its paired columns without reading
+    either run, so a refresh reads only the runs that changed and their neighbours, and the
+    kept rows are taken by columns, not row by row. ``data_version`` and
+    ``compared_with_version`` record what each row was computed from. A run without a
+    predecessor, or whose side cannot be had, has null paired columns and a
+    ``comparison_note`` saying why.
     """
     if catalog.empty:
         return pd.DataFrame(columns=TREND_COLUMNS)
-    previous = previous or {}
+    before = _kept_trends(previous)
     sides: dict[Any, tuple[Any, Side | None, str | None]] = {}
 
     def side(run_id: Any) -> tuple[Any, Side | None, str | None]:
@@ -238,22 +245,42 @@ def suite_trends(catalog: pd.DataFrame, side_of: SideLoader = _no_sides,
     for _, group in catalog.groupby("suite", dropna=False, sort=True):
         g = group.sort_values(["started_at", "run_id"]).copy()
         g["pass_at_1_change"] = g["pass_at_1"] - g["pass_at_1"].shift(1)
-        ids, versions = list(g["run_id"]), [plain_value(v) for v in g["data_version"]]
-        paired = []
-        for i, run_id in enumerate(ids):
+        ids, versions = g["run_id"].tolist(), [plain_value(v) for v in g["data_version"]]
+        compared_with, compared_versions = [None, *ids[:-1]], [None, *versions[:-1]]
+        kept = before.reindex(ids) if before is not None else None
+        columns = {c: kept[c].tolist() if kept is not None else [None] * len(ids) for c in PAIRED_COLUMNS}
+        for i in _made_again(kept, compared_with, versions, compared_versions):
             if i == 0:  # a suite's first run is compared with nothing: its attempts are not read
-                paired.append({**dict.fromkeys(PAIRED_COLUMNS), "comparison_note": "first run of the suite",
-                               "compared_with_version": None})
-                continue
-            before = previous.get(run_id)
-            if reusable_trend(before, ids[i - 1], versions[i], versions[i - 1]):
-                row = {c: before[c] for c in PAIRED_COLUMNS}
+                row = {**dict.fromkeys(PAIRED_COLUMNS), "comparison_note": "first run of the suite"}
             else:
-                row = _trend_comparison(side(ids[i - 1]), side(run_id))
-            paired.append({**row, "compared_with_version": versions[i - 1]})
-        extra = pd.DataFrame.from_records(paired, index=g.index, columns=[*PAIRED_COLUMNS, "compared_with_version"])
-        for column in extra.columns:
-            g[column] = extra[column]
+                row = _trend_comparison(side(ids[i - 1]), side(ids[i]))
+            for column in PAIRED_COLUMNS:
+                columns[column][i] = row[column]
+        for column in PAIRED_COLUMNS:
+            g[column] = pd.Series(columns[column], index=g.index, dtype=object)
+        g["compared_with_version"] = pd.Series(compared_versions, index=g.index, dtype=object)
         g["paired_tasks"] = pd.array([plain_value(v) for v in g["paired_tasks"]], dtype="Int64")
         frames.append(g[TREND_COLUMNS])
     return pd.concat(frames, ignore_index=True)
+
+
+def _kept_trends(previous: pd.DataFrame | None) -> pd.DataFrame | None:
+    """An earlier refresh's trends by run id (a run listed twice: its last row), or None."""
+    if previous is None or previous.empty or not set(TREND_COLUMNS) <= set(previous.columns):
+        return None
+    kept = previous[previous["run_id"].map(lambda v: isinstance(v, str))]
+    return kept.drop_duplicates("run_id", keep="last").set_index("run_id")
+
+
+def _made_again(kept: pd.DataFrame | None, compared_with: list, versions: list, compared_versions: list) -> list[int]:
+    """The positions of a suite's rows whose paired columns are made again: every row whose
+    kept row (``kept``, aligned with the suite's runs; None: no kept rows) was made with
+    another run before it or with other data versions of the two runs, or when a version is
+    unknown (the suite's first run is one: compared with nothing, it reads no run)."""
+    known = np.array([isinstance(a, str) and isinstance(b, str) for a, b in zip(versions, compared_versions)], dtype=bool)
+    if kept is None:
+        return list(range(len(versions)))
+    same = ((kept["compared_with"].to_numpy(dtype=object) == np.array(compared_with, dtype=object))
+            & (kept["data_version"].to_numpy(dtype=object) == np.array(versions, dtype=object))
+            & (kept["compared_with_version"].to_numpy(dtype=object) == np.array(compared_versions, dtype=object)))
+    return np.flatnonzero(~(same & known)).tolist()

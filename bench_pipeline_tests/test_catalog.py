@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import math
 
-from bench_pipeline.catalog import catalog_frame, catalog_records, catalog_row, suite_trends
+import pandas as pd
+
+from bench_pipeline.catalog import catalog_frame, catalog_row, suite_trends
 from bench_pipeline.pipeline import run_stages
 
 from .run_builder import make_run, row
@@ -246,7 +249,7 @@ def test_a_trend_row_whose_runs_kept_their_versions_is_kept_without_reading_them
     assert read == ["r1", "r2", "r3"]
     assert list(scratch["data_version"]) == ["r1@v1", "r2@v1", "r3@v1"]
     assert list(scratch["compared_with_version"]) == [None, "r1@v1", "r2@v1"]
-    kept = {r["run_id"]: r for r in catalog_records(scratch)}
+    kept = scratch
     read.clear()
     again = suite_trends(catalog_frame(rows), side_of, kept)
     assert read == [] and again.equals(scratch)
@@ -258,8 +261,14 @@ def test_a_trend_row_whose_runs_kept_their_versions_is_kept_without_reading_them
     # an unknown version is never taken as unchanged
     read.clear()
     rows[2] = {**rows[2], "data_version": None}
-    suite_trends(catalog_frame(rows), side_of, {r["run_id"]: r for r in catalog_records(changed)})
+    suite_trends(catalog_frame(rows), side_of, changed)
     assert read == ["r2", "r3"]
+    # kept rows read back from parquet, as the refresh keeps them, hold as well
+    read.clear()
+    rows[2] = {**rows[2], "data_version": "r3@v1"}
+    buffer = io.BytesIO()
+    changed.to_parquet(buffer, index=False)
+    assert suite_trends(catalog_frame(rows), side_of, pd.read_parquet(buffer)).equals(changed) and read == []
 
 
 def test_a_count_unknown_in_one_run_stays_known_in_the_others(tmp_path):

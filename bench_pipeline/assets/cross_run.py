@@ -21,9 +21,9 @@ import pandas as pd
 
 from ..bulk import gc_paused
 from ..catalog import (
+    CatalogRows,
     behind_formula_markdown,
     catalog_frame,
-    catalog_records,
     catalog_row,
     row_identity,
     runs_behind_formula,
@@ -36,7 +36,16 @@ from ..reports.format import fmt_int, fmt_pct, md_cell, md_text, plural
 from ..resources import PipelineSettings
 from ..run_folders import local_run_files
 from ..stored_values import FRAME_ERRORS, read_stored_document, stored_side
-from .refresh_state import REFRESH_VERSION, load_state, run_keys, run_versions, save_state, unchanged
+from .refresh_state import (
+    REFRESH_VERSION,
+    load_frame,
+    load_state,
+    run_keys,
+    run_versions,
+    save_frame,
+    save_state,
+    unchanged,
+)
 
 GROUP = "cross_run"
 
@@ -242,14 +251,12 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
     and only the runs of the other rows are read."""
     # as run_catalog: no collector's passes over the process's objects while the rows are made
     with gc_paused():
-        kept = load_state(settings.storage_base, "suite_trends", context)
+        kept = load_frame(settings.storage_base, "suite_trends", context)
         read: list[str] = []
-        rows: dict[str, dict] = {}  # the catalog's rows by run id, made when the first run is read
+        rows = CatalogRows(run_catalog)  # a run's row made only when the run is read
 
         def side_of(run_id: str) -> tuple[Side | None, str | None]:
             read.append(run_id)
-            if not rows:
-                rows.update((row["run_id"], row) for row in catalog_records(run_catalog))
             row = rows[run_id]
             try:
                 # with its setup, so that the comparison warns when the setups differ
@@ -258,8 +265,7 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
                 return None, f"{run_id}: no stored attempt frame to compare with ({type(exc).__name__})"
 
         frame = build_trends(run_catalog, side_of, kept)
-        save_state(settings.storage_base, "suite_trends",
-                   {row["run_id"]: row for row in catalog_records(frame) if isinstance(row["run_id"], str)})
+        save_frame(settings.storage_base, "suite_trends", frame)
         context.add_output_metadata({
             "dagster/row_count": len(frame),
             "gate_failures": int((frame["gate"] == "fail").sum()) if len(frame) else 0,

@@ -16,7 +16,9 @@ The state lives under the storage base (``<base>/cross_run_state/<name>.json``),
 the one JSON writer. What is large and needed only for a few parts at a time (a system's
 repeats document) is kept in pieces of its own (``<base>/cross_run_state/<name>/<key>.json``,
 ``save_piece`` / ``load_piece``), each read only when a refresh needs it, so that the state
-read and written by every refresh stays small. It is dropped whole (the refresh starts from
+read and written by every refresh stays small; a frame of a row per run (the trends) is kept
+as parquet (``<base>/cross_run_state/<name>.parquet``, ``save_frame`` / ``load_frame``), read
+by columns. It is dropped whole (the refresh starts from
 scratch) when it was made by another ``REFRESH_VERSION``: another formula version, or another
 version of the cross-run code (``CROSS_RUN_VERSION``, raised with any change to what the
 cross-run assets write). A refresh run tagged ``bench/refresh=from_scratch`` ignores it as
@@ -25,11 +27,15 @@ well.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import dagster as dg
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
 from ..formula import FORMULA_VERSION
@@ -147,6 +153,39 @@ def load_state(storage_base: str, name: str, context: dg.AssetExecutionContext |
 def save_state(storage_base: str, name: str, parts: dict) -> None:
     """Keep ``parts`` (JSON values) for the next refresh."""
     _write(_path(storage_base, name), "parts", parts)
+
+
+def _frame_path(storage_base: str, name: str) -> Any:
+    return storage_path(storage_base) / "cross_run_state" / f"{name}.parquet"
+
+
+#: The key of a kept frame's parquet metadata that names the REFRESH_VERSION that made it.
+_FRAME_VERSION_KEY = b"bench_pipeline/refresh_version"
+
+
+def save_frame(storage_base: str, name: str, frame: pd.DataFrame) -> None:
+    """Keep ``frame`` for the next refresh as a parquet file: read again by columns, without a
+    Python object per cell to make first (a frame of thousands of rows kept as JSON rows is
+    parsed, then turned into rows and back, by every refresh)."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), _FRAME_VERSION_KEY: REFRESH_VERSION.encode()})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    write_whole(_frame_path(storage_base, name), buffer.getvalue())
+
+
+def load_frame(storage_base: str, name: str, context: dg.AssetExecutionContext | None = None) -> pd.DataFrame | None:
+    """The frame kept by the last refresh under ``name``; None when there is none, it cannot
+    be read, was made by another REFRESH_VERSION, or the run asks for a refresh from scratch."""
+    if context is not None and from_scratch(context):
+        return None
+    try:
+        table = pq.read_table(io.BytesIO(_frame_path(storage_base, name).read_bytes()))
+    except (OSError, pa.ArrowException):
+        return None
+    if (table.schema.metadata or {}).get(_FRAME_VERSION_KEY) != REFRESH_VERSION.encode():
+        return None
+    return table.to_pandas()
 
 
 def save_piece(storage_base: str, name: str, key: str, value: Any) -> None:
