@@ -33,6 +33,12 @@ CATALOG_COLUMNS = [
 ]
 COUNT_COLUMNS = ["metrics_k", "unique_tasks", "attempts", "eligible_attempts", "missing_attempts",
                  "cost_usd_count", "data_quality_findings"]
+#: The catalog's numbers that are not counts: rates, their intervals, sums (64-bit floats, NaN
+#: for null), whatever a run's values are, so that the catalog's types never depend on which
+#: runs it holds (a catalog patched with new rows has the types of one made whole).
+NUMBER_COLUMNS = ["pass_at_1", "pass_at_1_lower", "pass_at_1_upper", "pass_at_k", "pass_at_k_lower", "pass_at_k_upper",
+                  "pass_pow_k", "attempt_success_rate", "coverage_pass_at_1", "coverage_pass_at_k",
+                  "total_tokens_sum", "cost_usd_sum"]
 
 
 def catalog_row(run_id: str, metrics: dict, manifest: dict, data_version: str | None = None) -> dict:
@@ -79,16 +85,37 @@ def catalog_row(run_id: str, metrics: dict, manifest: dict, data_version: str | 
     }
 
 
-def catalog_frame(rows: list[dict]) -> pd.DataFrame:
-    """The catalog, ordered by suite and start time."""
+def catalog_frame(rows: list[dict], kept: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The catalog, ordered by suite and start time: ``rows`` (``catalog_row``'s) and, when
+    given, the rows of ``kept`` (an earlier catalog's rows that still hold, taken as they are).
+    Its columns' types are fixed (texts, NUMBER_COLUMNS as floats, COUNT_COLUMNS as nullable
+    64-bit integers, judge_enabled as nullable Booleans), so that a catalog patched this way
+    equals one made from every row."""
     frame = pd.DataFrame.from_records(rows, columns=CATALOG_COLUMNS)
+    for column in NUMBER_COLUMNS:
+        frame[column] = pd.array([_number(row.get(column)) for row in rows], dtype="float64")
     # nullable 64-bit counts, from the rows themselves (a column holding a null would have made
     # them floats); a count beyond 64 bits (a huge plan) is n/a here
     for column in COUNT_COLUMNS:
         frame[column] = pd.array([_count(row.get(column)) for row in rows], dtype="Int64")
     frame["judge_enabled"] = pd.array([v if isinstance(v, bool) else None for v in (r.get("judge_enabled") for r in rows)],
                                       dtype="boolean")
+    for column in CATALOG_COLUMNS:
+        if column not in NUMBER_COLUMNS and column not in COUNT_COLUMNS and column != "judge_enabled":
+            frame[column] = frame[column].astype(object)
+    if kept is not None and len(kept):
+        frame = pd.concat([kept[CATALOG_COLUMNS].astype(frame.dtypes.to_dict()), frame]) if len(frame) else kept[CATALOG_COLUMNS]
     return frame.sort_values(["suite", "started_at", "run_id"], na_position="last").reset_index(drop=True)
+
+
+def _number(value: Any) -> float | None:
+    """A row's number as a float; None for a null or anything that is not a number."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond the float range: unavailable, as every such number (R42)
+        return None
 
 
 def _count(value: Any) -> int | None:

@@ -282,3 +282,34 @@ def test_a_count_unknown_in_one_run_stays_known_in_the_others(tmp_path):
     by_run = catalog.set_index("run_id")["metrics_k"]
     assert by_run["known"] == 2 and by_run.isna().to_dict() == {"known": False, "unknown": True}
     assert str(catalog["metrics_k"].dtype) == "Int64"
+
+
+def _parquet_bytes(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def test_a_catalog_patched_with_new_rows_equals_one_made_from_every_row():
+    """The refresh keeps the last catalog (as parquet) and adds the new and changed runs' rows:
+    the result has the types and bytes of a catalog made from every row, whichever runs hold
+    a null (a column of integers with a null is not read back as integers)."""
+    from bench_pipeline.catalog import CATALOG_COLUMNS
+
+    def catalog_row_of(run_id: str, day: int, tokens, k) -> dict:
+        return {**dict.fromkeys(CATALOG_COLUMNS), "run_id": run_id, "suite": "s", "started_at": f"2026-11-0{day}",
+                "total_tokens_sum": tokens, "metrics_k": k, "pass_at_1": 1, "judge_enabled": day % 2 == 0,
+                "data_version": f"{run_id}@v1"}
+
+    r1, r2, r3 = catalog_row_of("r1", 1, 10, 3), catalog_row_of("r2", 2, None, None), catalog_row_of("r3", 3, 5, 3)
+    before = pd.read_parquet(io.BytesIO(_parquet_bytes(catalog_frame([r1, r2]))))
+    assert str(before["total_tokens_sum"].dtype) == "float64" and before["total_tokens_sum"].isna().tolist() == [False, True]
+    r2_again = {**r2, "total_tokens_sum": 7, "data_version": "r2@v2"}  # re-processed: now known
+    patched = catalog_frame([r3, r2_again], before[before["run_id"] == "r1"])
+    whole = catalog_frame([r1, r2_again, r3])
+    assert patched.equals(whole) and patched.dtypes.equals(whole.dtypes)
+    assert _parquet_bytes(patched) == _parquet_bytes(whole)
+    assert patched["total_tokens_sum"].tolist() == [10.0, 7.0, 5.0] and patched["run_id"].tolist() == ["r1", "r2", "r3"]
+    assert str(whole["metrics_k"].dtype) == "Int64" and str(whole["judge_enabled"].dtype) == "boolean"
+    # nothing new: the kept rows are the catalog
+    assert catalog_frame([], before).equals(catalog_frame([r1, r2]))

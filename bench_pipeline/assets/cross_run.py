@@ -36,16 +36,7 @@ from ..reports.format import fmt_int, fmt_pct, md_cell, md_text, plural
 from ..resources import PipelineSettings
 from ..run_folders import local_run_files
 from ..stored_values import FRAME_ERRORS, read_stored_document, stored_side
-from .refresh_state import (
-    REFRESH_VERSION,
-    load_frame,
-    load_state,
-    run_keys,
-    run_versions,
-    save_frame,
-    save_state,
-    unchanged,
-)
+from .refresh_state import REFRESH_VERSION, load_frame, run_keys, run_versions, save_frame
 
 GROUP = "cross_run"
 
@@ -205,25 +196,22 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
         covered = _latest(context.instance, FOLLOWED_STAGE)
         versions = run_versions(context.instance, "capability_aggregates", run_keys(context.instance),
                                 settings.storage_base, context)
-        kept = load_state(settings.storage_base, "run_catalog", context)
-        rows, read = {}, []
-        for run_id, version in versions.items():
-            if unchanged(kept.get(run_id), version):
-                rows[run_id] = kept[run_id]
-            else:
-                read.append(run_id)
+        kept = load_frame(settings.storage_base, "run_catalog", context)
+        kept_versions = dict(zip(kept["run_id"].tolist(), kept["data_version"].tolist())) if kept is not None else {}
+        holding = {run_id for run_id, version in versions.items()
+                   if isinstance(version, str) and kept_versions.get(run_id) == version}
+        read = [run_id for run_id in versions if run_id not in holding]
         documents = {run_id: read_stored_document(settings.storage_base, "capability_aggregates", run_id)
                      for run_id in read}
         measured = [run_id for run_id in read if documents[run_id] is not None]
         # each run's manifest.json: in its run folder, or in the local copy of a run in a bucket
         # (brought up to date from one listing of the runs root: only changed manifests read)
         folders = local_run_files(settings.runs_root, measured, ("manifest.json",)) if measured else {}
-        for run_id in measured:
-            rows[run_id] = catalog_row(run_id, documents[run_id], read_json_object(folders[run_id] / "manifest.json"),
-                                       versions[run_id])
-        rows = {run_id: rows[run_id] for run_id in versions if run_id in rows}  # in partition order, however made
-        save_state(settings.storage_base, "run_catalog", rows)
-        frame = catalog_frame(list(rows.values()))
+        rows = [catalog_row(run_id, documents[run_id], read_json_object(folders[run_id] / "manifest.json"),
+                            versions[run_id]) for run_id in measured]
+        # the rows that still hold, taken by columns: no Python object per kept cell
+        frame = catalog_frame(rows, kept[kept["run_id"].isin(holding)] if kept is not None else None)
+        save_frame(settings.storage_base, "run_catalog", frame)
         behind = runs_behind_formula(frame, FORMULA_VERSION)
         context.add_output_metadata({
             "dagster/row_count": len(frame),
@@ -233,7 +221,7 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
             "formula_version": FORMULA_VERSION,
             "refresh_version": REFRESH_VERSION,
             "runs_read": len(measured),
-            "runs_kept": len(rows) - len(measured),
+            "runs_kept": len(frame) - len(measured),
             "runs_behind_formula": len(behind),
             "runs_behind_formula_list": dg.MetadataValue.md(behind_formula_markdown(behind, FORMULA_VERSION)),
             "preview": dg.MetadataValue.md(catalog_preview(frame, FORMULA_VERSION)),

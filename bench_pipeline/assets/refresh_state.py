@@ -46,7 +46,7 @@ from ..partitions import runs_partitions
 #: The version of what the cross-run assets write (catalog rows, trends, repeats files, suite
 #: pages): raise it with any change to their code or templates, so that the next refresh
 #: recomputes every part instead of keeping parts made by the old code.
-CROSS_RUN_VERSION = "2026-12-06.3"
+CROSS_RUN_VERSION = "2026-12-06.4"
 #: What a kept part must have been made by: this formula and this cross-run code.
 REFRESH_VERSION = f"{FORMULA_VERSION}/{CROSS_RUN_VERSION}"
 #: The run tag that makes a refresh ignore what earlier refreshes kept.
