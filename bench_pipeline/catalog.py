@@ -304,9 +304,9 @@ def _made_again(kept: pd.DataFrame | None, compared_with: list, versions: list, 
     kept row (``kept``, aligned with the suite's runs; None: no kept rows) was made with
     another run before it or with other data versions of the two runs, or when a version is
     unknown (the suite's first run is one: compared with nothing, it reads no run)."""
-    known = np.array([isinstance(a, str) and isinstance(b, str) for a, b in zip(versions, compared_versions)], dtype=bool)
     if kept is None:
         return list(range(len(versions)))
+    known = np.array([isinstance(a, str) and isinstance(b, str) for a, b in zip(versions, compared_versions)], dtype=bool)
     same = ((kept["compared_with"].to_numpy(dtype=object) == np.array(compared_with, dtype=object))
             & (kept["data_version"].to_numpy(dtype=object) == np.array(versions, dtype=object))
             & (kept["compared_with_version"].to_numpy(dtype=object) == np.array(compared_versions, dtype=object)))
