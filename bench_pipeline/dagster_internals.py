@@ -24,6 +24,13 @@ is what Dagster itself writes and reads.
   this process. The public routes are a running webserver (``DagsterGraphQLClient``) or the
   ``dagster-graphql -w`` command, which starts a code server first (backfill.py); Dagster
   has no public Python call that launches an asset backfill.
+- **A run's process, and marking a run failed** (``run_process``, ``mark_run_failed``,
+  ``local_sqlite_instance``): orphaned_runs.py ends runs of the local instance whose process
+  died. It reads the pid Dagster records on a run's start event (``get_records_for_run``),
+  marks the run failed as Dagster's run monitoring does (``report_run_failed``), and tells a
+  SQLite instance (whose runs' processes are on this machine) by its run storage's class.
+  None of these three is in Dagster's public API; the public route to end a run,
+  ``DagsterGraphQLClient.terminate_run``, needs a running webserver and marks it canceled.
 """
 
 from __future__ import annotations
@@ -45,7 +52,8 @@ from dagster._core.definitions.data_version import (
 CHECKED_WITH_DAGSTER = "1.13.27"
 
 __all__ = ["CHECKED_WITH_DAGSTER", "CODE_VERSION_TAG", "DATA_VERSION_TAG", "INSTANCE_STORAGE_MODULES",
-           "execute_graphql_in_process", "latest_tags_by_partition", "provenance_tags"]
+           "execute_graphql_in_process", "latest_tags_by_partition", "local_sqlite_instance", "mark_run_failed",
+           "provenance_tags", "run_process"]
 
 #: The modules Dagster imports to open the SQLite instance of deploy/dagster.local.yaml (the
 #: default instance has the same storages): importing them ahead leaves opening an existing
@@ -129,3 +137,33 @@ def execute_graphql_in_process(modules: Sequence[tuple[str, str, str]], query: s
         if errors:
             raise RuntimeError(f"the code location did not load: {errors[0].message.strip()}")
         return execute_query(context, query, dict(variables))
+
+
+def run_process(instance: dg.DagsterInstance, run_id: str) -> tuple[int, float] | None:
+    """(pid, Unix time) of the process that last said it runs ``run_id``: the one that
+    started executing it (its RUN_START event) or, before that, the one that launched it
+    (RUN_STARTING); None when no such event names a process."""
+    records = instance.get_records_for_run(
+        run_id, of_type={dg.DagsterEventType.RUN_START, dg.DagsterEventType.RUN_STARTING},
+        limit=1, ascending=False).records
+    for record in records:
+        entry = record.event_log_entry
+        if entry.dagster_event is not None and entry.dagster_event.pid is not None:
+            return entry.dagster_event.pid, entry.timestamp
+    return None
+
+
+def mark_run_failed(instance: dg.DagsterInstance, run_id: str, message: str) -> None:
+    """End run ``run_id`` as FAILURE, ``message`` in its event log (as Dagster's run
+    monitoring ends a run whose process died)."""
+    run = instance.get_run_by_id(run_id)
+    if run is not None:
+        instance.report_run_failed(run, message)
+
+
+def local_sqlite_instance(instance: dg.DagsterInstance) -> bool:
+    """Whether the instance keeps its runs in SQLite (files on this machine, so its runs'
+    processes were on this machine too: the local instance of deploy/dagster.local.yaml)."""
+    from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+
+    return isinstance(instance.run_storage, SqliteRunStorage)

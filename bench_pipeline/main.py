@@ -51,7 +51,7 @@ def run_all(samples: bool = True) -> int:
     failed run, and a failed catalog refresh)."""
     import dagster as dg
 
-    from .definitions import defs  # loaded only here: --samples-only does not need it
+    from .definitions import defs  # loaded only here: --prepare-ui does not need it
 
     # scripts/instance.sh seeds $DAGSTER_HOME/dagster.yaml (deploy/dagster.local.yaml); run
     # directly, Dagster's defaults apply until such a file exists.
@@ -61,13 +61,29 @@ def run_all(samples: bool = True) -> int:
         return _run_all(defs, instance, samples, interrupts)
 
 
+def end_orphaned_runs() -> None:
+    """Before the UI starts (scripts/ui.sh): mark failed the runs of the local instance that
+    a process no longer running left under way (orphaned_runs.py), when the instance exists."""
+    home = os.environ.get("DAGSTER_HOME")
+    if not home or not (Path(home) / "dagster.yaml").is_file():
+        return  # no instance made yet (scripts/instance.sh writes that file): no run to look at
+    import dagster as dg
+
+    from .orphaned_runs import fail_orphaned_runs
+
+    with dg.DagsterInstance.get() as instance:
+        fail_orphaned_runs(instance, _say)
+
+
 def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
     from .assets.cross_run import catalog_behind
     from .assets.run_stages import PARTITIONS_PER_RUN, up_to_date
+    from .orphaned_runs import fail_orphaned_runs
     from .partitions import partition_batches, range_tags, runs_partitions
     from .resources import default_settings
     from .run_folders import not_runs_note, ready_folders, refused_names, scan, waiting_reason
 
+    fail_orphaned_runs(instance, _say)  # a run left under way by a killed process blocks no refresh
     settings = default_settings()
     runs_root = settings.runs_root  # a folder or a bucket URL (s3://, gs://): kept as text
     if samples:
@@ -327,14 +343,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-samples", action="store_true",
                         help="do not write sample runs when the runs root holds no run folder (process your own "
                              "runs only)")
-    parser.add_argument("--samples-only", action="store_true",
-                        help="only write the sample runs when the runs root holds no run folder, process nothing "
-                             "(what scripts/ui.sh does before it starts the UI)")
+    parser.add_argument("--prepare-ui", action="store_true",
+                        help="only write the sample runs when the runs root holds no run folder and mark failed "
+                             "the runs a killed process left under way, process nothing (what scripts/ui.sh does "
+                             "before it starts the UI)")
     args = parser.parse_args(argv)
-    if args.samples_only:
+    if args.prepare_ui:
         from .resources.settings import default_runs_root
 
         ensure_sample_runs(default_runs_root())
+        end_orphaned_runs()
         return 0
     from .baselines import PinsError
     from .run_folders import RunsRootError

@@ -6,6 +6,8 @@ runs_partitions = dg.DynamicPartitionsDefinition(name="benchmark_runs")
 
 #: The run tags of a Dagster run over a range of partitions (as a backfill's runs carry them).
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+#: The run tag of a Dagster run of one partition (as the run folder sensor requests them).
+PARTITION_TAG = "dagster/partition"
 
 
 def range_tags(batch: list[str]) -> dict[str, str]:

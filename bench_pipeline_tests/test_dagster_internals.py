@@ -7,6 +7,7 @@ staleness that silently stops working or a backfill command that breaks.
 from __future__ import annotations
 
 import importlib
+import os
 from importlib.metadata import version
 
 import dagster as dg
@@ -17,7 +18,10 @@ from bench_pipeline.dagster_internals import (
     CHECKED_WITH_DAGSTER,
     execute_graphql_in_process,
     latest_tags_by_partition,
+    local_sqlite_instance,
+    mark_run_failed,
     provenance_tags,
+    run_process,
 )
 
 #: Every private name dagster_internals imports, by module.
@@ -30,6 +34,7 @@ PRIVATE_NAMES = {
     "dagster._core.workspace.context": ("WorkspaceProcessContext",),
     "dagster._core.workspace.load_target": ("InProcessWorkspaceLoadTarget",),
     "dagster_graphql.cli": ("execute_query",),
+    "dagster._core.storage.runs.sqlite.sqlite_run_storage": ("SqliteRunStorage",),
 }
 
 
@@ -183,3 +188,31 @@ def test_the_instance_storage_modules_are_all_that_opening_an_instance_imports(t
                                   "dagster._core.storage.schedules", "dagster._core.run_coordinator",
                                   "dagster._core.launcher"))]
         assert heavy == [], f"opening the instance still imports {heavy}: add their modules to INSTANCE_STORAGE_MODULES"
+
+
+def test_a_runs_process_is_the_one_that_executed_it_and_marking_it_failed_ends_it(tmp_path):
+    @dg.op
+    def nothing() -> None:
+        pass
+
+    @dg.job
+    def one() -> None:
+        nothing()
+
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        result = one.execute_in_process(instance=instance)
+        pid, when = run_process(instance, result.run_id)
+        assert pid == os.getpid()
+        assert abs(when - instance.get_run_record_by_id(result.run_id).start_time) < 1
+        mark_run_failed(instance, result.run_id, "said why")
+        assert instance.get_run_by_id(result.run_id).status == dg.DagsterRunStatus.FAILURE
+        (failure,) = instance.get_records_for_run(result.run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records
+        assert failure.event_log_entry.message == "said why"
+        assert run_process(instance, "no-such-run") is None
+
+
+def test_a_sqlite_instance_is_local_and_an_in_memory_one_is_not(tmp_path):
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        assert local_sqlite_instance(instance)
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert not local_sqlite_instance(instance)

@@ -62,11 +62,11 @@ def test_run_sh_help_names_the_script_and_its_options(capsys):
         main(["--help"])
     assert done.value.code == 0
     said = capsys.readouterr().out
-    assert said.startswith("usage: scripts/run.sh [-h] [--no-samples] [--samples-only]")
+    assert said.startswith("usage: scripts/run.sh [-h] [--no-samples] [--prepare-ui]")
     words = " ".join(said.split())  # as wrapped to the terminal
     assert "main.py" not in said and "Process every ready run folder under the runs root" in words
     assert "--no-samples do not write sample runs when the runs root holds no run folder" in words
-    assert "--samples-only only write the sample runs" in words
+    assert "--prepare-ui only write the sample runs" in words
 
 
 #: The main command with another formula version, as after a change of FORMULA_VERSION: set

@@ -18,6 +18,8 @@ IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED,
 ]
+#: How many of the runs it waits for a skipped tick names (the newest first).
+NAMED = 3
 
 
 @dg.sensor(
@@ -38,5 +40,9 @@ def catalog_sensor(context: dg.SensorEvaluationContext):
         return dg.SkipReason("the catalog, systems and suite pages are up to date with every materialized run")
     busy = context.instance.get_runs_count(dg.RunsFilter(statuses=IN_FLIGHT))
     if busy:
-        return dg.SkipReason(f"new runs materialized; waiting for {busy} queued or running run(s) to finish")
+        named = context.instance.get_run_records(dg.RunsFilter(statuses=IN_FLIGHT), limit=NAMED)
+        runs = ", ".join(f"{r.dagster_run.run_id} ({r.dagster_run.status.value})" for r in named)
+        more = f" and {busy - len(named)} more" if busy > len(named) else ""
+        return dg.SkipReason(f"new runs materialized; waiting for {busy} queued or running run(s) to finish: "
+                             f"{runs}{more}")
     return dg.RunRequest(run_key=f"refresh-after-{newest}")

@@ -76,3 +76,36 @@ def test_a_backfill_run_then_one_refresh_makes_the_systems_and_pages_once(tmp_pa
     first, *later = page[1]
     assert first[1:] == (None, None)
     assert [r[1] for r in later] == [r[0] for r in page[1][:-1]] and {r[2] for r in later} <= {"pass", "fail", "inconclusive"}
+
+
+def test_a_run_a_killed_process_left_under_way_is_named_and_once_ended_blocks_no_refresh(tmp_path):
+    """The catalog sensor waits while a run is under way, naming it; a run whose process was
+    killed would be waited for for ever, until the next scripts/run.sh or scripts/ui.sh marks
+    it failed (orphaned_runs.py)."""
+    from bench_pipeline.orphaned_runs import fail_orphaned_runs
+
+    from ..support.sleeping_run import killed, local_home, start_sleeping_run, wait_until_started
+
+    resources = make_resources(tmp_path)
+    keys = sorted(p.name for p in generate_runs(tmp_path / "runs", runs=2, seed=4, tasks=3, repeats=1,
+                                                history_messages=4, edge_cases=False))
+    home = local_home(tmp_path / "home")
+    proc = start_sleeping_run(home)
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            instance.add_dynamic_partitions(runs_partitions.name, keys)
+            assert dg.materialize(per_run_assets, instance=instance, resources=resources, tags=range_tags(keys)).success
+            (left,) = wait_until_started(instance, 1)
+            waiting = tick(instance)
+            assert waiting.skip_message == ("new runs materialized; waiting for 1 queued or running run(s) to finish: "
+                                            f"{left.run_id} (STARTED)")
+            killed(proc)
+            assert tick(instance).skip_message == waiting.skip_message  # Dagster cannot tell it ended
+
+            said: list[str] = []
+            assert [r.run_id for r in fail_orphaned_runs(instance, said.append)] == [left.run_id]
+            request = tick(instance)
+            assert isinstance(request, dg.RunRequest) and request.run_key.startswith("refresh-after-")
+    finally:
+        if proc.poll() is None:
+            killed(proc)

@@ -1,0 +1,61 @@
+"""`python -m bench_pipeline_tests.support.sleeping_run`: one Dagster run, on the instance of
+$DAGSTER_HOME, executed in this process, whose only step sleeps until the process is killed:
+a run under way whose process a test can kill (as kill -9, the out-of-memory killer or a
+reboot end a run worker)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dg.op
+def wait_to_be_killed() -> None:
+    time.sleep(600)
+
+
+@dg.job(tags={"dagster/partition": "run-0001"})
+def sleeping() -> None:
+    wait_to_be_killed()
+
+
+def local_home(path: Path) -> Path:
+    """A local instance as scripts/instance.sh makes it: deploy/dagster.local.yaml in DAGSTER_HOME."""
+    path.mkdir(parents=True)
+    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", path / "dagster.yaml")
+    return path
+
+
+def start_sleeping_run(home: Path) -> subprocess.Popen:
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "bench_pipeline_tests.support.sleeping_run"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_until_started(instance: dg.DagsterInstance, count: int, timeout: float = 90) -> list[dg.DagsterRun]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+        if len(runs) >= count:
+            return list(runs)
+        time.sleep(0.2)
+    raise AssertionError(f"{count} run(s) did not start in {timeout}s")
+
+
+def killed(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    with dg.DagsterInstance.get() as instance:
+        sleeping.execute_in_process(instance=instance)

@@ -1,0 +1,103 @@
+"""Runs of the local instance left under way by a killed process (orphaned_runs.py): found by
+their process, marked failed with the reason, and a run whose process still runs left alone.
+The runs are real Dagster runs in processes of their own, one of them killed with SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from bench_pipeline.orphaned_runs import fail_orphaned_runs, find_orphaned_runs, process_running
+
+from .support.sleeping_run import killed, local_home, start_sleeping_run, wait_until_started
+
+
+def test_a_process_is_running_only_while_it_is_the_same_process():
+    assert process_running(os.getpid(), time.time())
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    assert not process_running(int(done.stdout), time.time())  # exited
+    if Path("/proc/self/stat").exists():
+        # a process that started after the time it is asked about is not the one that ran then
+        assert not process_running(os.getpid(), time.time() - 3600 * 24 * 365)
+
+
+def test_a_run_whose_process_was_killed_is_marked_failed_and_a_running_one_is_left(tmp_path):
+    home = local_home(tmp_path / "home")
+    killed_proc, live_proc = start_sleeping_run(home), None
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            (first,) = wait_until_started(instance, 1)
+            live_proc = start_sleeping_run(home)
+            live = next(r for r in wait_until_started(instance, 2) if r.run_id != first.run_id)
+            assert find_orphaned_runs(instance) == []  # both processes run: nothing to end
+            killed(killed_proc)
+
+            said: list[str] = []
+            (orphan,) = fail_orphaned_runs(instance, said.append)
+            assert (orphan.run_id, orphan.job_name, orphan.status, orphan.pid, orphan.partitions) == (
+                first.run_id, "sleeping", "STARTED", killed_proc.pid, ("run-0001",))
+            assert said == [f"run {first.run_id} of sleeping (partitions run-0001) was left STARTED by process "
+                            f"{killed_proc.pid}, which is no longer running: marked failed"]
+            assert instance.get_run_by_id(first.run_id).status == dg.DagsterRunStatus.FAILURE
+            failure = instance.get_records_for_run(first.run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records
+            assert len(failure) == 1
+            assert f"its process (pid {killed_proc.pid}) is no longer running" in failure[0].event_log_entry.message
+            assert instance.get_run_by_id(live.run_id).status == dg.DagsterRunStatus.STARTED
+
+            assert fail_orphaned_runs(instance, said.append) == [] and len(said) == 1  # once
+    finally:
+        for proc in (killed_proc, live_proc):
+            if proc is not None and proc.poll() is None:
+                killed(proc)
+
+
+@pytest.mark.parametrize("pid_reused", [False, True])
+def test_the_process_is_asked_with_the_time_its_run_said_it_started(tmp_path, pid_reused):
+    """The check is given the run's pid and when it said so: a pid taken since by another
+    process (``running`` answers False then) leaves the run orphaned."""
+    home = local_home(tmp_path / "home")
+    proc = start_sleeping_run(home)
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            (run,) = wait_until_started(instance, 1)
+            started = instance.get_run_record_by_id(run.run_id).start_time
+            asked = []
+
+            def running(pid: int, since: float) -> bool:
+                asked.append((pid, since))
+                return not pid_reused
+
+            found = find_orphaned_runs(instance, running)
+            assert [r.run_id for r in found] == ([run.run_id] if pid_reused else [])
+            ((pid, since),) = asked
+            assert pid == proc.pid and abs(since - started) < 5
+    finally:
+        killed(proc)
+
+
+def test_scripts_ui_sh_marks_the_runs_a_killed_process_left_before_the_ui_starts(tmp_path):
+    """What scripts/ui.sh runs before `dg dev`: `python -m bench_pipeline.main --prepare-ui`."""
+    home = local_home(tmp_path / "home")
+    proc = start_sleeping_run(home)
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            (run,) = wait_until_started(instance, 1)
+    finally:
+        killed(proc)
+    env = {**os.environ, "DAGSTER_HOME": str(home), "BENCH_HOME": str(tmp_path / "data")}
+    for var in ("BENCH_RUNS_ROOT", "BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE"):
+        env.pop(var, None)
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--prepare-ui"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (f"run {run.run_id} of sleeping (partitions run-0001) was left STARTED by process {proc.pid}, "
+            "which is no longer running: marked failed") in done.stdout.splitlines()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
