@@ -35,7 +35,8 @@ UNDER_WAY = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.Dagst
 
 @dataclass(frozen=True)
 class OrphanedRun:
-    """A run under way whose process (``pid``, which said so at ``since``) is gone."""
+    """A run under way whose process (``pid``: the one that last said it runs it) is gone;
+    ``partitions``: the one it processes, or the first and last of its range."""
 
     run_id: str
     job_name: str
