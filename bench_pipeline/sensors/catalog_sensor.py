@@ -4,7 +4,8 @@ Each tick: when a per-run materialization is newer than the catalog or another a
 refresh (the systems' repeats, the suite pages: ``catalog_behind``) and no run is queued or
 under way, it requests one ``refresh_catalog`` run, keyed by what it is behind, so a sensor
 tick, a main command and a backfill of a thousand runs all end in one refresh instead of one
-per partition. Run keys start with ``refresh-after-`` (before the refresh covered the
+per partition. A run of the local instance whose process was killed, which would be waited
+for for ever, is marked failed first (orphaned_runs.py). Run keys start with ``refresh-after-`` (before the refresh covered the
 systems and suite pages they started with ``catalog-after-``, in another key format): an old
 key is never taken for a new one.
 """
@@ -12,6 +13,7 @@ key is never taken for a new one.
 import dagster as dg
 
 from ..assets.cross_run import catalog_behind
+from ..orphaned_runs import fail_orphaned_runs
 from .run_folder_sensor import MINIMUM_INTERVAL_SECONDS
 
 IN_FLIGHT = [
@@ -39,6 +41,9 @@ def catalog_sensor(context: dg.SensorEvaluationContext):
     if newest is None:
         return dg.SkipReason("the catalog, systems and suite pages are up to date with every materialized run")
     busy = context.instance.get_runs_count(dg.RunsFilter(statuses=IN_FLIGHT))
+    if busy and fail_orphaned_runs(context.instance, context.log.warning):
+        # a run a killed process left under way (local instance only) would be waited for for ever
+        busy = context.instance.get_runs_count(dg.RunsFilter(statuses=IN_FLIGHT))
     if busy:
         named = context.instance.get_run_records(dg.RunsFilter(statuses=IN_FLIGHT), limit=NAMED)
         runs = ", ".join(f"{r.dagster_run.run_id} ({r.dagster_run.status.value})" for r in named)

@@ -78,12 +78,10 @@ def test_a_backfill_run_then_one_refresh_makes_the_systems_and_pages_once(tmp_pa
     assert [r[1] for r in later] == [r[0] for r in page[1][:-1]] and {r[2] for r in later} <= {"pass", "fail", "inconclusive"}
 
 
-def test_a_run_a_killed_process_left_under_way_is_named_and_once_ended_blocks_no_refresh(tmp_path):
+def test_a_run_a_killed_process_left_under_way_is_named_while_it_runs_and_then_ended(tmp_path):
     """The catalog sensor waits while a run is under way, naming it; a run whose process was
-    killed would be waited for for ever, until the next scripts/run.sh or scripts/ui.sh marks
-    it failed (orphaned_runs.py)."""
-    from bench_pipeline.orphaned_runs import fail_orphaned_runs
-
+    killed, which would be waited for for ever on the local instance, it marks failed
+    (orphaned_runs.py) and requests the refresh."""
     from ..support.sleeping_run import killed, local_home, start_sleeping_run, wait_until_started
 
     resources = make_resources(tmp_path)
@@ -99,13 +97,14 @@ def test_a_run_a_killed_process_left_under_way_is_named_and_once_ended_blocks_no
             waiting = tick(instance)
             assert waiting.skip_message == ("new runs materialized; waiting for 1 queued or running run(s) to finish: "
                                             f"{left.run_id} (STARTED)")
+            assert instance.get_run_by_id(left.run_id).status == dg.DagsterRunStatus.STARTED  # its process runs
             killed(proc)
-            assert tick(instance).skip_message == waiting.skip_message  # Dagster cannot tell it ended
 
-            said: list[str] = []
-            assert [r.run_id for r in fail_orphaned_runs(instance, said.append)] == [left.run_id]
             request = tick(instance)
             assert isinstance(request, dg.RunRequest) and request.run_key.startswith("refresh-after-")
+            assert instance.get_run_by_id(left.run_id).status == dg.DagsterRunStatus.FAILURE
+            (failure,) = instance.get_records_for_run(left.run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records
+            assert f"its process (pid {proc.pid}) is no longer running" in failure.event_log_entry.message
     finally:
         if proc.poll() is None:
             killed(proc)
