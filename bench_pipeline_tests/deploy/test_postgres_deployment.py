@@ -167,23 +167,29 @@ def _query(pg_env: dict, sql: str, params: tuple = ()) -> list[tuple]:
         conn.close()
 
 
+def _poll_runs(pg_env: dict, services: list[Service], sql: str, params: tuple = ()) -> list[tuple]:
+    """The runs ``sql`` selects, once every service is checked to be still running (none
+    before the daemon has made Dagster's tables)."""
+    import psycopg2.errors
+
+    for service in services:
+        assert service.proc.poll() is None, f"{service.name} exited:\n{service.tail()}"
+    try:
+        return _query(pg_env, sql, params)
+    except psycopg2.errors.UndefinedTable:  # the daemon has not created the schema yet
+        return []
+
+
 def _wait_for_runs(pg_env: dict, where: str, count: int, services: list[Service], timeout: float,
                    job: str | None = "process_run") -> list[tuple]:
     """Wait until `count` runs (of `job`, when given) match `where` and all have finished."""
-    import psycopg2.errors
-
     of_job = f"pipeline_name = '{job}' AND " if job else ""
     sql = (f"SELECT run_id, status, start_time, end_time FROM runs WHERE {of_job}{where} "
            "ORDER BY create_timestamp")
     deadline = time.monotonic() + timeout
     runs: list[tuple] = []
     while time.monotonic() < deadline:
-        for service in services:
-            assert service.proc.poll() is None, f"{service.name} exited:\n{service.tail()}"
-        try:
-            runs = _query(pg_env, sql)
-        except psycopg2.errors.UndefinedTable:  # the daemon has not created the schema yet
-            runs = []
+        runs = _poll_runs(pg_env, services, sql)
         if len(runs) >= count and all(r[1] in ("SUCCESS", "FAILURE", "CANCELED") for r in runs):
             return runs
         time.sleep(1)
@@ -207,20 +213,13 @@ def _wait_for_retries(pg_env: dict, partition: str, services: list[Service],
     event_log_consumer.py). Such a run is recognised exactly: will_retry true, no
     ``dagster/auto_retry_run_id``, and the daemon's RUN_FAILURE cursor at or past its event.
     """
-    import psycopg2.errors
-
     sql = ("SELECT run_id, status, start_time, end_time FROM runs WHERE pipeline_name = 'process_run' "
            f"AND NOT {FOLLOW_UPS} AND run_id IN (SELECT run_id FROM run_tags WHERE key = 'dagster/partition' "
            "AND value = %s) ORDER BY create_timestamp")
     deadline = time.monotonic() + timeout
     runs: list[tuple] = []
     while time.monotonic() < deadline:
-        for service in services:
-            assert service.proc.poll() is None, f"{service.name} exited:\n{service.tail()}"
-        try:
-            runs = _query(pg_env, sql, (partition,))
-        except psycopg2.errors.UndefinedTable:  # the daemon has not created the schema yet
-            runs = []
+        runs = _poll_runs(pg_env, services, sql, (partition,))
         if runs and runs[-1][1] == "FAILURE":
             last = runs[-1][0]
             tags = _run_tags(pg_env, [last])[last]
