@@ -140,12 +140,10 @@ def execute_graphql_in_process(modules: Sequence[tuple[str, str, str]], query: s
 
 
 def run_process(instance: dg.DagsterInstance, run_id: str) -> tuple[int, float] | None:
-    """(pid, Unix time) of the process that last said it runs ``run_id``: the one that
-    started executing it (its RUN_START event) or, before that, the one that launched it
-    (RUN_STARTING); None when no such event names a process."""
-    records = instance.get_records_for_run(
-        run_id, of_type={dg.DagsterEventType.RUN_START, dg.DagsterEventType.RUN_STARTING},
-        limit=1, ascending=False).records
+    """(pid, Unix time) of the process that executes ``run_id``: its RUN_START event's;
+    None before the run has started (Dagster records no process on the events before it)."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.RUN_START,
+                                           limit=1, ascending=False).records
     for record in records:
         entry = record.event_log_entry
         if entry.dagster_event is not None and entry.dagster_event.pid is not None:

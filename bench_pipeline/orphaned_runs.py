@@ -3,13 +3,15 @@
 On the embedded default instance (deploy/dagster.local.yaml: SQLite, Dagster's
 DefaultRunLauncher, no run monitoring) a run whose process dies while it runs (kill -9, the
 out-of-memory killer, a reboot, `scripts/ui.sh` stopped while a long run was going and killed
-after its stop timeout) stays STARTED for ever: that launcher cannot check a run's process.
-Nothing would end it, and the catalog sensor, which refreshes only when no run is queued or
+after its stop timeout) stays STARTED for ever once nothing watches that process: while the
+UI runs, Dagster's code server fails a run whose worker it started and saw die, but not when
+the code server died too, nor a run `scripts/run.sh` executes in its own process; the
+launcher cannot check a run's process. Nothing would end it, and the catalog sensor, which refreshes only when no run is queued or
 under way, would wait for it for ever: no catalog, systems or suite page would follow the
 runs again.
 
-So `scripts/run.sh` and `scripts/ui.sh` (both through the main command) first mark each such
-run of their local instance failed, saying why; its partitions are then processed as any
+So `scripts/run.sh` and `scripts/ui.sh` (both through the main command) first, and the
+catalog sensor when it would wait, mark each such run of their local instance failed, saying why; its partitions are then processed as any
 failed run's are (the main command processes every run folder whose outputs are not current;
 in the UI, re-execute the run or launch a backfill). A run whose process is still running
 (another `scripts/run.sh` on the same instance, say) is left alone, and so is every run of an
@@ -29,13 +31,15 @@ import dagster as dg
 from .dagster_internals import local_sqlite_instance, mark_run_failed, run_process
 from .partitions import PARTITION_TAG, RANGE_END, RANGE_START
 
-#: The statuses of a run launched and not finished: a process of its own is doing it.
-UNDER_WAY = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+#: The statuses of a run whose process is executing it. A STARTING run is not among them:
+#: Dagster records no process for a run before its RUN_START event (a run killed in the
+#: second or two of its launch stays STARTING; "Terminate" it in the UI).
+UNDER_WAY = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
 
 @dataclass(frozen=True)
 class OrphanedRun:
-    """A run under way whose process (``pid``: the one that last said it runs it) is gone;
+    """A run under way whose process (``pid``: the one that executes it) is gone;
     ``partitions``: the one it processes, or the first and last of its range."""
 
     run_id: str
