@@ -5,9 +5,9 @@ refresh (the systems' repeats, the suite pages: ``catalog_behind``) and no run i
 under way, it requests one ``refresh_catalog`` run, keyed by what it is behind, so a sensor
 tick, a main command and a backfill of a thousand runs all end in one refresh instead of one
 per partition. A run of the local instance whose process was killed, which would be waited
-for for ever, is marked failed first (orphaned_runs.py). Run keys start with ``refresh-after-`` (before the refresh covered the
-systems and suite pages they started with ``catalog-after-``, in another key format): an old
-key is never taken for a new one.
+for for ever, is marked failed first (orphaned_runs.py). Run keys start with
+``refresh-after-`` (before the refresh covered the systems and suite pages they started
+with ``catalog-after-``, in another key format): an old key is never taken for a new one.
 """
 
 import dagster as dg
