@@ -85,10 +85,15 @@ def find_orphaned_runs(instance: dg.DagsterInstance,
         process = run_process(instance, run.run_id)
         if process is None or running(*process):
             continue  # not known which process runs it, or that process still runs
-        partitions = tuple(p for p in (run.tags.get(PARTITION_TAG),) if p) or tuple(
-            dict.fromkeys(p for p in (run.tags.get(RANGE_START), run.tags.get(RANGE_END)) if p))
-        orphaned.append(OrphanedRun(run.run_id, run.job_name, run.status.value, process[0], partitions))
+        orphaned.append(OrphanedRun(run.run_id, run.job_name, run.status.value, process[0], _partitions(run.tags)))
     return orphaned
+
+
+def _partitions(tags: dict[str, str]) -> tuple[str, ...]:
+    """The run's partition, or the first and last of its range (one when they are the same)."""
+    if tags.get(PARTITION_TAG):
+        return (tags[PARTITION_TAG],)
+    return tuple(dict.fromkeys(key for key in (tags.get(RANGE_START), tags.get(RANGE_END)) if key))
 
 
 def fail_orphaned_runs(instance: dg.DagsterInstance, say: Callable[[str], None],
