@@ -1,7 +1,7 @@
 """Runs of the local instance left "under way" by a process that no longer exists.
 
 On the embedded default instance (deploy/dagster.local.yaml: SQLite, Dagster's
-DefaultRunLauncher, no run monitoring) a run whose process dies while it runs (kill -9, the
+DefaultRunLauncher, whose started runs Dagster's run monitor cannot check) a run whose process dies while it runs (kill -9, the
 out-of-memory killer, a reboot, `scripts/ui.sh` stopped while a long run was going and killed
 after its stop timeout) stays STARTED for ever once nothing watches that process: while the
 UI runs, Dagster's code server fails a run whose worker it started and saw die, but not when
@@ -32,8 +32,9 @@ from .dagster_internals import local_sqlite_instance, mark_run_failed, run_proce
 from .partitions import PARTITION_TAG, RANGE_END, RANGE_START
 
 #: The statuses of a run whose process is executing it. A STARTING run is not among them:
-#: Dagster records no process for a run before its RUN_START event (a run killed in the
-#: second or two of its launch stays STARTING; "Terminate" it in the UI).
+#: Dagster records no process for a run before its RUN_START event; a run killed in the
+#: second or two of its launch is failed by the daemon's run monitor 180 s after its launch
+#: (deploy/dagster.local.yaml ``run_monitoring``).
 UNDER_WAY = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
 

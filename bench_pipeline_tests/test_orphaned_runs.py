@@ -5,6 +5,7 @@ The runs are real Dagster runs in processes of their own, one of them killed wit
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,10 +13,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 
 from bench_pipeline.orphaned_runs import fail_orphaned_runs, find_orphaned_runs, process_running
 
-from .support.sleeping_run import killed, local_home, start_sleeping_run, wait_until_started
+from .support.sleeping_run import ROOT, killed, local_home, sleeping, start_sleeping_run, wait_until_started
 
 
 def test_a_process_is_running_only_while_it_is_the_same_process():
@@ -101,3 +103,62 @@ def test_scripts_ui_sh_marks_the_runs_a_killed_process_left_before_the_ui_starts
             "which is no longer running: marked failed") in done.stdout.splitlines()
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
+
+
+def test_the_local_instance_fails_a_run_stuck_starting_and_sets_no_maximum_run_time(tmp_path):
+    """deploy/dagster.local.yaml as Dagster reads it: the daemon's run monitor fails a run
+    still STARTING 180 s after its launch, looking every 30 s, and ends no run for its length."""
+    with dg.DagsterInstance.from_config(str(local_home(tmp_path / "home"))) as instance:
+        assert instance.run_monitoring_enabled
+        assert (instance.run_monitoring_start_timeout_seconds, instance.run_monitoring_poll_interval_seconds,
+                instance.run_monitoring_max_runtime_seconds) == (180, 30, 0)
+
+
+def _starting_run(instance: dg.DagsterInstance) -> str:
+    """A run left as a launch killed in its first second leaves it: created, its RUN_STARTING
+    event recorded (what ``DagsterInstance.launch_run`` writes before the launcher starts the
+    run's process), and nothing after."""
+    from dagster._core.events import DagsterEvent, DagsterEventType
+
+    run = instance.create_run_for_job(sleeping, tags={"dagster/partition": "run-0002"})
+    instance.report_dagster_event(DagsterEvent(DagsterEventType.PIPELINE_STARTING.value, job_name=run.job_name),
+                                  run_id=run.run_id)
+    assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTING
+    return run.run_id
+
+
+@pytest.mark.slow
+def test_the_daemons_run_monitor_fails_a_run_left_starting_and_leaves_a_running_one(tmp_path):
+    """A real `dagster-daemon run` on the local instance's settings, its start timeout and poll
+    interval shortened: the run a killed launch left STARTING is failed with Dagster's reason;
+    a STARTED run whose process runs is left alone, past that timeout too."""
+    home = local_home(tmp_path / "home")
+    config = yaml.safe_load((home / "dagster.yaml").read_text())
+    config["run_monitoring"].update(start_timeout_seconds=2, poll_interval_seconds=1)
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    live_proc, daemon = start_sleeping_run(home), None
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            (live,) = wait_until_started(instance, 1)
+            stuck = _starting_run(instance)
+            env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
+            daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m",
+                                       "bench_pipeline_tests.support.sleeping_run"],
+                                      cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+            deadline = time.monotonic() + 120
+            while instance.get_run_by_id(stuck).status != dg.DagsterRunStatus.FAILURE:
+                assert time.monotonic() < deadline, "the run left STARTING was not failed in 120 s"
+                assert daemon.poll() is None, "the daemon stopped"
+                time.sleep(0.5)
+            failure = instance.get_records_for_run(stuck, of_type=dg.DagsterEventType.RUN_FAILURE).records
+            assert len(failure) == 1
+            assert "Run timed out due to taking longer than 2 seconds to start." in failure[0].event_log_entry.message
+            time.sleep(3)  # a few more of the monitor's looks
+            assert instance.get_run_by_id(live.run_id).status == dg.DagsterRunStatus.STARTED
+    finally:
+        if daemon is not None and daemon.poll() is None:
+            os.killpg(daemon.pid, signal.SIGTERM)
+            daemon.wait(timeout=60)
+        if live_proc.poll() is None:
+            killed(live_proc)
