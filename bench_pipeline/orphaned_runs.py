@@ -11,12 +11,13 @@ under way, would wait for it for ever: no catalog, systems or suite page would f
 runs again.
 
 So `scripts/run.sh` and `scripts/ui.sh` (both through the main command) first, and the
-catalog sensor when it would wait, mark each such run of their local instance failed, saying why; its partitions are then processed as any
-failed run's are (the main command processes every run folder whose outputs are not current;
-in the UI, re-execute the run or launch a backfill). A run whose process is still running
-(another `scripts/run.sh` on the same instance, say) is left alone, and so is every run of an
-instance not kept in SQLite on this machine (deploy/dagster.yaml: its runs' processes live in
-other containers, and its run monitoring ends such runs).
+catalog sensor when it would wait, mark each such run of their local instance failed, saying
+why. Its partitions are then processed again: while the daemon runs, the local settings' run
+retries run it again once (no step of it failed; deploy/dagster.local.yaml ``run_retries``),
+and the main command processes every run folder whose outputs are not current. A run whose
+process is still running (another `scripts/run.sh` on the same instance, say) is left alone,
+and so is every run of an instance not kept in SQLite on this machine (deploy/dagster.yaml:
+its runs' processes live in other containers, and its run monitoring ends such runs).
 """
 
 from __future__ import annotations

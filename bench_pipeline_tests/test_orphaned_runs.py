@@ -15,6 +15,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from bench_pipeline.dagster_internals import run_process
 from bench_pipeline.orphaned_runs import fail_orphaned_runs, find_orphaned_runs, process_running
 
 from .support.sleeping_run import ROOT, killed, local_home, sleeping, start_sleeping_run, wait_until_started
@@ -48,6 +49,8 @@ def test_a_run_whose_process_was_killed_is_marked_failed_and_a_running_one_is_le
             assert said == [f"run {first.run_id} of sleeping (partitions run-0001) was left STARTED by process "
                             f"{killed_proc.pid}, which is no longer running: marked failed"]
             assert instance.get_run_by_id(first.run_id).status == dg.DagsterRunStatus.FAILURE
+            # no step of it failed: the local settings' run retries run it again once the daemon runs
+            assert instance.get_run_by_id(first.run_id).tags.get("dagster/will_retry") == "true"
             failure = instance.get_records_for_run(first.run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records
             assert len(failure) == 1
             assert f"its process (pid {killed_proc.pid}) is no longer running" in failure[0].event_log_entry.message
@@ -105,13 +108,16 @@ def test_scripts_ui_sh_marks_the_runs_a_killed_process_left_before_the_ui_starts
         assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
 
 
-def test_the_local_instance_fails_a_run_stuck_starting_and_sets_no_maximum_run_time(tmp_path):
+def test_the_local_instance_fails_a_run_stuck_starting_and_retries_a_run_without_its_process(tmp_path):
     """deploy/dagster.local.yaml as Dagster reads it: the daemon's run monitor fails a run
-    still STARTING 180 s after its launch, looking every 30 s, and ends no run for its length."""
+    still STARTING 180 s after its launch, looking every 30 s, and ends no run for its length;
+    a failed run is run again once, unless a step of it failed."""
     with dg.DagsterInstance.from_config(str(local_home(tmp_path / "home"))) as instance:
         assert instance.run_monitoring_enabled
         assert (instance.run_monitoring_start_timeout_seconds, instance.run_monitoring_poll_interval_seconds,
                 instance.run_monitoring_max_runtime_seconds) == (180, 30, 0)
+        assert instance.run_retries_enabled
+        assert (instance.run_retries_max_retries, instance.run_retries_retry_on_asset_or_op_failure) == (1, False)
 
 
 def _starting_run(instance: dg.DagsterInstance) -> str:
@@ -162,3 +168,53 @@ def test_the_daemons_run_monitor_fails_a_run_left_starting_and_leaves_a_running_
             daemon.wait(timeout=60)
         if live_proc.poll() is None:
             killed(live_proc)
+
+
+def _wait_for(what: str, check, daemon: subprocess.Popen, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        assert daemon.poll() is None, "the daemon stopped"
+        time.sleep(0.5)
+    return found
+
+
+@pytest.mark.slow
+def test_a_run_whose_process_is_killed_while_the_daemon_runs_is_run_again_once(tmp_path):
+    """A real `dagster-daemon run` on the local instance's settings: a run launched through its
+    queue, whose process is then killed (the out-of-memory killer, say), is failed by Dagster
+    and run again, once: its retry, killed too, is not run again."""
+    home = local_home(tmp_path / "home")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    location = ["-m", "bench_pipeline_tests.support.sleeping_run"]
+    daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", *location],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            launched = subprocess.run([str(Path(sys.executable).parent / "dagster"), "job", "launch", *location,
+                                       "-j", "sleeping"], cwd=ROOT, env=env, capture_output=True, text=True,
+                                      timeout=120, check=False)
+            assert launched.returncode == 0, launched.stdout + launched.stderr
+            (first,) = instance.get_runs()
+            chain = [first.run_id]
+            for _ in range(2):
+                pid, _ = _wait_for("the run's process", lambda: run_process(instance, chain[-1]), daemon)
+                os.kill(pid, signal.SIGKILL)
+                failed = _wait_for("the killed run failed", lambda: (
+                    run := instance.get_run_by_id(chain[-1])).status == dg.DagsterRunStatus.FAILURE
+                    and "dagster/will_retry" in run.tags and run, daemon)
+                if failed.tags["dagster/will_retry"] == "false":
+                    break
+                retry = _wait_for("its retry", lambda: instance.get_runs(
+                    dg.RunsFilter(tags={"dagster/parent_run_id": chain[-1]})), daemon)
+                chain.append(retry[0].run_id)
+                assert retry[0].tags["dagster/partition"] == "run-0001"
+            assert len(chain) == 2  # the run and one retry
+            assert [instance.get_run_by_id(r).tags["dagster/will_retry"] for r in chain] == ["true", "false"]
+            time.sleep(6)  # the retry daemon looks every few seconds: no second retry
+            assert len(instance.get_runs()) == 2
+    finally:
+        if daemon.poll() is None:
+            os.killpg(daemon.pid, signal.SIGTERM)
+            daemon.wait(timeout=60)
