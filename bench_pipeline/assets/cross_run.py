@@ -211,7 +211,7 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
                             versions[run_id]) for run_id in measured]
         # the rows that still hold, taken by columns: no Python object per kept cell
         frame = catalog_frame(rows, kept[kept["run_id"].isin(holding)] if kept is not None else None)
-        save_frame(settings.storage_base, "run_catalog", frame)
+        save_frame(settings.storage_base, "run_catalog", frame, first=kept is None)
         behind = runs_behind_formula(frame, FORMULA_VERSION)
         context.add_output_metadata({
             "dagster/row_count": len(frame),
@@ -253,7 +253,7 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
                 return None, f"{run_id}: no stored attempt frame to compare with ({type(exc).__name__})"
 
         frame = build_trends(run_catalog, side_of, kept)
-        save_frame(settings.storage_base, "suite_trends", frame)
+        save_frame(settings.storage_base, "suite_trends", frame, first=kept is None)
         context.add_output_metadata({
             "dagster/row_count": len(frame),
             "gate_failures": int((frame["gate"] == "fail").sum()) if len(frame) else 0,

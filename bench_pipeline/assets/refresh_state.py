@@ -163,15 +163,19 @@ def _frame_path(storage_base: str, name: str) -> Any:
 _FRAME_VERSION_KEY = b"bench_pipeline/refresh_version"
 
 
-def save_frame(storage_base: str, name: str, frame: pd.DataFrame) -> None:
+def save_frame(storage_base: str, name: str, frame: pd.DataFrame, first: bool = False) -> None:
     """Keep ``frame`` for the next refresh as a parquet file: read again by columns, without a
     Python object per cell to make first (a frame of thousands of rows kept as JSON rows is
-    parsed, then turned into rows and back, by every refresh)."""
+    parsed, then turned into rows and back, by every refresh). ``first``: nothing was kept
+    under ``name`` (``load_frame`` gave None): the same state in the form an earlier version
+    kept it, JSON rows (``<name>.json``), is then deleted, as no refresh reads it any more."""
     table = pa.Table.from_pandas(frame, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), _FRAME_VERSION_KEY: REFRESH_VERSION.encode()})
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     write_whole(_frame_path(storage_base, name), buffer.getvalue())
+    if first:
+        _path(storage_base, name).unlink(missing_ok=True)
 
 
 def load_frame(storage_base: str, name: str, context: dg.AssetExecutionContext | None = None) -> pd.DataFrame | None:

@@ -186,6 +186,29 @@ def test_the_catalog_and_the_trends_of_two_runs_of_one_suite(tmp_path):
     assert meta["dagster/row_count"] == 2 and meta["gate_failures"] == int((trends["gate"] == "fail").sum())
 
 
+def test_the_first_refresh_deletes_the_json_form_earlier_versions_kept_the_frames_in(tmp_path):
+    """An earlier version kept the catalog's and the trends' rows as JSON
+    (``cross_run_state/run_catalog.json``, ``suite_trends.json``); the first refresh that keeps
+    them as parquet deletes those files, and later refreshes do not look for them again."""
+    resources = make_resources(tmp_path)
+    make_run(tmp_path / "runs", [row("a")], run_id="r1", manifest={"status": "completed"})
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["r1"])
+    assert dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources).success
+    state = tmp_path / "storage" / "cross_run_state"
+    state.mkdir(parents=True)
+    earlier = {name: state / f"{name}.json" for name in ("run_catalog", "suite_trends")}
+    for path in earlier.values():
+        path.write_text('{"refresh_version": "2026-12-01/2026-12-01", "parts": {}}')
+    _materialize_catalog(instance, resources, ("run_catalog", "suite_trends"))
+    assert [path.exists() for path in earlier.values()] == [False, False]
+    assert (state / "run_catalog.parquet").is_file() and (state / "suite_trends.parquet").is_file()
+    assert (state / "versions_capability_aggregates.json").is_file()  # the refresh's other state stays
+    earlier["run_catalog"].write_text("{}")  # nothing looks for it once the frames are kept
+    _materialize_catalog(instance, resources, ("run_catalog", "suite_trends"))
+    assert earlier["run_catalog"].read_text() == "{}"
+
+
 def test_nothing_is_behind_before_any_run_is_done() -> None:
     instance = dg.DagsterInstance.ephemeral()
     assert catalog_behind(instance) is None
