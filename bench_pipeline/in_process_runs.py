@@ -19,6 +19,11 @@ def _say(message: str) -> None:
 #: Run config of this command's Dagster runs: the plain console logger below (the instance
 #: keeps every event all the same).
 RUN_CONFIG = {"loggers": {"console": {}}}
+#: Tags of every Dagster run this command executes: not retried by the daemon's run retries
+#: (deploy/dagster.local.yaml), which cannot launch a run executed in a process of its own (it
+#: has no code location to launch from: the daemon would only log that it cannot) and need not
+#: (the next main command processes again every run folder whose outputs are not current).
+RUN_TAGS = {"dagster/max_retries": "0"}
 
 
 def plain_console():
@@ -185,7 +190,7 @@ def execute_refresh(instance) -> Refreshed:
     from .definitions import defs
 
     result = defs.resolve_job_def("refresh_catalog").with_logger_defs({"console": plain_console()}).execute_in_process(
-        instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
+        instance=instance, raise_on_error=False, run_config=RUN_CONFIG, tags=RUN_TAGS,
     )
     return Refreshed(result.success, result.run_id,
                      None if result.success else step_error(result) or "the Dagster run failed")

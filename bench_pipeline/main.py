@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 # Only light imports here: `main` starts the fork server before Dagster is imported.
-from .in_process_runs import RUN_CONFIG, Interrupts, execute_refresh, interrupted, plain_console, step_error
+from .in_process_runs import RUN_CONFIG, RUN_TAGS, Interrupts, execute_refresh, interrupted, plain_console, step_error
 from .main_output import SUITE_PAGES_LISTED, listed, suite_pages, unchanged_lines, written_reports
 from .sample_runs import ensure_sample_runs
 
@@ -152,7 +152,7 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
         try:
             result = job.execute_in_process(
                 instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
-                tags={**range_tags(batch), "bench/trigger": "main"},
+                tags={**RUN_TAGS, **range_tags(batch), "bench/trigger": "main"},
             )
         finally:
             if early is not None:
@@ -297,7 +297,7 @@ def follow_comparisons(job, instance, settings, interrupts: Interrupts) -> tuple
     keys = {b.run_id for b in behind}
     for batch in partition_batches(instance.get_dynamic_partitions(runs_partitions.name), keys, PARTITIONS_PER_RUN):
         result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=RUN_CONFIG,
-                                        tags={**range_tags(batch), "bench/trigger": "baseline_changed"})
+                                        tags={**RUN_TAGS, **range_tags(batch), "bench/trigger": "baseline_changed"})
         if interrupted(result):
             raise KeyboardInterrupt
         _stop_if_interrupted(interrupts)

@@ -12,9 +12,10 @@ runs again.
 
 So `scripts/run.sh` and `scripts/ui.sh` (both through the main command) first, and the
 catalog sensor when it would wait, mark each such run of their local instance failed, saying
-why. Its partitions are then processed again: while the daemon runs, the local settings' run
-retries run it again once (no step of it failed; deploy/dagster.local.yaml ``run_retries``),
-and the main command processes every run folder whose outputs are not current. A run whose
+why. Its partitions are then processed again: while the daemon runs, a run it launched is
+run again once by the local settings' run retries (no step of it failed; deploy/dagster.local.yaml
+``run_retries``), and the main command processes every run folder whose outputs are not current
+(its own runs are not retried: ``in_process_runs.RUN_TAGS``). A run whose
 process is still running (another `scripts/run.sh` on the same instance, say) is left alone,
 and so is every run of an instance not kept in SQLite on this machine (deploy/dagster.yaml:
 its runs' processes live in other containers, and its run monitoring ends such runs).

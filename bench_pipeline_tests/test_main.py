@@ -257,6 +257,7 @@ def test_the_catalog_refresh_starts_in_its_own_process_once_the_runs_reports_are
     instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
     refresh = instance.get_run_by_id(run_id)
     assert refresh.job_name == "refresh_catalog" and refresh.status == dg.DagsterRunStatus.SUCCESS
+    assert refresh.tags.get("dagster/max_retries") == "0"  # the daemon could not launch it again
     pids = {e.dagster_event.pid for e in instance.all_logs(run_id) if e.dagster_event is not None}
     assert pids and said["pid"] not in pids  # executed in another process
     (catalog,) = instance.fetch_materializations(dg.AssetKey("run_catalog"), limit=5).records
@@ -371,6 +372,12 @@ def test_an_interrupt_stops_the_main_command_and_the_next_one_finishes_the_work(
         time.sleep(0.2)
     else:
         pytest.fail("processes of the interrupted command are still running")
+    with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        stopped = [r for r in instance.get_runs() if r.status != dg.DagsterRunStatus.SUCCESS]
+        # the daemon's run retries cannot launch this command's runs (no code location): none
+        # is marked to be retried, which the daemon would only log it cannot do
+        assert stopped and all(r.tags.get("dagster/will_retry") == "false" for r in stopped), [
+            (r.status, r.tags.get("dagster/will_retry")) for r in stopped]
     done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]

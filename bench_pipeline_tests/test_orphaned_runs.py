@@ -50,7 +50,9 @@ def test_a_run_whose_process_was_killed_is_marked_failed_and_a_running_one_is_le
             assert said == [f"run {first.run_id} of sleeping (partitions run-0001) was left STARTED by process "
                             f"{killed_proc.pid}, which is no longer running: marked failed"]
             assert instance.get_run_by_id(first.run_id).status == dg.DagsterRunStatus.FAILURE
-            # no step of it failed: the local settings' run retries run it again once the daemon runs
+            # no step of it failed: the local settings' run retries would run it again, had the
+            # daemon launched it (this test executes it in its own process, as run.sh does its
+            # own runs, which say not to: in_process_runs.RUN_TAGS)
             assert instance.get_run_by_id(first.run_id).tags.get("dagster/will_retry") == "true"
             failure = instance.get_records_for_run(first.run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records
             assert len(failure) == 1
