@@ -1,24 +1,25 @@
 """Runs of the local instance left "under way" by a process that no longer exists.
 
 On the embedded default instance (deploy/dagster.local.yaml: SQLite, Dagster's
-DefaultRunLauncher, whose started runs Dagster's run monitor cannot check) a run whose process dies while it runs (kill -9, the
-out-of-memory killer, a reboot, `scripts/ui.sh` stopped while a long run was going and killed
-after its stop timeout) stays STARTED for ever once nothing watches that process: while the
-UI runs, Dagster's code server fails a run whose worker it started and saw die, but not when
-the code server died too, nor a run `scripts/run.sh` executes in its own process; the
-launcher cannot check a run's process. Nothing would end it, and the catalog sensor, which refreshes only when no run is queued or
-under way, would wait for it for ever: no catalog, systems or suite page would follow the
-runs again.
+DefaultRunLauncher, whose started runs Dagster's run monitor cannot check) a run whose
+process dies while it runs (kill -9, the out-of-memory killer, a reboot, `scripts/ui.sh`
+stopped while a long run was going and killed after its stop timeout) stays STARTED for ever
+once nothing watches that process: while the UI runs, Dagster's code server fails a run whose
+worker it started and saw die, but not when the code server died too, nor a run
+`scripts/run.sh` executes in its own process. The catalog sensor, which refreshes only when no
+run is queued or under way, would wait for it for ever: no catalog, systems or suite page
+would follow the runs again.
 
 So `scripts/run.sh` and `scripts/ui.sh` (both through the main command) first, and the
 catalog sensor when it would wait, mark each such run of their local instance failed, saying
 why. Its partitions are then processed again: while the daemon runs, a run it launched is
-run again once by the local settings' run retries (no step of it failed; deploy/dagster.local.yaml
-``run_retries``), and the main command processes every run folder whose outputs are not current
-(its own runs are not retried: ``in_process_runs.RUN_TAGS``). A run whose
-process is still running (another `scripts/run.sh` on the same instance, say) is left alone,
-and so is every run of an instance not kept in SQLite on this machine (deploy/dagster.yaml:
-its runs' processes live in other containers, and its run monitoring ends such runs).
+run again once by the local settings' run retries (no step of it failed;
+deploy/dagster.local.yaml ``run_retries``), and the main command processes every run folder
+whose outputs are not current (its own runs are not retried: ``in_process_runs.RUN_TAGS``).
+A run whose process is still running (another `scripts/run.sh` on the same instance, say) is
+left alone, and so is every run of an instance not kept in SQLite on this machine
+(deploy/dagster.yaml: its runs' processes live in other containers, and its run monitoring
+ends such runs).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ import yaml
 from bench_pipeline.dagster_internals import run_process
 from bench_pipeline.orphaned_runs import fail_orphaned_runs, find_orphaned_runs, process_running
 
-from .support.sleeping_run import ROOT, killed, local_home, sleeping, start_sleeping_run, wait_until_started
+from .support.sleeping_run import (LOCATION, ROOT, killed, local_home, sleeping, start_daemon, start_sleeping_run,
+                                   stop_daemon, wait_until_started)
 
 
 def test_a_process_is_running_only_while_it_is_the_same_process():
@@ -123,6 +124,16 @@ def test_the_local_instance_fails_a_run_stuck_starting_and_retries_a_run_without
         assert (instance.run_retries_max_retries, instance.run_retries_retry_on_asset_or_op_failure) == (1, False)
 
 
+def _wait_for(what: str, check, daemon: subprocess.Popen, timeout: float = 120):
+    """What ``check`` gives once it is something, while the daemon runs."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        assert daemon.poll() is None, "the daemon stopped"
+        time.sleep(0.5)
+    return found
+
+
 def _starting_run(instance: dg.DagsterInstance) -> str:
     """A run left as a launch killed in its first second leaves it: created, its RUN_STARTING
     event recorded (what ``DagsterInstance.launch_run`` writes before the launcher starts the
@@ -150,36 +161,19 @@ def test_the_daemons_run_monitor_fails_a_run_left_starting_and_leaves_a_running_
         with dg.DagsterInstance.from_config(str(home)) as instance:
             (live,) = wait_until_started(instance, 1)
             stuck = _starting_run(instance)
-            env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
-            daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m",
-                                       "bench_pipeline_tests.support.sleeping_run"],
-                                      cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      stdin=subprocess.DEVNULL, start_new_session=True)
-            deadline = time.monotonic() + 120
-            while instance.get_run_by_id(stuck).status != dg.DagsterRunStatus.FAILURE:
-                assert time.monotonic() < deadline, "the run left STARTING was not failed in 120 s"
-                assert daemon.poll() is None, "the daemon stopped"
-                time.sleep(0.5)
+            daemon = start_daemon(home)
+            _wait_for("the run left STARTING failed", lambda: (
+                instance.get_run_by_id(stuck).status == dg.DagsterRunStatus.FAILURE), daemon)
             failure = instance.get_records_for_run(stuck, of_type=dg.DagsterEventType.RUN_FAILURE).records
             assert len(failure) == 1
             assert "Run timed out due to taking longer than 2 seconds to start." in failure[0].event_log_entry.message
             time.sleep(3)  # a few more of the monitor's looks
             assert instance.get_run_by_id(live.run_id).status == dg.DagsterRunStatus.STARTED
     finally:
-        if daemon is not None and daemon.poll() is None:
-            os.killpg(daemon.pid, signal.SIGTERM)
-            daemon.wait(timeout=60)
+        if daemon is not None:
+            stop_daemon(daemon)
         if live_proc.poll() is None:
             killed(live_proc)
-
-
-def _wait_for(what: str, check, daemon: subprocess.Popen, timeout: float = 120):
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        assert daemon.poll() is None, "the daemon stopped"
-        time.sleep(0.5)
-    return found
 
 
 #: Where Dagster's retry daemon keeps how far it has read the run failures.
@@ -211,13 +205,10 @@ def test_a_run_whose_process_is_killed_while_the_daemon_runs_is_run_again_once(t
     and run again, once: its retry, killed too, is not run again."""
     home = local_home(tmp_path / "home")
     env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    location = ["-m", "bench_pipeline_tests.support.sleeping_run"]
-    daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", *location],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              stdin=subprocess.DEVNULL, start_new_session=True)
+    daemon = start_daemon(home)
     try:
         with dg.DagsterInstance.from_config(str(home)) as instance:
-            launched = subprocess.run([str(Path(sys.executable).parent / "dagster"), "job", "launch", *location,
+            launched = subprocess.run([str(Path(sys.executable).parent / "dagster"), "job", "launch", *LOCATION,
                                        "-j", "sleeping"], cwd=ROOT, env=env, capture_output=True, text=True,
                                       timeout=120, check=False)
             assert launched.returncode == 0, launched.stdout + launched.stderr
@@ -245,6 +236,4 @@ def test_a_run_whose_process_is_killed_while_the_daemon_runs_is_run_again_once(t
             # the daemon read the retry's failure and rightly left it (what "passed over" reads)
             assert _retry_of(instance, chain[-1]) == "passed over"
     finally:
-        if daemon.poll() is None:
-            os.killpg(daemon.pid, signal.SIGTERM)
-            daemon.wait(timeout=60)
+        stop_daemon(daemon)

@@ -16,6 +16,8 @@ from pathlib import Path
 import dagster as dg
 
 ROOT = Path(__file__).resolve().parents[2]
+#: This module as the code location of Dagster's command line (`dagster-daemon run`, `dagster job launch`).
+LOCATION = ["-m", "bench_pipeline_tests.support.sleeping_run"]
 
 
 @dg.op
@@ -39,6 +41,22 @@ def start_sleeping_run(home: Path) -> subprocess.Popen:
     env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", "bench_pipeline_tests.support.sleeping_run"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def start_daemon(home: Path) -> subprocess.Popen:
+    """`dagster-daemon run` on the instance of ``home``, with this module as its code location
+    (the job ``sleeping``), in a session of its own for ``stop_daemon``."""
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", *LOCATION], cwd=ROOT,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop_daemon(daemon: subprocess.Popen) -> None:
+    """Stop the daemon and the processes it started (its code server) as Ctrl-C would."""
+    if daemon.poll() is None:
+        os.killpg(daemon.pid, signal.SIGTERM)
+        daemon.wait(timeout=60)
 
 
 def wait_until_started(instance: dg.DagsterInstance, count: int, timeout: float = 90) -> list[dg.DagsterRun]:
