@@ -115,8 +115,10 @@ def _catalog_after(tmp: Path, env: dict, since: float, version: str) -> dict:
         refreshed = [r for r in instance.get_run_records(dg.RunsFilter(job_name="refresh_catalog"))
                      if r.end_time and r.end_time > since and r.dagster_run.is_success]
         if refreshed:
-            out = subprocess.run([sys.executable, "-c", CATALOG_PROBE], cwd=tmp / "src", env=env, check=True,
+            out = subprocess.run([sys.executable, "-c", CATALOG_PROBE], cwd=tmp / "src", env=env, check=False,
                                  capture_output=True, text=True, timeout=120)
+            # its output when it does not end well (it once died of SIGABRT in CI, saying nothing)
+            assert out.returncode == 0, f"catalog probe exited {out.returncode}: {out.stderr[-3000:]}"
             catalog = json.loads(out.stdout.strip().splitlines()[-1])
             if catalog == {run_id: version for run_id in RUNS}:
                 return catalog
