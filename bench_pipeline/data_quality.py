@@ -12,7 +12,9 @@ def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
 
     ``invalid_artifacts`` (a located entry per unreadable/invalid history, episode or trace
     file), ``invalid_values`` (a located entry per recorded value of the wrong type, read as
-    unavailable: attempt_metrics/invalid_values.py) and ``run_files`` (a broken manifest.json
+    unavailable: attempt_metrics/invalid_values.py), ``invalid_artifact_values`` (the same for
+    the values of history.json and episode.json the formulas read: assemble.artifact_value_findings)
+    and ``run_files`` (a broken manifest.json
     or suite.json, and the manifest's values of the wrong type: manifest_values.py) extend
     outputs.md's four lists; see docs/metric-choices.md.
     """
@@ -32,6 +34,7 @@ def data_quality(raw: RawRun, attempts: list[dict]) -> dict:
         "unsafe_artifact_dirs": [f["unsafe_dir"] for f in findings if f["unsafe_dir"] is not None],
         "invalid_artifacts": [p for f in findings for p in f["artifacts"]],
         "invalid_values": [v for f in findings for v in f["values"]],
+        "invalid_artifact_values": [v for f in findings for v in f["artifact_values"]],
         "run_files": run_files,
     }
 

@@ -73,6 +73,8 @@ CHECKS = (
     CheckSpec("no_invalid_artifacts", "attempt_metrics", "history/episode/trace files that exist but cannot be used (R3)."),
     CheckSpec("no_invalid_values", "attempt_metrics",
               "Recorded values of another type than run-directory.md gives, read as unavailable (R3, R7, R42)."),
+    CheckSpec("no_invalid_artifact_values", "attempt_metrics",
+              "Values of history.json and episode.json that a formula reads, of the wrong type, read as absent (R36, R39, R42)."),
     CheckSpec("recorded_matches_derived", "attempt_metrics",
               "Recorded history-derived numbers that differ from the values derived from history.json."),
 )
@@ -94,7 +96,7 @@ def run_checks(raw: RawRun, attempts: list[dict], data_quality: dict) -> list[Ch
     ERROR: duplicate task/attempt rows make task grouping depend on line order; an artifact
     folder pointing outside the run folder is a corrupted or hostile input; no usable row at
     all. WARN: bad lines, planned attempts missing, broken artifacts, recorded values of the
-    wrong type, recorded numbers disagreeing with the derived ones.
+    wrong type (in the results file or the artifacts), recorded numbers disagreeing with the derived ones.
     """
     if raw.rows:
         bad_rows = _outcome("no_bad_rows", raw.bad_rows, "WARN", "bad rows")
@@ -109,6 +111,8 @@ def run_checks(raw: RawRun, attempts: list[dict], data_quality: dict) -> list[Ch
         _outcome("no_unsafe_artifact_dirs", data_quality["unsafe_artifact_dirs"], "ERROR", "unsafe artifact folders"),
         _outcome("no_invalid_artifacts", data_quality["invalid_artifacts"], "WARN", "invalid or unreadable artifacts"),
         _outcome("no_invalid_values", data_quality["invalid_values"], "WARN", "recorded values of the wrong type"),
+        _outcome("no_invalid_artifact_values", data_quality["invalid_artifact_values"], "WARN",
+                 "artifact values of the wrong type"),
         _outcome("recorded_matches_derived", recorded_vs_derived(raw, attempts), "WARN",
                  "attempts with recorded/derived disagreement"),
     ]

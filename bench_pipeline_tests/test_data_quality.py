@@ -8,8 +8,9 @@ from bench_pipeline.data_quality import data_quality, data_quality_findings, fin
 from bench_pipeline.run_reader import RawRun
 
 
-def _attempt(unsafe_dir: dict | None = None, artifacts: tuple = (), values: tuple = ()) -> dict:
-    return {"evidence": {"findings": {"unsafe_dir": unsafe_dir, "artifacts": list(artifacts), "values": list(values)}}}
+def _attempt(unsafe_dir: dict | None = None, artifacts: tuple = (), values: tuple = (), artifact_values: tuple = ()) -> dict:
+    return {"evidence": {"findings": {"unsafe_dir": unsafe_dir, "artifacts": list(artifacts), "values": list(values),
+                                      "artifact_values": list(artifact_values)}}}
 
 
 def test_data_quality_lists_every_kind_of_finding_in_outputs_md_order():
@@ -18,7 +19,8 @@ def test_data_quality_lists_every_kind_of_finding_in_outputs_md_order():
                  run_files=[{"file": "suite.json", "status": "invalid"}])
     attempts = [_attempt(), _attempt({"line": 3, "artifact_dir": "../x"}, [{"file": "tasks/t/history.json"}]),
                 _attempt(artifacts=[{"file": "tasks/u/episode.json"}, {"file": "tasks/u/trace.json"}],
-                         values=[{"line": 4, "field": "cost_usd"}, {"line": 4, "field": "success"}])]
+                         values=[{"line": 4, "field": "cost_usd"}, {"line": 4, "field": "success"}],
+                         artifact_values=[{"line": 4, "file": "tasks/u/history.json", "field": "[2].duration_ms"}])]
     assert data_quality(raw, attempts) == {
         "bad_rows": [{"line": 2, "reason": "not JSON"}],
         "duplicate_rows": [{"line": 5}],
@@ -27,6 +29,7 @@ def test_data_quality_lists_every_kind_of_finding_in_outputs_md_order():
         "invalid_artifacts": [{"file": "tasks/t/history.json"}, {"file": "tasks/u/episode.json"},
                               {"file": "tasks/u/trace.json"}],
         "invalid_values": [{"line": 4, "field": "cost_usd"}, {"line": 4, "field": "success"}],
+        "invalid_artifact_values": [{"line": 4, "file": "tasks/u/history.json", "field": "[2].duration_ms"}],
         "run_files": [{"file": "suite.json", "status": "invalid"}],
     }
     assert raw.run_files == [{"file": "suite.json", "status": "invalid"}]  # the run's own list is not extended

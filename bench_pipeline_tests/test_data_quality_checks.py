@@ -18,7 +18,7 @@ def attempt(line: int, task_id: str = "A", attempt: int = 1, **values) -> dict:
     return {"line": line, "task_id": task_id, "attempt": attempt, "provenance": provenance, **values}
 
 
-EMPTY_SECTION = {"unsafe_artifact_dirs": [], "invalid_artifacts": [], "invalid_values": []}
+EMPTY_SECTION = {"unsafe_artifact_dirs": [], "invalid_artifacts": [], "invalid_values": [], "invalid_artifact_values": []}
 
 
 def test_recorded_numbers_that_disagree_with_the_derived_ones_are_found():
@@ -49,7 +49,8 @@ def test_findings_give_a_count_a_severity_and_at_most_examples():
     duplicates = [{"task_id": "A", "attempt": 1, "lines": [1, n]} for n in range(2, 2 + EXAMPLES + 5)]
     raw = raw_run([RawRow(1, "A", 1, {})], bad_rows=[{"line": 9, "reason": "not JSON"}], duplicate_rows=duplicates)
     section = {"unsafe_artifact_dirs": [{"line": 1}], "invalid_artifacts": [],
-               "invalid_values": [{"line": 1, "field": "cost_usd"}, {"line": 1, "field": "success"}]}
+               "invalid_values": [{"line": 1, "field": "cost_usd"}, {"line": 1, "field": "success"}],
+               "invalid_artifact_values": [{"line": 1, "file": "tasks/A/history.json", "field": "[3].duration_ms"}]}
     by_name = {o.name: o for o in run_checks(raw, [attempt(1)], section)}
     assert (by_name["no_bad_rows"].passed, by_name["no_bad_rows"].severity) == (False, "WARN")
     assert by_name["no_bad_rows"].description == "1 bad rows"
@@ -60,6 +61,10 @@ def test_findings_give_a_count_a_severity_and_at_most_examples():
     values = by_name["no_invalid_values"]
     assert (values.passed, values.severity, values.count) == (False, "WARN", 2)
     assert values.description == "2 recorded values of the wrong type"
+    artifact_values = by_name["no_invalid_artifact_values"]
+    assert (artifact_values.passed, artifact_values.severity, artifact_values.count) == (False, "WARN", 1)
+    assert artifact_values.description == "1 artifact values of the wrong type"
+    assert artifact_values.examples == [{"line": 1, "file": "tasks/A/history.json", "field": "[3].duration_ms"}]
 
 
 def test_a_run_without_a_usable_row_is_an_error():

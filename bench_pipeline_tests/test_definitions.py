@@ -38,7 +38,8 @@ def test_definitions_hold_every_stage_check_job_sensor_and_schedule():
     assert defs.resolve_schedule_def("daily_catalog_refresh").cron_schedule == "0 6 * * *"
     checks = {k.name for k in graph.asset_check_keys}
     assert checks == {"no_bad_rows", "no_duplicate_rows", "no_missing_attempts", "no_unsafe_artifact_dirs",
-                      "no_invalid_artifacts", "no_invalid_values", "recorded_matches_derived"}
+                      "no_invalid_artifacts", "no_invalid_values", "no_invalid_artifact_values",
+                      "recorded_matches_derived"}
 
 
 @pytest.mark.slow

@@ -354,6 +354,40 @@ def test_values_of_the_wrong_type_are_null_and_located_in_every_output(tmp_path)
     assert (checks["no_invalid_values"].passed, checks["no_invalid_values"].count) == (False, 3)
 
 
+def test_artifact_values_of_the_wrong_type_are_located_in_every_output(tmp_path):
+    """A model call's duration written as text in history.json and a first-token time written
+    as text in episode.json make their fields null and are each listed with the attempt's
+    line, the file and where in it, in metrics.json, both reports and the data-quality check."""
+    from bench_pipeline.data_quality_checks import run_checks
+    from bench_pipeline.pipeline import run_stages
+    from bench_pipeline_tests.run_builder import make_run, row
+
+    history = [{"type": "assistant", "usage": {"input_tokens": 4, "output_tokens": 1}, "duration_ms": 700},
+               {"type": "assistant", "usage": {"input_tokens": 4, "output_tokens": 1}, "duration_ms": "900"}]
+    episode = {"events": [], "extra": {"first_token_time_ms": "12"}}
+    run = make_run(tmp_path, [row("u"), row("t")],
+                   artifacts={"tasks/t": {"history.json": history, "episode.json": episode}})
+    result = run_stages(run, tmp_path / "out")
+    t = next(a for a in result.processed.attempts if a["task_id"] == "t")
+    assert (t["llm_calls"], t["llm_time_ms"], t["input_tokens"], t["time_to_first_token_ms"]) == (2, None, 8, None)
+    metrics = json.loads(result.written["metrics.json"].read_text())
+    assert metrics["data_quality"]["invalid_artifact_values"] == [
+        {"line": 2, "task_id": "t", "attempt": 1, "file": "tasks/t/history.json", "field": "[1].duration_ms",
+         "value": '"900"', "reason": "a string, not a number: the attempt's llm_time_ms is unavailable"},
+        {"line": 2, "task_id": "t", "attempt": 1, "file": "tasks/t/episode.json", "field": "extra.first_token_time_ms",
+         "value": '"12"', "reason": "a string, not a number: the attempt's time_to_first_token_ms is unavailable"}]
+    assert metrics["data_quality"]["invalid_values"] == []
+    summary = result.written["summary.md"].read_text()
+    assert ("- Values of the wrong type in history.json and episode.json (read as absent): 2: line 2 `t` attempt 1 "
+            "`tasks/t/history.json` `[1].duration_ms` = `\"900\"` (a string, not a number: the attempt's llm\\_time\\_ms "
+            "is unavailable),") in summary  # the reason's text escaped for markdown
+    html = result.written["report.html"].read_text()
+    assert "<code>tasks/t/episode.json</code> <code>extra.first_token_time_ms</code> = <code>&#34;12&#34;</code>" in html
+    checks = {c.name: c for c in run_checks(result.processed.raw, result.processed.attempts, metrics["data_quality"])}
+    assert (checks["no_invalid_artifact_values"].passed, checks["no_invalid_artifact_values"].count) == (False, 2)
+    assert checks["no_invalid_values"].passed
+
+
 def test_the_composition_loads_the_langfuse_sdk_only_to_publish():
     """`bench-pipeline process` without --publish does not pay for importing the Langfuse SDK
     (about 0.3 s, twice a small run's whole processing)."""

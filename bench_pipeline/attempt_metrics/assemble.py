@@ -25,7 +25,7 @@ from ..vocabulary import FAILURE_EVIDENCE_FIELDS, OUTCOME_NUMBER_FIELDS
 from .episode import EpisodeMetrics, derive_episode
 from .evidence import attempt_evidence, observations, trace_evidence
 from .history import HistoryMetrics, derive_history
-from .invalid_values import invalid_values
+from .invalid_values import invalid_values, value_text
 from .outcome import failure_evidence, outcome
 from .recorded import bool_or_none, field_number, recorded, recorded_measure, str_or_none
 
@@ -153,6 +153,20 @@ def artifact_findings(raw: RawRow, sources: AttemptSources) -> list[dict]:
     return findings
 
 
+def artifact_value_findings(raw: RawRow, sources: AttemptSources) -> list[dict]:
+    """A located finding per value of history.json or episode.json that a formula reads and
+    refuses as of the wrong type (``HistoryMetrics.refused``, ``EpisodeMetrics.refused``):
+    ``{line, task_id, attempt, file, field, value, reason}``, ``field`` where in the file
+    (``[3].duration_ms``: the fourth message's; ``events[2].duration_ms``), ``value`` a short
+    text of it (``invalid_values.value_text``)."""
+    return [{"line": raw.line, "task_id": raw.task_id, "attempt": raw.attempt, "file": file.path or name,
+             "field": where, "value": value_text(value), "reason": reason}
+            for name, file, metrics in (("history.json", sources.history_file, sources.history),
+                                        ("episode.json", sources.episode_file, sources.episode))
+            if metrics is not None
+            for where, value, reason in metrics.refused]
+
+
 # --- Choosing the values (3.1, R3, R34) ---------------------------------------------------------
 
 #: The measured fields with a provenance entry, in the provenance object's order.
@@ -251,7 +265,8 @@ def attempt_row(raw: RawRow, ctx: RunContext, folder: ArtifactDir, sources: Atte
                                 sources.final_response, sources.trace_calls, epi)
     evidence["findings"] = {"unsafe_dir": unsafe_dir_finding(raw, folder),
                             "artifacts": artifact_findings(raw, sources),
-                            "values": invalid_values(raw)}
+                            "values": invalid_values(raw),
+                            "artifact_values": artifact_value_findings(raw, sources)}
     return {
         "run_id": ctx.run_id,
         "task_id": raw.task_id,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..stats import is_number, number_or_none
 from ..vocabulary import TOKEN_FIELDS
+from .recorded import number_problem
 from .sums import running_add
 from .tokens import TOKEN_SOURCES
 from .tools import is_device_call, json_key
@@ -28,6 +29,9 @@ class EpisodeMetrics:
     first_error_stage: str | None = None
     episode_id: str | None = None
     trace_id: str | None = None
+    #: The values read and refused as of the wrong type, each (where in episode.json, value,
+    #: what became of it) (data_quality.invalid_artifact_values).
+    refused: list[tuple[str, object, str]] = field(default_factory=list)
 
 
 def derive_episode(episode: dict) -> EpisodeMetrics:
@@ -38,9 +42,13 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
     out = EpisodeMetrics()
     events = episode.get("events")
     if not isinstance(events, list):
+        if events is not None:
+            out.refused.append(("events", events, "not an array: no events (R39)"))
         events = []
     extra = episode.get("extra")
     if not isinstance(extra, dict):
+        if extra is not None:
+            out.refused.append(("extra", extra, "not an object: no extra values (R39)"))
         extra = {}
 
     last_input: dict[object, object] = {}
@@ -68,6 +76,10 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
                     device_sum = running_add(device_sum, max(0, duration))
                 else:
                     device_complete = False
+                    problem = number_problem(duration)  # None: absent
+                    if problem is not None:
+                        out.refused.append((f"events[{i}].duration_ms", duration,
+                                            f"{problem}: the attempt's device_execution_ms is unavailable"))
             if event.get("is_error"):
                 errors += 1
                 if out.first_error_ref is None:  # R16
@@ -82,12 +94,25 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
     out.replan_count = replans if replan_seen else None
     ttft = extra.get("first_token_time_ms")
     out.time_to_first_token_ms = ttft if is_number(ttft) and ttft > 0 else None  # R40
+    _refuse(out, "extra.first_token_time_ms", ttft, "the attempt's time_to_first_token_ms is unavailable")
     for f in TOKEN_FIELDS:
-        value = extra.get(TOKEN_SOURCES[f][1])
+        key = TOKEN_SOURCES[f][1]
+        value = extra.get(key)
         if is_number(value):
             out.tokens[f] = value  # replaces the history sum, zero included (3.5)
-    if isinstance(episode.get("episode_id"), str):
-        out.episode_id = episode["episode_id"]
-    if isinstance(episode.get("trace_id"), str):
-        out.trace_id = episode["trace_id"]
+        else:
+            _refuse(out, f"extra.{key}", value, f"not used: {f} stays the history sum")
+    for key in ("episode_id", "trace_id"):
+        value = episode.get(key)
+        if isinstance(value, str):
+            setattr(out, key, value)
+        elif value is not None:
+            out.refused.append((key, value, "not a string: read as absent"))
     return out
+
+
+def _refuse(out: EpisodeMetrics, where: str, value: object, becomes: str) -> None:
+    """Record ``value`` as refused when it is not a number (``number_problem``: not when absent)."""
+    problem = number_problem(value)
+    if problem is not None:
+        out.refused.append((where, value, f"{problem}: {becomes}"))

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 from ..stats import FLOAT_MAX_INT, number_or_none
 from ..vocabulary import TOKEN_FIELDS
+from .recorded import number_problem
 from .sums import running_add
-from .tokens import token_sums
+from .tokens import refused_token_values, token_sums
 from .tools import is_device_call, is_error_result, is_screenshot_result, pair_tool_calls, result_object
 
 
@@ -29,6 +30,9 @@ class HistoryMetrics:
     tokens: dict[str, float | None] = field(default_factory=dict)
     first_error_ref: str | None = None
     first_error_stage: str | None = None
+    #: The values read and refused as of the wrong type, each (where in history.json, value,
+    #: what became of it): ``[<message index>].<key>`` (data_quality.invalid_artifact_values).
+    refused: list[tuple[str, object, str]] = field(default_factory=list)
 
 
 def _is_image(attachment: object) -> bool:
@@ -65,6 +69,7 @@ def derive_history(messages: list) -> HistoryMetrics:
     time_sum: float = 0
     time_complete = True
     usages: list[dict] = []  # of the model calls, for the token sums (3.5)
+    where: list[int] = []  # each usage's message index
 
     for i, msg in enumerate(messages):
         if type(msg) is not dict:
@@ -88,10 +93,17 @@ def derive_history(messages: list) -> HistoryMetrics:
                 if duration is not None and 0 <= duration <= FLOAT_MAX_INT:
                     time_sum = running_add(time_sum, duration)
                 else:
+                    problem = number_problem(msg.get("duration_ms"))  # None: absent or a number
+                    if problem is not None:
+                        out.refused.append((f"[{i}].duration_ms", msg["duration_ms"],
+                                            f"{problem}: the attempt's llm_time_ms is unavailable"))
                     duration = None
                     time_complete = False
                 vision_events.append((i, _MODEL, duration))
                 usages.append(usage)
+                where.append(i)
+            elif usage is not None:
+                out.refused.append((f"[{i}].usage", usage, "not an object: not a model call (3.3)"))
             if kind == "tool_call":
                 calls.append(i)
 
@@ -152,6 +164,7 @@ def derive_history(messages: list) -> HistoryMetrics:
         out.vision_llm_calls = vision_calls
         out.vision_llm_time_ms = number_or_none(vision_time) if vision_calls and vision_complete else None
         out.tokens = token_sums(usages)
+        out.refused += refused_token_values(usages, where)
     else:
         out.tokens = {f: None for f in TOKEN_FIELDS}
     return out

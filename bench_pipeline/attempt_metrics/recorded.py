@@ -37,10 +37,11 @@ def field_number(value: object, key: str) -> float | None:
     return int(value) if key in COUNT_FIELDS and isinstance(value, float) else value
 
 
-def number_problem(value: object, key: str) -> str | None:
+def number_problem(value: object, key: str = "") -> str | None:
     """Why a recorded value of a numeric field is not a usable number (the one rule
     ``field_number`` reads it by, and data_quality.invalid_values reports), None when it is
-    one or null."""
+    one or null. Without ``key``, only what makes any JSON value not a number (R42): the
+    rule of the artifact files' numbers (``stats.is_number``)."""
     if value is None:
         return None
     if isinstance(value, bool):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..stats import FLOAT_MAX_INT, number_or_none
+from .recorded import number_problem
 from .sums import running_add
 
 #: Reference 3.5, per token field: the history usage keys (the field's, then its older name)
@@ -96,3 +97,39 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
         "cached_input_tokens": number_or_none(cached),
         "reasoning_tokens": number_or_none(reasoning),
     }
+
+
+def refused_token_values(usages: list[dict], where: list[int]) -> list[tuple[str, object, str]]:
+    """The token counts ``token_sums`` reads and refuses as not numbers (R36, R42), each as
+    (``[<message index>].usage.<key>``, value, what became of it), message by message (``where``:
+    each usage's message index in history.json). A key is reported only where it is read: an
+    older name (prompt_tokens, ...) only when the field's own key has no number. A value that
+    is a number is never reported, whatever it is."""
+    limit = FLOAT_MAX_INT
+    found = []
+    for index, usage in zip(where, usages):
+        for value in usage.values():
+            if type(value) is not int or not -limit <= value <= limit:
+                found += _refused_in(usage, index)  # some value is not a plain count: look closer
+                break
+    return found
+
+
+def _refused_in(usage: dict, index: int) -> list[tuple[str, object, str]]:
+    """``refused_token_values`` of one model call's usage."""
+    found = []
+    for field, (keys, _) in TOKEN_SOURCES.items():
+        key, older = keys[0], (keys[1] if len(keys) > 1 else None)
+        value = usage.get(key)
+        problem = number_problem(value)
+        if problem is not None:
+            instead = (f"{older} read instead" if older else
+                       "the call's input + output counted instead" if field == "total_tokens" else
+                       f"the attempt's {field} is unavailable")
+            found.append((f"[{index}].usage.{key}", value, f"{problem}: not counted, {instead}"))
+        if older is not None and number_or_none(value) is None:
+            problem = number_problem(usage.get(older))
+            if problem is not None:
+                found.append((f"[{index}].usage.{older}", usage[older],
+                              f"{problem}: not counted, the attempt's {field} is unavailable"))
+    return found

@@ -202,7 +202,7 @@ def test_one_dagster_run_over_several_partitions_one_broken(tmp_path, monkeypatc
         checks = [(e.partition, e.check_name) for e in result.get_asset_check_evaluations()]
         assert sorted(checks) == sorted((k, name) for k in good for name in (
             "no_bad_rows", "no_duplicate_rows", "no_missing_attempts", "no_unsafe_artifact_dirs",
-            "no_invalid_artifacts", "no_invalid_values", "recorded_matches_derived"))
+            "no_invalid_artifacts", "no_invalid_values", "no_invalid_artifact_values", "recorded_matches_derived"))
 
     compared = 0
     for run_id in good:

@@ -185,3 +185,37 @@ def test_first_episode_error_is_the_first_tool_result_event_marked_is_error():
                           "error": "agent crashed"})
     assert (epi.first_error_ref, epi.first_error_stage) == (None, None)
 
+
+
+# --- values of the wrong type, located (data_quality.invalid_artifact_values) ---------------
+
+def test_an_events_list_or_extra_of_another_type_and_ids_that_are_not_texts_are_refused():
+    out = derive_episode({"events": "none", "extra": [1], "episode_id": 5, "trace_id": True})
+    assert out.refused == [
+        ("events", "none", "not an array: no events (R39)"),
+        ("extra", [1], "not an object: no extra values (R39)"),
+        ("episode_id", 5, "not a string: read as absent"),
+        ("trace_id", True, "not a string: read as absent"),
+    ]
+    assert (out.device_execution_ms, out.episode_id, out.trace_id) == (None, None, None)
+
+
+def test_values_of_the_wrong_type_are_refused_where_they_are_read():
+    """A device result's duration, the first-token time and a token override that are not
+    numbers are named with what became of them; a non-device result's duration (not read),
+    a negative override (a number) and absent keys are not."""
+    events = [event("tap", 200, {}), event("tap", "100", {}), event("screenshot", "x", {})]
+    extra = {"first_token_time_ms": "12", "prompt_tokens": "5", "total_tokens": -3}
+    out = derive_episode({"events": events, "extra": extra, "episode_id": "e-1"})
+    assert out.refused == [
+        ("events[1].duration_ms", "100", "a string, not a number: the attempt's device_execution_ms is unavailable"),
+        ("extra.first_token_time_ms", "12", "a string, not a number: the attempt's time_to_first_token_ms is unavailable"),
+        ("extra.prompt_tokens", "5", "a string, not a number: not used: input_tokens stays the history sum"),
+    ]
+    assert (out.device_execution_ms, out.time_to_first_token_ms, out.tokens) == (None, None, {"total_tokens": -3})
+
+
+def test_an_episode_of_the_right_types_refuses_nothing():
+    extra = {"first_token_time_ms": 0, "prompt_tokens": 5, "completion_tokens": 1.5}
+    assert derive_episode({"events": [event("tap", -5, {}), event("tap", "absent", {}), "junk"],
+                           "extra": extra, "episode_id": None}).refused == []

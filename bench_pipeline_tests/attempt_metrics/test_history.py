@@ -344,3 +344,37 @@ def test_history_reference_index_counts_skipped_entries():
     history = ["junk", 5, None, call("tap", {}, "c"), result("tap", "x", "c", is_error=True)]
     assert derive_history(history).first_error_ref == "history:4"
 
+
+
+# --- values of the wrong type, located (data_quality.invalid_artifact_values) ---------------
+
+def test_values_of_the_wrong_type_are_refused_where_they_are_read():
+    """Each value a formula reads and refuses is named with its message and key and what
+    became of it; a number of any sign, an absent key and a key no formula reads are not."""
+    inf = float("inf")
+    usage = {"input_tokens": "10", "prompt_tokens": 12, "output_tokens": True, "completion_tokens": "2",
+             "total_tokens": inf, "reasoning_tokens": [1]}
+    messages = [model(duration="900"), {"type": "user", "usage": "not read"}, model(usage="lots"),
+                model(usage=usage), model(duration=-5), model(duration=None), model(usage={"input_tokens": 3,
+                                                                                            "prompt_tokens": "x"})]
+    out = derive_history(messages)
+    assert out.refused == [
+        ("[0].duration_ms", "900", "a string, not a number: the attempt's llm_time_ms is unavailable"),
+        ("[2].usage", "lots", "not an object: not a model call (3.3)"),
+        ("[3].usage.input_tokens", "10", "a string, not a number: not counted, prompt_tokens read instead"),
+        ("[3].usage.output_tokens", True, "a Boolean, not a number: not counted, completion_tokens read instead"),
+        ("[3].usage.completion_tokens", "2", "a string, not a number: not counted, the attempt's output_tokens is unavailable"),
+        ("[3].usage.total_tokens", inf, "not a finite number: not counted, the call's input + output counted instead"),
+        ("[3].usage.reasoning_tokens", [1], "a list, not a number: not counted, the attempt's reasoning_tokens is unavailable"),
+    ]  # [6]'s prompt_tokens is not read: its input_tokens is a number
+    assert (out.llm_calls, out.llm_time_ms) == (5, None)
+    assert out.tokens["input_tokens"] == 10 + 12 + 10 + 10 + 3  # the older key read for [3]
+    assert out.tokens["output_tokens"] is None and out.tokens["reasoning_tokens"] is None
+
+
+def test_a_history_of_the_right_types_refuses_nothing():
+    messages = [model(duration=0), model(duration=12.5, usage={"prompt_tokens": 4, "completion_tokens": 1,
+                                                               "total_tokens": 5, "reasoning_tokens": 0.0}),
+                model(usage=None), {"type": "assistant", "usage": None}, "junk", result("tap", content="ok"),
+                model(usage={"input_tokens": 1, "output_tokens": 1, "cost_usd": 0.5, "details": {"cached": "n/a"}})]
+    assert derive_history(messages).refused == []  # keys no formula reads are not looked at

@@ -1,6 +1,6 @@
 """The report's "Data quality": metrics.json's data_quality findings (the run's input:
 bad and duplicate rows, missing attempts, unsafe or invalid artifacts, values of the wrong
-type, run files) and the
+type in the results file and in the artifact files, run files) and the
 evidence availability counted over the attempt rows. Not quality_score, the judge's score."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ class DataQualityView:
     unsafe_artifact_dirs: list[Mapping[str, Any]]
     invalid_artifacts: list[Mapping[str, Any]]
     invalid_values: list[Mapping[str, Any]]
+    invalid_artifact_values: list[Mapping[str, Any]]
     run_files: list[Mapping[str, Any]]
     findings: int
     present: bool
@@ -60,6 +61,7 @@ def data_quality_view(metrics: Mapping[str, Any], facts: Mapping[str, Any]) -> D
         unsafe_artifact_dirs=listed("unsafe_artifact_dirs"),
         invalid_artifacts=listed("invalid_artifacts"),
         invalid_values=listed("invalid_values"),
+        invalid_artifact_values=listed("invalid_artifact_values"),
         run_files=listed("run_files"),
         findings=data_quality_findings(metrics),  # as the command's summary line counts them
         present=bool(block),
