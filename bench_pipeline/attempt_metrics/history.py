@@ -9,7 +9,7 @@ from ..stats import FLOAT_MAX_INT, number_or_none
 from ..vocabulary import TOKEN_FIELDS
 from .recorded import number_problem
 from .sums import running_add
-from .tokens import refused_token_values, token_sums
+from .tokens import token_sums
 from .tools import is_device_call, is_error_result, is_screenshot_result, pair_tool_calls, result_object
 
 
@@ -163,8 +163,7 @@ def derive_history(messages: list) -> HistoryMetrics:
         out.llm_time_ms = number_or_none(time_sum) if time_complete else None
         out.vision_llm_calls = vision_calls
         out.vision_llm_time_ms = number_or_none(vision_time) if vision_calls and vision_complete else None
-        out.tokens = token_sums(usages)
-        out.refused += refused_token_values(usages, where)
+        out.tokens = token_sums(usages, out.refused, where)
     else:
         out.tokens = {f: None for f in TOKEN_FIELDS}
     return out

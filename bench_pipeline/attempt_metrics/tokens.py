@@ -29,7 +29,8 @@ def usage_count(usage: dict, key: str, fallback: str | None) -> int | float | No
     return value
 
 
-def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
+def token_sums(usages: list[dict], refused: list | None = None,
+               where: list[int] | None = None) -> dict[str, int | float | None]:
     """The five history token fields over the model calls' ``usage`` mappings (3.5, R9, R36).
 
     Per call, each field is its key's number, else its older key's (input_tokens ->
@@ -39,11 +40,14 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
     the float range (R42).
 
     One pass over the calls. A plain integer in the float range (the common case) is taken
-    as it is found and added exactly; any other value goes through ``usage_count``.
+    as it is found and added exactly; any other value goes through ``usage_count``, and
+    there, with ``refused`` given, a value read and refused as not a number is added to it
+    (``_note``; ``where``: each usage's message index in history.json). A count is read only
+    while its field is still known: after a call that lacks it, it is not (and not checked).
     """
     limit = FLOAT_MAX_INT
     inputs = outputs = totals = cached = reasoning = 0  # None once a call lacks the field
-    for usage in usages:
+    for n, usage in enumerate(usages):
         get = usage.get
         i = get(_INPUT)
         if i is None:
@@ -52,6 +56,8 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
             if inputs is not None:
                 inputs += i
         else:
+            if refused is not None:
+                _note(refused, where[n], usage, "input_tokens", _INPUT, _INPUT_OLD)
             i = usage_count(usage, _INPUT, _INPUT_OLD)
             inputs = None if i is None or inputs is None else running_add(inputs, i)
         o = get(_OUTPUT)
@@ -61,6 +67,8 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
             if outputs is not None:
                 outputs += o
         else:
+            if refused is not None:
+                _note(refused, where[n], usage, "output_tokens", _OUTPUT, _OUTPUT_OLD)
             o = usage_count(usage, _OUTPUT, _OUTPUT_OLD)
             outputs = None if o is None or outputs is None else running_add(outputs, o)
         t = get(_TOTAL)
@@ -70,6 +78,8 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
             if totals is not None:
                 totals += t
         else:
+            if refused is not None:
+                _note(refused, where[n], usage, "total_tokens", _TOTAL, None)
             t = usage_count(usage, _TOTAL, None)
             if t is None and i is not None and o is not None:
                 t = i + o
@@ -81,6 +91,8 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
             if type(c) is int and -limit <= c <= limit:
                 cached += c
             else:
+                if refused is not None:
+                    _note(refused, where[n], usage, "cached_input_tokens", _CACHED, _CACHED_OLD)
                 c = usage_count(usage, _CACHED, _CACHED_OLD)
                 cached = None if c is None else running_add(cached, c)
         if reasoning is not None:
@@ -88,6 +100,8 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
             if type(r) is int and -limit <= r <= limit:
                 reasoning += r
             else:
+                if refused is not None:
+                    _note(refused, where[n], usage, "reasoning_tokens", _REASONING, None)
                 r = number_or_none(r)
                 reasoning = None if r is None else running_add(reasoning, r)
     return {
@@ -99,37 +113,20 @@ def token_sums(usages: list[dict]) -> dict[str, int | float | None]:
     }
 
 
-def refused_token_values(usages: list[dict], where: list[int]) -> list[tuple[str, object, str]]:
-    """The token counts ``token_sums`` reads and refuses as not numbers (R36, R42), each as
-    (``[<message index>].usage.<key>``, value, what became of it), message by message (``where``:
-    each usage's message index in history.json). A key is reported only where it is read: an
-    older name (prompt_tokens, ...) only when the field's own key has no number. A value that
-    is a number is never reported, whatever it is."""
-    limit = FLOAT_MAX_INT
-    found = []
-    for index, usage in zip(where, usages):
-        for value in usage.values():
-            if type(value) is not int or not -limit <= value <= limit:
-                found += _refused_in(usage, index)  # some value is not a plain count: look closer
-                break
-    return found
 
-
-def _refused_in(usage: dict, index: int) -> list[tuple[str, object, str]]:
-    """``refused_token_values`` of one model call's usage."""
-    found = []
-    for field, (keys, _) in TOKEN_SOURCES.items():
-        key, older = keys[0], (keys[1] if len(keys) > 1 else None)
-        value = usage.get(key)
-        problem = number_problem(value)
+def _note(refused: list, index: int, usage: dict, field: str, key: str, older: str | None) -> None:
+    """Add to ``refused`` the counts of ``field`` that one call's usage has and ``token_sums``
+    refuses as not numbers (R36, R42): ``key``'s, then ``older``'s when it is read (``key``
+    has no number), each as (``[<message index>].usage.<key>``, value, what became of it)."""
+    value = usage.get(key)
+    problem = number_problem(value)
+    if problem is not None:
+        instead = (f"{older} read instead" if older else
+                   "the call's input + output counted instead" if field == "total_tokens" else
+                   f"the attempt's {field} is unavailable")
+        refused.append((f"[{index}].usage.{key}", value, f"{problem}: not counted, {instead}"))
+    if older is not None and number_or_none(value) is None:
+        problem = number_problem(usage.get(older))
         if problem is not None:
-            instead = (f"{older} read instead" if older else
-                       "the call's input + output counted instead" if field == "total_tokens" else
-                       f"the attempt's {field} is unavailable")
-            found.append((f"[{index}].usage.{key}", value, f"{problem}: not counted, {instead}"))
-        if older is not None and number_or_none(value) is None:
-            problem = number_problem(usage.get(older))
-            if problem is not None:
-                found.append((f"[{index}].usage.{older}", usage[older],
-                              f"{problem}: not counted, the attempt's {field} is unavailable"))
-    return found
+            refused.append((f"[{index}].usage.{older}", usage[older],
+                            f"{problem}: not counted, the attempt's {field} is unavailable"))

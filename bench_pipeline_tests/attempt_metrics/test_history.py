@@ -365,8 +365,8 @@ def test_values_of_the_wrong_type_are_refused_where_they_are_read():
         ("[3].usage.output_tokens", True, "a Boolean, not a number: not counted, completion_tokens read instead"),
         ("[3].usage.completion_tokens", "2", "a string, not a number: not counted, the attempt's output_tokens is unavailable"),
         ("[3].usage.total_tokens", inf, "not a finite number: not counted, the call's input + output counted instead"),
-        ("[3].usage.reasoning_tokens", [1], "a list, not a number: not counted, the attempt's reasoning_tokens is unavailable"),
-    ]  # [6]'s prompt_tokens is not read: its input_tokens is a number
+    ]  # [6]'s prompt_tokens is not read: its input_tokens is a number; nor [3]'s reasoning_tokens:
+    # [0] has none, so the attempt's reasoning_tokens is already unavailable (3.5)
     assert (out.llm_calls, out.llm_time_ms) == (5, None)
     assert out.tokens["input_tokens"] == 10 + 12 + 10 + 10 + 3  # the older key read for [3]
     assert out.tokens["output_tokens"] is None and out.tokens["reasoning_tokens"] is None
@@ -378,3 +378,18 @@ def test_a_history_of_the_right_types_refuses_nothing():
                 model(usage=None), {"type": "assistant", "usage": None}, "junk", result("tap", content="ok"),
                 model(usage={"input_tokens": 1, "output_tokens": 1, "cost_usd": 0.5, "details": {"cached": "n/a"}})]
     assert derive_history(messages).refused == []  # keys no formula reads are not looked at
+
+
+def test_a_count_is_checked_while_its_field_is_known_and_not_after():
+    """cached_input_tokens and reasoning_tokens are unavailable for the attempt once one call
+    lacks them (3.5): the calls after are not read for them, so not checked either."""
+    messages = [model(usage={"input_tokens": 1, "output_tokens": 1, "cached_tokens": "2", "reasoning_tokens": None}),
+                model(usage={"input_tokens": 1, "output_tokens": 1, "cached_input_tokens": 1, "reasoning_tokens": "3"})]
+    out = derive_history(messages)
+    assert out.refused == [
+        ("[0].usage.cached_tokens", "2", "a string, not a number: not counted, the attempt's cached_input_tokens is unavailable"),
+    ]
+    assert (out.tokens["cached_input_tokens"], out.tokens["reasoning_tokens"]) == (None, None)
+    first = derive_history([model(usage={"input_tokens": 1, "output_tokens": 1, "reasoning_tokens": "3"})])
+    assert first.refused == [("[0].usage.reasoning_tokens", "3",
+                              "a string, not a number: not counted, the attempt's reasoning_tokens is unavailable")]
