@@ -42,11 +42,14 @@ def token_sums(usages: list[dict], refused: list | None = None,
     One pass over the calls. A plain integer in the float range (the common case) is taken
     as it is found and added exactly; any other value goes through ``usage_count``, and
     there, with ``refused`` given, a value read and refused as not a number is added to it
-    (``_note``; ``where``: each usage's message index in history.json). A count is read only
-    while its field is still known: after a call that lacks it, it is not (and not checked).
+    (``_note``; ``where``: each usage's message index in history.json, by default its
+    position). A count is read only while its field is still known: after a call that lacks
+    it, it is not (and not checked).
     """
     limit = FLOAT_MAX_INT
     inputs = outputs = totals = cached = reasoning = 0  # None once a call lacks the field
+    if refused is not None and where is None:
+        where = list(range(len(usages)))
     for n, usage in enumerate(usages):
         get = usage.get
         i = get(_INPUT)
@@ -111,7 +114,6 @@ def token_sums(usages: list[dict], refused: list | None = None,
         "cached_input_tokens": number_or_none(cached),
         "reasoning_tokens": number_or_none(reasoning),
     }
-
 
 
 def _note(refused: list, index: int, usage: dict, field: str, key: str, older: str | None) -> None:

@@ -124,3 +124,11 @@ def test_token_sums_equal_the_reference_rule_call_by_call(usages):
 def test_token_sums_of_mostly_plain_integers_equal_the_reference_rule(usages):
     """The one-pass path for plain integers, and its hand-over to the careful path."""
     assert token_sums(usages) == _token_sums_by_the_letter(usages)
+
+
+def test_refused_counts_are_noted_by_the_calls_position_without_message_indices():
+    refused: list = []
+    sums = token_sums([{"input_tokens": 1, "output_tokens": 1}, {"input_tokens": "2", "prompt_tokens": 2,
+                                                                 "output_tokens": 1}], refused)
+    assert refused == [("[1].usage.input_tokens", "2", "a string, not a number: not counted, prompt_tokens read instead")]
+    assert (sums["input_tokens"], sums["output_tokens"], sums["total_tokens"]) == (3, 2, 5)
