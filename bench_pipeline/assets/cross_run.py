@@ -36,7 +36,7 @@ from ..reports.format import fmt_int, fmt_pct, md_cell, md_text, plural
 from ..resources import PipelineSettings
 from ..run_folders import local_run_files
 from ..stored_values import FRAME_ERRORS, read_stored_document, stored_side
-from .refresh_state import REFRESH_VERSION, load_frame, run_keys, run_versions, save_frame
+from .refresh_state import REFRESH_VERSION, delete_earlier_copies, load_kept_frame, run_keys, run_versions
 
 GROUP = "cross_run"
 
@@ -186,8 +186,8 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
     Its metadata names the current formula version and the runs computed with another one
     (``runs_behind_formula``, a number the Plots tab charts, and the first of them by name).
 
-    Incremental (refresh_state.py): a run whose data version is the one its kept row was made
-    from keeps that row; only new and changed runs' stored capability_aggregates documents and
+    Incremental (refresh_state.py): the catalog the last refresh stored is patched: a run whose
+    data version is the one its row was made from keeps that row; only new and changed runs' stored capability_aggregates documents and
     manifests are read."""
     # thousands of rows in a process that holds Dagster and the definitions: the collector's
     # passes over them cost more than the step's own work (bulk.gc_paused)
@@ -196,7 +196,7 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
         covered = _latest(context.instance, FOLLOWED_STAGE)
         versions = run_versions(context.instance, "capability_aggregates", run_keys(context.instance),
                                 settings.storage_base, context)
-        kept = load_frame(settings.storage_base, "run_catalog", context)
+        kept = load_kept_frame(context, settings.storage_base, "run_catalog")
         kept_versions = dict(zip(kept["run_id"].tolist(), kept["data_version"].tolist())) if kept is not None else {}
         holding = {run_id for run_id, version in versions.items()
                    if isinstance(version, str) and kept_versions.get(run_id) == version}
@@ -211,7 +211,8 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
                             versions[run_id]) for run_id in measured]
         # the rows that still hold, taken by columns: no Python object per kept cell
         frame = catalog_frame(rows, kept[kept["run_id"].isin(holding)] if kept is not None else None)
-        save_frame(settings.storage_base, "run_catalog", frame, first=kept is None)
+        if kept is None:
+            delete_earlier_copies(settings.storage_base, "run_catalog")
         behind = runs_behind_formula(frame, FORMULA_VERSION)
         context.add_output_metadata({
             "dagster/row_count": len(frame),
@@ -239,7 +240,7 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
     and only the runs of the other rows are read."""
     # as run_catalog: no collector's passes over the process's objects while the rows are made
     with gc_paused():
-        kept = load_frame(settings.storage_base, "suite_trends", context)
+        kept = load_kept_frame(context, settings.storage_base, "suite_trends")
         read: list[str] = []
         rows = CatalogRows(run_catalog)  # a run's row made only when the run is read
 
@@ -253,12 +254,14 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
                 return None, f"{run_id}: no stored attempt frame to compare with ({type(exc).__name__})"
 
         frame = build_trends(run_catalog, side_of, kept)
-        save_frame(settings.storage_base, "suite_trends", frame, first=kept is None)
+        if kept is None:
+            delete_earlier_copies(settings.storage_base, "suite_trends")
         context.add_output_metadata({
             "dagster/row_count": len(frame),
             "gate_failures": int((frame["gate"] == "fail").sum()) if len(frame) else 0,
             "gate_inconclusive": int((frame["gate"] == "inconclusive").sum()) if len(frame) else 0,
             "runs_read": len(read),
+            "refresh_version": REFRESH_VERSION,  # what the next refresh may keep (load_kept_frame)
             "preview": dg.MetadataValue.md(trends_preview(frame)),
         })
         return frame

@@ -16,9 +16,9 @@ The state lives under the storage base (``<base>/cross_run_state/<name>.json``),
 the one JSON writer. What is large and needed only for a few parts at a time (a system's
 repeats document) is kept in pieces of its own (``<base>/cross_run_state/<name>/<key>.json``,
 ``save_piece`` / ``load_piece``), each read only when a refresh needs it, so that the state
-read and written by every refresh stays small; a frame of a row per run (the trends) is kept
-as parquet (``<base>/cross_run_state/<name>.parquet``, ``save_frame`` / ``load_frame``), read
-by columns. It is dropped whole (the refresh starts from
+read and written by every refresh stays small; a frame of a row per run (the catalog, the
+trends) is the asset's own stored value, which the next refresh reads by columns and patches
+(``load_kept_frame``). It is dropped whole (the refresh starts from
 scratch) when it was made by another ``REFRESH_VERSION``: another formula version, or another
 version of the cross-run code (``CROSS_RUN_VERSION``, raised with any change to what the
 cross-run assets write). A refresh run tagged ``bench/refresh=from_scratch`` ignores it as
@@ -27,7 +27,6 @@ well.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -35,18 +34,18 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition
 from ..formula import FORMULA_VERSION
 from ..jsonio import json_bytes, read_written
 from ..object_store import CONCURRENCY, is_remote, storage_path, write_whole
 from ..partitions import runs_partitions
+from ..resources.io_managers import load_asset_frame
 
 #: The version of what the cross-run assets write (catalog rows, trends, repeats files, suite
 #: pages): raise it with any change to their code or templates, so that the next refresh
 #: recomputes every part instead of keeping parts made by the old code.
-CROSS_RUN_VERSION = "2026-12-06.4"
+CROSS_RUN_VERSION = "2026-12-07.1"
 #: What a kept part must have been made by: this formula and this cross-run code.
 REFRESH_VERSION = f"{FORMULA_VERSION}/{CROSS_RUN_VERSION}"
 #: The run tag that makes a refresh ignore what earlier refreshes kept.
@@ -155,41 +154,37 @@ def save_state(storage_base: str, name: str, parts: dict) -> None:
     _write(_path(storage_base, name), "parts", parts)
 
 
-def _frame_path(storage_base: str, name: str) -> Any:
-    return storage_path(storage_base) / "cross_run_state" / f"{name}.parquet"
-
-
-#: The key of a kept frame's parquet metadata that names the REFRESH_VERSION that made it.
-_FRAME_VERSION_KEY = b"bench_pipeline/refresh_version"
-
-
-def save_frame(storage_base: str, name: str, frame: pd.DataFrame, first: bool = False) -> None:
-    """Keep ``frame`` for the next refresh as a parquet file: read again by columns, without a
-    Python object per cell to make first (a frame of thousands of rows kept as JSON rows is
-    parsed, then turned into rows and back, by every refresh). ``first``: nothing was kept
-    under ``name`` (``load_frame`` gave None): the same state in the form an earlier version
-    kept it, JSON rows (``<name>.json``), is then deleted, as no refresh reads it any more."""
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), _FRAME_VERSION_KEY: REFRESH_VERSION.encode()})
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer)
-    write_whole(_frame_path(storage_base, name), buffer.getvalue())
-    if first:
-        _path(storage_base, name).unlink(missing_ok=True)
-
-
-def load_frame(storage_base: str, name: str, context: dg.AssetExecutionContext | None = None) -> pd.DataFrame | None:
-    """The frame kept by the last refresh under ``name``; None when there is none, it cannot
-    be read, was made by another REFRESH_VERSION, or the run asks for a refresh from scratch."""
-    if context is not None and from_scratch(context):
+def load_kept_frame(context: dg.AssetExecutionContext, storage_base: str, name: str) -> pd.DataFrame | None:
+    """The frame the asset ``name`` stored at its last materialization, to be patched by this
+    refresh (a frame of a row per run, read by columns, without a Python object per cell to
+    make first); None when there is none, it cannot be read, it was made by another
+    REFRESH_VERSION (its materialization's ``refresh_version`` metadata) or the run asks for a
+    refresh from scratch. The asset's own stored value, not a copy of it: the one frame
+    Dagster's IO manager stores is what the next refresh starts from."""
+    if from_scratch(context):
+        return None
+    records = context.instance.fetch_materializations(dg.AssetKey(name), limit=1).records
+    materialization = records[0].asset_materialization if records else None
+    version = materialization.metadata.get("refresh_version") if materialization is not None else None
+    if getattr(version, "value", None) != REFRESH_VERSION:
         return None
     try:
-        table = pq.read_table(io.BytesIO(_frame_path(storage_base, name).read_bytes()))
-    except (OSError, pa.ArrowException):
+        return load_asset_frame(storage_base, name)
+    except (OSError, pa.ArrowException, ValueError):
         return None
-    if (table.schema.metadata or {}).get(_FRAME_VERSION_KEY) != REFRESH_VERSION.encode():
-        return None
-    return table.to_pandas()
+
+
+#: What earlier versions kept of a frame-valued asset beside its stored value, under
+#: ``cross_run_state/``: its rows as JSON, then as parquet.
+_EARLIER_COPIES = (".json", ".parquet")
+
+
+def delete_earlier_copies(storage_base: str, name: str) -> None:
+    """Delete the copies of the frame ``name`` that earlier versions kept (``_EARLIER_COPIES``):
+    called by a refresh that had no kept frame (the first after an upgrade, which starts from
+    scratch), as no refresh reads them any more."""
+    for suffix in _EARLIER_COPIES:
+        (storage_path(storage_base) / "cross_run_state" / f"{name}{suffix}").unlink(missing_ok=True)
 
 
 def save_piece(storage_base: str, name: str, key: str, value: Any) -> None:

@@ -98,6 +98,14 @@ def partition_path(base_path: str, asset: str, partition_key: str, extension: st
     return storage_path(base_path) / asset / (safe_partition_key(partition_key) + extension)
 
 
+def load_asset_frame(base_path: str, asset: str) -> pd.DataFrame:
+    """The frame a non-partitioned asset last stored (``<base>/<asset>.parquet``, where the
+    parquet IO manager stores it), read with that IO manager's own reader. Raises OSError
+    when it was never stored."""
+    path = storage_path(base_path) / (asset + ParquetIOManager.extension)
+    return ParquetIOManager(storage_path(base_path)).load_from_path(None, path)
+
+
 def _manager(base_path: str, extension: str) -> ParquetIOManager | JsonIOManager:
     """The IO manager that stores values with ``extension``."""
     base = storage_path(base_path)

@@ -10,6 +10,7 @@ import pytest
 
 from bench_pipeline.assets import cross_run, cross_run_assets, per_run_assets
 from bench_pipeline.assets.cross_run import REFRESHED, catalog_behind
+from bench_pipeline.assets.refresh_state import REFRESH_VERSION
 from bench_pipeline.formula import FORMULA_VERSION
 from bench_pipeline.partitions import runs_partitions
 from bench_pipeline.pipeline import run_stages
@@ -186,10 +187,11 @@ def test_the_catalog_and_the_trends_of_two_runs_of_one_suite(tmp_path):
     assert meta["dagster/row_count"] == 2 and meta["gate_failures"] == int((trends["gate"] == "fail").sum())
 
 
-def test_the_first_refresh_deletes_the_json_form_earlier_versions_kept_the_frames_in(tmp_path):
-    """An earlier version kept the catalog's and the trends' rows as JSON
-    (``cross_run_state/run_catalog.json``, ``suite_trends.json``); the first refresh that keeps
-    them as parquet deletes those files, and later refreshes do not look for them again."""
+def test_the_first_refresh_deletes_the_copies_earlier_versions_kept_of_the_frames(tmp_path):
+    """Earlier versions kept a copy of the catalog's and the trends' rows beside their stored
+    values (``cross_run_state/<name>.json``, then ``<name>.parquet``); the refresh now patches
+    the assets' own stored values, and the first one (which starts from scratch) deletes the
+    copies; later refreshes keep the stored frames and do not look for copies again."""
     resources = make_resources(tmp_path)
     make_run(tmp_path / "runs", [row("a")], run_id="r1", manifest={"status": "completed"})
     instance = dg.DagsterInstance.ephemeral()
@@ -197,16 +199,19 @@ def test_the_first_refresh_deletes_the_json_form_earlier_versions_kept_the_frame
     assert dg.materialize(per_run_assets, partition_key="r1", instance=instance, resources=resources).success
     state = tmp_path / "storage" / "cross_run_state"
     state.mkdir(parents=True)
-    earlier = {name: state / f"{name}.json" for name in ("run_catalog", "suite_trends")}
-    for path in earlier.values():
+    earlier = [state / f"{name}{suffix}" for name in ("run_catalog", "suite_trends") for suffix in (".json", ".parquet")]
+    for path in earlier:
         path.write_text('{"refresh_version": "2026-12-01/2026-12-01", "parts": {}}')
-    _materialize_catalog(instance, resources, ("run_catalog", "suite_trends"))
-    assert [path.exists() for path in earlier.values()] == [False, False]
-    assert (state / "run_catalog.parquet").is_file() and (state / "suite_trends.parquet").is_file()
+    first = _materialize_catalog(instance, resources, ("run_catalog", "suite_trends"))
+    assert [path.exists() for path in earlier] == [False] * 4
+    assert (tmp_path / "storage" / "run_catalog.parquet").is_file() and (tmp_path / "storage" / "suite_trends.parquet").is_file()
     assert (state / "versions_capability_aggregates.json").is_file()  # the refresh's other state stays
-    earlier["run_catalog"].write_text("{}")  # nothing looks for it once the frames are kept
-    _materialize_catalog(instance, resources, ("run_catalog", "suite_trends"))
-    assert earlier["run_catalog"].read_text() == "{}"
+    trends = instance.fetch_materializations(dg.AssetKey("suite_trends"), limit=1).records[0].asset_materialization
+    assert (first["runs_read"], trends.metadata["refresh_version"].value) == (1, REFRESH_VERSION)
+    earlier[0].write_text("{}")  # nothing looks for it once the stored frames are kept
+    second = _materialize_catalog(instance, resources, ("run_catalog", "suite_trends"))
+    assert earlier[0].read_text() == "{}"
+    assert (second["runs_read"], second["runs_kept"]) == (0, 1)  # the stored catalog's row kept
 
 
 def test_nothing_is_behind_before_any_run_is_done() -> None:
