@@ -36,7 +36,14 @@ from ..reports.format import fmt_int, fmt_pct, md_cell, md_text, plural
 from ..resources import PipelineSettings
 from ..run_folders import local_run_files
 from ..stored_values import FRAME_ERRORS, read_stored_document, stored_side
-from .refresh_state import REFRESH_VERSION, delete_earlier_copies, load_kept_frame, run_keys, run_versions
+from .refresh_state import (
+    REFRESH_VERSION,
+    REFRESH_VERSION_KEY,
+    delete_earlier_copies,
+    load_kept_frame,
+    run_keys,
+    run_versions,
+)
 
 GROUP = "cross_run"
 
@@ -187,8 +194,8 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
     (``runs_behind_formula``, a number the Plots tab charts, and the first of them by name).
 
     Incremental (refresh_state.py): the catalog the last refresh stored is patched: a run whose
-    data version is the one its row was made from keeps that row; only new and changed runs' stored capability_aggregates documents and
-    manifests are read."""
+    data version is the one its row was made from keeps that row; only new and changed runs'
+    stored capability_aggregates documents and manifests are read."""
     # thousands of rows in a process that holds Dagster and the definitions: the collector's
     # passes over them cost more than the step's own work (bulk.gc_paused)
     with gc_paused():
@@ -220,7 +227,7 @@ def run_catalog(context: dg.AssetExecutionContext, settings: PipelineSettings) -
             "reports_covered": covered.storage_id if covered is not None else 0,
             "suites": frame["suite"].nunique(),
             "formula_version": FORMULA_VERSION,
-            "refresh_version": REFRESH_VERSION,
+            REFRESH_VERSION_KEY: REFRESH_VERSION,  # what the next refresh may keep (load_kept_frame)
             "runs_read": len(measured),
             "runs_kept": len(frame) - len(measured),
             "runs_behind_formula": len(behind),
@@ -261,7 +268,7 @@ def suite_trends(context: dg.AssetExecutionContext, settings: PipelineSettings, 
             "gate_failures": int((frame["gate"] == "fail").sum()) if len(frame) else 0,
             "gate_inconclusive": int((frame["gate"] == "inconclusive").sum()) if len(frame) else 0,
             "runs_read": len(read),
-            "refresh_version": REFRESH_VERSION,  # what the next refresh may keep (load_kept_frame)
+            REFRESH_VERSION_KEY: REFRESH_VERSION,  # what the next refresh may keep (load_kept_frame)
             "preview": dg.MetadataValue.md(trends_preview(frame)),
         })
         return frame

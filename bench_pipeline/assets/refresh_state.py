@@ -48,6 +48,9 @@ from ..resources.io_managers import load_asset_frame
 CROSS_RUN_VERSION = "2026-12-07.1"
 #: What a kept part must have been made by: this formula and this cross-run code.
 REFRESH_VERSION = f"{FORMULA_VERSION}/{CROSS_RUN_VERSION}"
+#: The materialization metadata key naming the REFRESH_VERSION a frame-valued cross-run asset
+#: was made by (``load_kept_frame`` keeps its stored value only when it is the current one).
+REFRESH_VERSION_KEY = "refresh_version"
 #: The run tag that makes a refresh ignore what earlier refreshes kept.
 FROM_SCRATCH_TAG = "bench/refresh"
 
@@ -129,14 +132,14 @@ def _read(path: Any, field: str) -> Any:
         kept = read_written(path.read_bytes())
     except (OSError, ValueError):
         return None
-    if not isinstance(kept, dict) or kept.get("refresh_version") != REFRESH_VERSION:
+    if not isinstance(kept, dict) or kept.get(REFRESH_VERSION_KEY) != REFRESH_VERSION:
         return None
     return kept.get(field)
 
 
 def _write(path: Any, field: str, value: Any) -> None:
     """Keep ``value`` at ``path`` as ``field``, with this REFRESH_VERSION, replaced whole."""
-    write_whole(path, json_bytes({"refresh_version": REFRESH_VERSION, field: value}))
+    write_whole(path, json_bytes({REFRESH_VERSION_KEY: REFRESH_VERSION, field: value}))
 
 
 def load_state(storage_base: str, name: str, context: dg.AssetExecutionContext | None = None) -> dict:
@@ -158,14 +161,14 @@ def load_kept_frame(context: dg.AssetExecutionContext, storage_base: str, name: 
     """The frame the asset ``name`` stored at its last materialization, to be patched by this
     refresh (a frame of a row per run, read by columns, without a Python object per cell to
     make first); None when there is none, it cannot be read, it was made by another
-    REFRESH_VERSION (its materialization's ``refresh_version`` metadata) or the run asks for a
+    REFRESH_VERSION (its materialization's REFRESH_VERSION_KEY metadata) or the run asks for a
     refresh from scratch. The asset's own stored value, not a copy of it: the one frame
     Dagster's IO manager stores is what the next refresh starts from."""
     if from_scratch(context):
         return None
     records = context.instance.fetch_materializations(dg.AssetKey(name), limit=1).records
     materialization = records[0].asset_materialization if records else None
-    version = materialization.metadata.get("refresh_version") if materialization is not None else None
+    version = materialization.metadata.get(REFRESH_VERSION_KEY) if materialization is not None else None
     if getattr(version, "value", None) != REFRESH_VERSION:
         return None
     try:

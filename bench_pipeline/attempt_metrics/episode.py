@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..stats import is_number, number_or_none
 from ..vocabulary import TOKEN_FIELDS
-from .recorded import number_problem
+from .recorded import refuse_number
 from .sums import running_add
 from .tokens import TOKEN_SOURCES
 from .tools import is_device_call, json_key
@@ -76,10 +76,8 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
                     device_sum = running_add(device_sum, max(0, duration))
                 else:
                     device_complete = False
-                    problem = number_problem(duration)  # None: absent
-                    if problem is not None:
-                        out.refused.append((f"events[{i}].duration_ms", duration,
-                                            f"{problem}: the attempt's device_execution_ms is unavailable"))
+                    refuse_number(out.refused, f"events[{i}].duration_ms", duration,
+                                  "the attempt's device_execution_ms is unavailable")
             if event.get("is_error"):
                 errors += 1
                 if out.first_error_ref is None:  # R16
@@ -94,14 +92,14 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
     out.replan_count = replans if replan_seen else None
     ttft = extra.get("first_token_time_ms")
     out.time_to_first_token_ms = ttft if is_number(ttft) and ttft > 0 else None  # R40
-    _refuse(out, "extra.first_token_time_ms", ttft, "the attempt's time_to_first_token_ms is unavailable")
+    refuse_number(out.refused, "extra.first_token_time_ms", ttft, "the attempt's time_to_first_token_ms is unavailable")
     for f in TOKEN_FIELDS:
         key = TOKEN_SOURCES[f][1]
         value = extra.get(key)
         if is_number(value):
             out.tokens[f] = value  # replaces the history sum, zero included (3.5)
         else:
-            _refuse(out, f"extra.{key}", value, f"not used: {f} stays the history sum")
+            refuse_number(out.refused, f"extra.{key}", value, f"not used: {f} stays the history sum")
     for key in ("episode_id", "trace_id"):
         value = episode.get(key)
         if isinstance(value, str):
@@ -109,10 +107,3 @@ def derive_episode(episode: dict) -> EpisodeMetrics:
         elif value is not None:
             out.refused.append((key, value, "not a string: read as absent"))
     return out
-
-
-def _refuse(out: EpisodeMetrics, where: str, value: object, becomes: str) -> None:
-    """Record ``value`` as refused when it is not a number (``number_problem``: not when absent)."""
-    problem = number_problem(value)
-    if problem is not None:
-        out.refused.append((where, value, f"{problem}: {becomes}"))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..stats import FLOAT_MAX_INT, number_or_none
 from ..vocabulary import TOKEN_FIELDS
-from .recorded import number_problem
+from .recorded import refuse_number
 from .sums import running_add
 from .tokens import token_sums
 from .tools import is_device_call, is_error_result, is_screenshot_result, pair_tool_calls, result_object
@@ -93,10 +93,8 @@ def derive_history(messages: list) -> HistoryMetrics:
                 if duration is not None and 0 <= duration <= FLOAT_MAX_INT:
                     time_sum = running_add(time_sum, duration)
                 else:
-                    problem = number_problem(msg.get("duration_ms"))  # None: absent or a number
-                    if problem is not None:
-                        out.refused.append((f"[{i}].duration_ms", msg["duration_ms"],
-                                            f"{problem}: the attempt's llm_time_ms is unavailable"))
+                    refuse_number(out.refused, f"[{i}].duration_ms", msg.get("duration_ms"),
+                                  "the attempt's llm_time_ms is unavailable")
                     duration = None
                     time_complete = False
                 vision_events.append((i, _MODEL, duration))

@@ -60,6 +60,15 @@ def number_problem(value: object, key: str = "") -> str | None:
     return None
 
 
+def refuse_number(refused: list, where: str, value: object, becomes: str) -> None:
+    """Add (``where``, ``value``, ``"<why>: <becomes>"``) to ``refused`` when ``value`` is
+    there but not a number (``number_problem`` without a key: the artifact files' rule); an
+    absent value (None) or a number of any sign is not refused."""
+    problem = number_problem(value)
+    if problem is not None:
+        refused.append((where, value, f"{problem}: {becomes}"))
+
+
 def _kind(value: object) -> str:
     if isinstance(value, str):
         return "a string"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..stats import FLOAT_MAX_INT, number_or_none
-from .recorded import number_problem
+from .recorded import refuse_number
 from .sums import running_add
 
 #: Reference 3.5, per token field: the history usage keys (the field's, then its older name)
@@ -121,14 +121,10 @@ def _note(refused: list, index: int, usage: dict, field: str, key: str, older: s
     refuses as not numbers (R36, R42): ``key``'s, then ``older``'s when it is read (``key``
     has no number), each as (``[<message index>].usage.<key>``, value, what became of it)."""
     value = usage.get(key)
-    problem = number_problem(value)
-    if problem is not None:
-        instead = (f"{older} read instead" if older else
-                   "the call's input + output counted instead" if field == "total_tokens" else
-                   f"the attempt's {field} is unavailable")
-        refused.append((f"[{index}].usage.{key}", value, f"{problem}: not counted, {instead}"))
+    instead = (f"{older} read instead" if older else
+               "the call's input + output counted instead" if field == "total_tokens" else
+               f"the attempt's {field} is unavailable")
+    refuse_number(refused, f"[{index}].usage.{key}", value, f"not counted, {instead}")
     if older is not None and number_or_none(value) is None:
-        problem = number_problem(usage.get(older))
-        if problem is not None:
-            refused.append((f"[{index}].usage.{older}", usage[older],
-                            f"{problem}: not counted, the attempt's {field} is unavailable"))
+        refuse_number(refused, f"[{index}].usage.{older}", usage.get(older),
+                      f"not counted, the attempt's {field} is unavailable")
