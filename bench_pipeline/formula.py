@@ -13,4 +13,4 @@ value; a new field is a new formula), or to the legacy outcome rules of ``vocabu
 (the date and a short word are enough; it only has to differ).
 """
 
-FORMULA_VERSION = "2026-12-07.1"
+FORMULA_VERSION = "2026-12-07.2"

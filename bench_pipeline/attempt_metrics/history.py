@@ -52,6 +52,19 @@ def _has_image(attachments: object) -> bool:
 #: Kinds of the ordered events behind the pending-image flag (3.3).
 _MODEL, _RESULT, _IMAGE = 0, 1, 2
 
+#: What a model call's refused duration makes of the attempt's times (3.3), and of a visual call's.
+_LLM_TIME_LOST = "the attempt's llm_time_ms is unavailable"
+_VISION_TIME_LOST = "the attempt's llm_time_ms and vision_llm_time_ms are unavailable"
+
+
+def _also_vision(refused: list, index: int) -> None:
+    """Say of the visual call ``index``'s refused duration (if it was refused: an absent one
+    is not) that vision_llm_time_ms is unavailable too (3.3)."""
+    where = f"[{index}].duration_ms"
+    for n, (at, value, reason) in enumerate(refused):
+        if at == where:
+            refused[n] = (at, value, reason.replace(_LLM_TIME_LOST, _VISION_TIME_LOST))
+
 
 def derive_history(messages: list) -> HistoryMetrics:
     """Model calls, time, vision, tokens, tool counters and first error from history (3.3, 3.5).
@@ -93,8 +106,7 @@ def derive_history(messages: list) -> HistoryMetrics:
                 if duration is not None and 0 <= duration <= FLOAT_MAX_INT:
                     time_sum = running_add(time_sum, duration)
                 else:
-                    refuse_number(out.refused, f"[{i}].duration_ms", msg.get("duration_ms"),
-                                  "the attempt's llm_time_ms is unavailable")
+                    refuse_number(out.refused, f"[{i}].duration_ms", msg.get("duration_ms"), _LLM_TIME_LOST)
                     duration = None
                     time_complete = False
                 vision_events.append((i, _MODEL, duration))
@@ -146,6 +158,7 @@ def derive_history(messages: list) -> HistoryMetrics:
                 vision_calls += 1
                 if duration is None:
                     vision_complete = False
+                    _also_vision(out.refused, i)
                 else:
                     vision_time = running_add(vision_time, duration)
                 pending = False

@@ -372,6 +372,19 @@ def test_values_of_the_wrong_type_are_refused_where_they_are_read():
     assert out.tokens["output_tokens"] is None and out.tokens["reasoning_tokens"] is None
 
 
+def test_a_visual_call_s_refused_duration_says_both_times_are_unavailable():
+    """A visual call's duration that is not a number makes vision_llm_time_ms null as well
+    as llm_time_ms (3.3): its finding says both; a non-visual call's says llm_time_ms only."""
+    out = derive_history([model(duration="8"), {"type": "user", "attachments": IMG}, model(duration="900"),
+                          model(duration=None)])
+    assert (out.vision_llm_calls, out.vision_llm_time_ms, out.llm_time_ms) == (1, None, None)
+    assert out.refused == [
+        ("[0].duration_ms", "8", "a string, not a number: the attempt's llm_time_ms is unavailable"),
+        ("[2].duration_ms", "900",
+         "a string, not a number: the attempt's llm_time_ms and vision_llm_time_ms are unavailable"),
+    ]  # [3]'s absent duration is no finding
+
+
 def test_a_history_of_the_right_types_refuses_nothing():
     messages = [model(duration=0), model(duration=12.5, usage={"prompt_tokens": 4, "completion_tokens": 1,
                                                                "total_tokens": 5, "reasoning_tokens": 0.0}),
