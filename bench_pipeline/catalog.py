@@ -161,6 +161,10 @@ class CatalogRows:
         i = self.position[run_id]
         return dict(zip(self.columns, _plain_values([values[i] for values in self.columns.values()])))
 
+    def column(self, name: str) -> list:
+        """The column ``name`` of every row, plain values as the rows have them."""
+        return _plain_values(self.columns.get(name, []))
+
 
 def _plain_values(values: list) -> list:
     """``plain_value`` of each value, a text, an integer, a truth value or a number that is

@@ -45,7 +45,7 @@ from ..resources.io_managers import load_asset_frame
 #: The version of what the cross-run assets write (catalog rows, trends, repeats files, suite
 #: pages): raise it with any change to their code or templates, so that the next refresh
 #: recomputes every part instead of keeping parts made by the old code.
-CROSS_RUN_VERSION = "2026-12-07.1"
+CROSS_RUN_VERSION = "2026-12-07.2"
 #: What a kept part must have been made by: this formula and this cross-run code.
 REFRESH_VERSION = f"{FORMULA_VERSION}/{CROSS_RUN_VERSION}"
 #: The materialization metadata key naming the REFRESH_VERSION a frame-valued cross-run asset
@@ -188,6 +188,27 @@ def delete_earlier_copies(storage_base: str, name: str) -> None:
     scratch), as no refresh reads them any more."""
     for suffix in _EARLIER_COPIES:
         (storage_path(storage_base) / "cross_run_state" / f"{name}{suffix}").unlink(missing_ok=True)
+
+
+def save_columns(storage_base: str, name: str, columns: dict[str, list]) -> None:
+    """Keep ``columns`` ({name: a plain value per row}) for the next refresh under ``name``: a
+    part of a row per run or per system, kept by columns with its nested values as JSON text,
+    so that the next refresh reads it as a few lists of strings and numbers (no object per
+    nested value) and parses only the rows it needs."""
+    _write(_path(storage_base, name), "columns", columns)
+
+
+def load_columns(storage_base: str, name: str, names: tuple[str, ...],
+                 context: dg.AssetExecutionContext | None = None) -> dict[str, list] | None:
+    """The columns ``save_columns`` kept under ``name``; None when there are none, they cannot
+    be read, were made by another REFRESH_VERSION or with other columns than ``names``, or the
+    run asks for a refresh from scratch."""
+    if context is not None and from_scratch(context):
+        return None
+    columns = _read(_path(storage_base, name), "columns")
+    if not isinstance(columns, dict) or tuple(columns) != names:
+        return None
+    return columns
 
 
 def save_piece(storage_base: str, name: str, key: str, value: Any) -> None:

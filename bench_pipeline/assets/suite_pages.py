@@ -12,7 +12,7 @@ import dagster as dg
 
 from ..comparison_inputs import ComparisonInputs
 from ..identity import read_json_object
-from ..jsonio import json_bytes
+from ..jsonio import json_bytes, read_written
 from ..object_store import location_text
 from ..output_root import OutputRoot
 from ..system_folders import SUITES_FOLDER, suite_slug
@@ -20,30 +20,21 @@ from ..reports.suite_page import RUNS_SHOWN, SystemEntry, latest_runs, write_sui
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
 from ..reports.format import md_cell
-from .systems import LISTED, StoredRuns, SystemDocs
+from .systems import LISTED, StoredRuns, SystemDocs, Systems
 
 
-def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str, str | None],
-               kept: dict[str, dict]) -> dict[str, dict]:
+def shown_runs(run_ids: list[str], output_root: OutputRoot, comparisons: dict[str, str | None]) -> dict[str, dict]:
     """{run id: what the suite page shows of its comparison: ``gate``, ``gate_reasons``,
     ``gate_mde80``, ``baseline`` and ``warnings`` (its comparison.json's gate.result,
     gate.reasons, the mde80 of first_attempt and task_success, baseline.run_id and warnings;
     None / empty without one), ``not_compared`` (without one, why: what its reports say, as
-    its comparison's data version records it, comparison_inputs.py) and
-    ``report`` (its report.html's absolute path, None without one)}. Read from the output root
-    (a bucket's: comparison.json through local copies, report.html's existence from the
-    listing) only for the runs whose comparison's data version (``comparisons``) is not the one
-    ``kept`` has it for."""
+    its comparison's data version (``comparisons``) records it, comparison_inputs.py) and
+    ``report`` (its report.html's absolute path, None without one)} of the runs ``run_ids``,
+    read from the output root (a bucket's: comparison.json through local copies, report.html's
+    existence from the listing)."""
     shown: dict[str, dict] = {}
-    read = []
-    for row in rows:
-        before, version = kept.get(row["run_id"]), comparisons.get(row["run_id"])
-        if before is not None and version is not None and before.get("comparison_version") == version:
-            shown[row["run_id"]] = before["shown"]
-        else:
-            read.append(row["run_id"])
-    names = {run_id: safe_partition_key(run_id) for run_id in read}
-    local = output_root.fetch(list(names.values()), ("comparison.json",)) if read else output_root.local
+    names = {run_id: safe_partition_key(run_id) for run_id in run_ids}
+    local = output_root.fetch(list(names.values()), ("comparison.json",)) if run_ids else output_root.local
     for run_id, name in names.items():
         folder = (local / name).absolute()
         comparison = read_json_object(folder / "comparison.json")
@@ -62,52 +53,63 @@ def shown_runs(rows: list[dict], output_root: OutputRoot, comparisons: dict[str,
     return shown
 
 
-def suite_runs(catalog_rows: list[dict]) -> dict[Any, list[dict]]:
-    """{suite: its catalog rows}, suites in catalog order."""
-    suites: dict[Any, list[dict]] = {}
-    for row in catalog_rows:
-        suites.setdefault(row["suite"], []).append(row)
-    return suites
+def keep_shown(runs: StoredRuns, output_root: OutputRoot) -> list[str]:
+    """What the suite pages show of each run's comparison (``shown_runs``, as JSON text), in
+    catalog order: kept from the last refresh for a run whose comparison's data version is
+    the one it was read at, read again for the others; recorded in ``runs.state``."""
+    kept, kept_at, comparisons = runs.kept, runs.kept_position, runs.comparisons
+    versions = [comparisons.get(run_id) for run_id in runs.ids]
+    texts: list[str | None] = []
+    for run_id, version in zip(runs.ids, versions):
+        i = kept_at.get(run_id)
+        held = i is not None and version is not None and kept["comparison_version"][i] == version
+        texts.append(kept["shown"][i] if held else None)
+    read = shown_runs([run_id for run_id, text in zip(runs.ids, texts) if text is None], output_root, comparisons)
+    texts = [text if text is not None else json_bytes(read[run_id]).decode() for run_id, text in zip(runs.ids, texts)]
+    runs.state.update(comparison_version=versions, shown=texts)
+    return texts
 
 
-def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: StoredRuns, systems: dict[str, dict],
-                      docs: SystemDocs, kept: dict[str, str]) -> tuple[dict, dict]:
-    """One page per suite of the catalog rows ``records``, with its systems (``systems``:
-    system_repeats' entries; ``docs``: their documents, read only for the systems of a page
-    made again that it shows), written again only when what it shows changed since the last
-    refresh (``kept``: {suite slug: the key of what its page showed}): the pages'
-    materialization metadata and what to keep."""
+def write_suite_pages(settings: PipelineSettings, runs: StoredRuns, systems: Systems, docs: SystemDocs,
+                      kept: dict[str, str]) -> tuple[dict, dict]:
+    """One page per suite of the catalog's runs, with its systems (``systems``; ``docs``: their
+    documents, read only for the systems of a page made again that it shows), written again
+    only when what it shows changed since the last refresh (``kept``: {suite slug: the key of
+    what its page showed}): the pages' materialization metadata and what to keep."""
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
-    shown = shown_runs(records, output_root, runs.comparisons, runs.kept)
-    for row in records:
-        runs.state[row["run_id"]].update(comparison_version=runs.comparisons.get(row["run_id"]),
-                                         shown=shown[row["run_id"]])
+    shown = keep_shown(runs, output_root)
     pages, state, written = [], {}, 0
-    by_suite: dict[Any, list[dict]] = {}
-    for entry in systems.values():
-        by_suite.setdefault(entry["suite"], []).append(entry)
-    for suite, suite_rows in suite_runs(records).items():
+    suites: dict[Any, list[int]] = {}  # each suite's runs (their places in the catalog), suites in catalog order
+    for n, suite in enumerate(runs.rows.column("suite")):
+        suites.setdefault(suite, []).append(n)
+    by_suite: dict[Any, list[int]] = {}  # each suite's systems (their places in ``systems``)
+    for i, suite in enumerate(systems.columns["suite"]):
+        by_suite.setdefault(suite, []).append(i)
+    started = None
+    for suite, places in suites.items():
         slug = suite_slug(suite)
-        suite_systems = by_suite.get(suite, [])
-        key = _page_key(suite_rows, suite_systems, runs)
+        suite_systems = [systems.columns["slug"][i] for i in by_suite.get(suite, [])]
+        key = _page_key(runs, places, systems, by_suite.get(suite, []))
         path = output_root.staged() / SUITES_FOLDER / slug / "index.html"
         if key is None or kept.get(slug) != key:
-            latest, listed = latest_runs(suite_rows, suite_systems, RUNS_SHOWN,
-                                         members=lambda e: [*e["runs"], *e["left_out"]])
-            docs.load(e["slug"] for e in listed)
+            started = started if started is not None else runs.rows.column("started_at")
+            starts = [{"run_id": runs.ids[n], "started_at": started[n], "place": n} for n in places]
+            latest, listed = latest_runs(starts, suite_systems, RUNS_SHOWN, members=systems.members.__getitem__)
+            docs.load(listed)
             entries = []
-            for e in listed:
-                doc, page = docs.get(e["slug"])
-                entries.append(SystemEntry(e["slug"], doc, [], Path(e["repeats_md"]), setup=e.get("setup"),
+            for system in listed:
+                e = systems.entry(system)
+                doc, page = docs.get(system)
+                entries.append(SystemEntry(system, doc, [], Path(e["repeats_md"]), setup=e.get("setup"),
                                            left_out=e.get("left_out") or {}, summary=page))
             # the runs it lists, each with what it shows of its comparison
-            listed_rows = [{**row, **shown[row["run_id"]]} for row in latest]
+            listed_rows = [{**runs.rows[r["run_id"]], **read_written(shown[r["place"]])} for r in latest]
             path = write_suite_page(output_root.staged() / SUITES_FOLDER / slug, suite, listed_rows, entries,
-                                    systems_total=len(suite_systems), runs_total=len(suite_rows))
+                                    systems_total=len(suite_systems), runs_total=len(places))
             written += 1
         if key is not None:
             state[slug] = key
-        pages.append((suite, len(suite_rows), len(suite_systems), location_text(output_root.read_side(Path(path)))))
+        pages.append((suite, len(places), len(suite_systems), location_text(output_root.read_side(Path(path)))))
     output_root.publish()
     lines = ["| suite | runs | systems | page |", "| --- | --- | --- | --- |"]
     lines += [f"| {md_cell(s)} | {n} | {m} | `{p}` |" for s, n, m, p in pages[:LISTED]]
@@ -121,14 +123,13 @@ def write_suite_pages(settings: PipelineSettings, records: list[dict], runs: Sto
     }, state
 
 
-def _page_key(suite_rows: list[dict], suite_systems: list[dict], runs: StoredRuns) -> str | None:
+def _page_key(runs: StoredRuns, places: list[int], systems: Systems, system_places: list[int]) -> str | None:
     """What a suite page shows, as the versions it is made from: each run's data version and
-    its comparison's, each system's runs (kept as their SHA-256: the list of a suite of
-    thousands of runs is most of the state otherwise); None when one of them is unknown (the
-    page is then made every time)."""
-    parts = [[row["run_id"], runs.versions.get(row["run_id"]), runs.comparisons.get(row["run_id"])]
-             for row in suite_rows]
-    parts += [[e["slug"], e["runs"], sorted(e["left_out"])] for e in suite_systems]
-    if any(p[1] is None or p[2] is None for p in parts[:len(suite_rows)]):
+    its comparison's, each system's entry (its runs and the runs it leaves out among them), as
+    one SHA-256; None when a version is unknown (the page is then made every time)."""
+    state = runs.state
+    parts = [[state["run_id"][n], state["data_version"][n], state["comparison_version"][n]] for n in places]
+    if any(p[1] is None or p[2] is None for p in parts):
         return None
+    parts += [[systems.columns["slug"][i], systems.columns["value"][i]] for i in system_places]
     return hashlib.sha256(json_bytes(parts)).hexdigest()

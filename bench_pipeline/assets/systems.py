@@ -6,13 +6,17 @@ repeats document and what its suite page shows of its runs are kept in a piece o
 read only for the systems a page made again shows (``SystemDocs``). The step that makes
 it, with the suite pages, is assets/systems_and_pages.py."""
 
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
+import orjson
+import pandas as pd
 
 from ..artifacts import loads_json
-from ..catalog import row_identity
+from ..jsonio import json_bytes, read_written
+from ..catalog import CatalogRows, row_identity
 from ..comparison_sides import make_side
 from ..output_root import OutputRoot
 from ..outputs import write_moved_files, write_repeats_files
@@ -28,7 +32,7 @@ from ..resources.settings import safe_partition_key
 from ..stored_values import FRAME_ERRORS, read_attempt_rows, stored_frame_path
 from ..system_members import Members, pooled_members, results_digests, usable
 from ..reports.suite_page import page_summary
-from .refresh_state import load_pieces, save_pieces, unchanged
+from .refresh_state import load_pieces, save_pieces
 
 #: Rows of the metadata tables.
 LISTED = 50
@@ -56,65 +60,100 @@ def stored_repeat_run(settings: PipelineSettings, row: dict) -> RepeatRun | None
     return RepeatRun(side, float(pass_at_1) if isinstance(pass_at_1, (int, float)) else None)
 
 
+#: What the last refresh knew of each catalog run (``StoredRuns``), a row per run in catalog
+#: order: its data version, whether it has a stored frame, its system (``system_text``) and that
+#: system's folder name without setup (``system_folders.system_slug``), its comparison's data
+#: version and what the suite page shows of that comparison (``shown_runs``, as JSON text).
+RUNS_COLUMNS = ("run_id", "data_version", "has_frame", "system", "base", "comparison_version", "shown")
+
+
+def system_text(system: System) -> str:
+    """A system as the kept state names it: its parts as a JSON array (one text per system,
+    compared and grouped as it is, parsed only for the systems made again)."""
+    return json_bytes([system.suite, system.model, system.git_sha, system.alone, list(system.setup)]).decode()
+
+
+def text_system(text: str) -> System:
+    """The system ``system_text`` names."""
+    suite, model, git_sha, alone, setup = read_written(text)
+    return System(suite, model, git_sha, alone=alone, setup=tuple(setup))
+
+
 class StoredRuns:
     """The catalog's runs for the systems and the pages, each stored frame read at most once
     and only when a system or page that shows the run is made again (refresh_state.py).
 
-    ``kept``: what the last refresh knew of each run ({run id: {"data_version", "has_frame",
-    "system", "base", "comparison_version", "shown"}}); a run whose data version is unchanged
-    keeps whether it has a stored frame without reading it, and its system and that system's
-    folder name without making them again; ``shown`` (its gate, baseline and report for the
-    suite page, ``suite_run``) is kept while its comparison's data version is unchanged."""
+    ``kept``: the columns (RUNS_COLUMNS) the last refresh kept; a run whose data version is
+    unchanged keeps whether it has a stored frame without reading it, and its system and that
+    system's folder name without making them again. Python touches each run's kept row only to
+    copy it: a catalog row (``CatalogRows``) is made for the runs read again and those a page
+    lists. ``state``: the same columns for this refresh (``comparison_version`` and ``shown``
+    filled by the pages, suite_pages.py)."""
 
-    def __init__(self, settings: PipelineSettings, records: list[dict], versions: dict[str, str | None],
-                 comparisons: dict[str, str | None], kept: dict[str, dict]) -> None:
-        self.settings, self.records = settings, records
-        self.versions, self.comparisons, self.kept = versions, comparisons, kept
-        self.by_id = {row["run_id"]: row for row in records}
+    def __init__(self, settings: PipelineSettings, catalog: pd.DataFrame, comparisons: dict[str, str | None],
+                 kept: dict[str, list] | None) -> None:
+        self.settings, self.comparisons = settings, comparisons
+        self.rows = CatalogRows(catalog)
+        self.ids: list[str] = self.rows.column("run_id")
+        self.versions: dict[str, str | None] = dict(zip(self.ids, self.rows.column("data_version")))
         self.loaded: dict[str, RepeatRun | None] = {}
-        self.state: dict[str, dict] = {}
-        for row in records:
-            run_id, before = row["run_id"], kept.get(row["run_id"])
-            version = versions.get(run_id)
-            if unchanged(before, version):  # what the run's row and frame gave is as it was
-                self.state[run_id] = {"data_version": version, "has_frame": before["has_frame"],
-                                      "system": before["system"], "base": before["base"]}
-                continue
-            system = row_system(row)
-            self.state[run_id] = {"data_version": version, "has_frame": self.run(row) is not None,
-                                  "system": [system.suite, system.model, system.git_sha, system.alone, list(system.setup)],
-                                  "base": system_slug(system)}
+        kept = kept or {name: [] for name in RUNS_COLUMNS}
+        self.kept = kept
+        self.kept_position = {run_id: i for i, run_id in enumerate(kept["run_id"])}
+        self.state: dict[str, list] = {name: [] for name in RUNS_COLUMNS}
+        self.position: dict[str, int] = {}
+        #: the systems (``system_text``) whose runs changed: those of the runs read again, before and now
+        self.touched: set[str] = set()
+        state = self.state
+        for n, run_id in enumerate(self.ids):
+            i, version = self.kept_position.get(run_id), self.versions[run_id]
+            self.position[run_id] = n
+            if i is not None and version is not None and kept["data_version"][i] == version:
+                has_frame, system, base = kept["has_frame"][i], kept["system"][i], kept["base"][i]
+            else:  # new or changed: its row and frame read, its system made
+                made = row_system(self.rows[run_id])
+                has_frame, system, base = self.run(run_id) is not None, system_text(made), system_slug(made)
+                if has_frame:
+                    self.touched.add(system)
+                if i is not None and kept["has_frame"][i]:
+                    self.touched.add(kept["system"][i])
+            state["run_id"].append(run_id)
+            state["data_version"].append(version)
+            state["has_frame"].append(has_frame)
+            state["system"].append(system)
+            state["base"].append(base)
+        for run_id in set(self.kept_position) - set(self.position):  # gone from the catalog
+            i = self.kept_position[run_id]
+            if kept["has_frame"][i]:
+                self.touched.add(kept["system"][i])
 
-    def run(self, row: dict) -> RepeatRun | None:
+    def run(self, run_id: str) -> RepeatRun | None:
         """The run with its stored frame (read once)."""
-        if row["run_id"] not in self.loaded:
-            self.loaded[row["run_id"]] = stored_repeat_run(self.settings, row)
-        return self.loaded[row["run_id"]]
+        if run_id not in self.loaded:
+            self.loaded[run_id] = stored_repeat_run(self.settings, self.rows[run_id])
+        return self.loaded[run_id]
 
-    def grouped(self) -> dict[System, list[str]]:
-        """The ids of the runs with a stored frame grouped by system (``repeats.group_systems``
-        of the runs: systems in the order of their first run in the catalog), each run's system
-        kept from the last refresh while its data version is unchanged."""
-        groups: dict[tuple, list[str]] = {}
-        for row in self.records:
-            state = self.state[row["run_id"]]
-            if state["has_frame"]:
-                suite, model, git_sha, alone, setup = state["system"]
-                groups.setdefault((suite, model, git_sha, alone, tuple(setup)), []).append(row["run_id"])
-        return {System(suite, model, git_sha, alone=alone, setup=setup): ids
-                for (suite, model, git_sha, alone, setup), ids in groups.items()}
+    def grouped(self) -> dict[str, list[str]]:
+        """The ids of the runs with a stored frame grouped by system (``system_text``; as
+        ``repeats.group_systems`` groups them: systems in the order of their first run in the
+        catalog)."""
+        groups: dict[str, list[str]] = {}
+        for run_id, has_frame, system in zip(self.state["run_id"], self.state["has_frame"], self.state["system"]):
+            if has_frame:
+                groups.setdefault(system, []).append(run_id)
+        return groups
 
     def base_slug(self, run_id: str) -> str:
         """The folder name of the run's system without its setup (``system_folders.system_slug``)."""
-        return self.state[run_id]["base"]
+        return self.state["base"][self.position[run_id]]
 
     def full(self, run_ids: Iterable[str]) -> list[RepeatRun]:
         """The runs ``run_ids`` with their stored frames (those that have one)."""
-        return [run for run in (self.run(self.by_id[run_id]) for run_id in run_ids) if run is not None]
+        return [run for run in (self.run(run_id) for run_id in run_ids) if run is not None]
 
     @property
     def missing(self) -> list[str]:
-        return [row["run_id"] for row in self.records if not self.state[row["run_id"]]["has_frame"]]
+        return [run_id for run_id, has_frame in zip(self.state["run_id"], self.state["has_frame"]) if not has_frame]
 
 
 def table_summary(doc: dict) -> dict:
@@ -131,11 +170,13 @@ def _order(entry: dict) -> tuple:
     return (entry["suite"] is None, entry["suite"] or "", mean is None, -(mean or 0.0), entry["slug"])
 
 
-def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
+def systems_markdown(entries: list[dict], limit: int = LISTED, total: int | None = None) -> str:
     """The systems as a markdown table: pooled first attempt with its interval (as repeats.md
     shows it), noise floor, the runs per side a comparison of the system needs to detect a
     5-point change in first attempt (planning.md, n/a when its noise cannot be measured), flip
-    rate and runs pooled; the first ``limit`` by suite then pooled first attempt."""
+    rate and runs pooled; the first ``limit`` by suite then pooled first attempt (``total``:
+    how many systems there are, when ``entries`` are only the first ones)."""
+    total = len(entries) if total is None else total
     if not entries:
         return "No processed run yet."
     lines = ["| suite | model | git sha | runs | first attempt (pooled) | 95% interval | noise floor "
@@ -152,8 +193,8 @@ def systems_markdown(entries: list[dict], limit: int = LISTED) -> str:
             interval, f"{noise * 100:.1f} points" if noise is not None else "n/a (one run)",
             fmt_int(table["runs_per_side"]), fmt_pct(flips) if flips is not None else "n/a", md_cell(e.get("setup")),
             f"`{e['slug']}` |"]))
-    if len(entries) > limit:
-        lines += ["", f"... and {len(entries) - limit} more (every system has its folder under `{SYSTEMS_FOLDER}/`)."]
+    if total > limit:
+        lines += ["", f"... and {total - limit} more (every system has its folder under `{SYSTEMS_FOLDER}/`)."]
     return "\n".join(lines)
 
 
@@ -197,13 +238,52 @@ def _reports(output_root: OutputRoot, runs: Iterable[RepeatRun]) -> dict[str, Pa
     return found
 
 
+#: What the last refresh kept of each system, a row per system in system_repeats' order: its
+#: folder name, ``system_text``, suite, the data versions of its runs ({run id: version}, JSON
+#: text), its entry in system_repeats' value and what the systems table shows of it
+#: (``table_summary``), both JSON text, and the few numbers the metadata counts and orders by.
+SYSTEMS_COLUMNS = ("slug", "system", "suite", "versions", "value", "table", "first_attempt", "pooled",
+                   "left_out", "planning")
+
+
+class Systems:
+    """The systems of this refresh, as SYSTEMS_COLUMNS (``columns``), with each
+    system's runs (``members``: {folder name: the ids of its runs with a stored frame}); a
+    system's entry is parsed only where it is shown (``entry``)."""
+
+    def __init__(self, columns: dict[str, list], members: dict[str, list[str]]) -> None:
+        self.columns, self.members = columns, members
+        self.position = {slug: i for i, slug in enumerate(columns["slug"])}
+
+    def entry(self, slug: str) -> dict:
+        """The system's entry (``_entry``, with its ``table``)."""
+        i = self.position[slug]
+        return {**read_written(self.columns["value"][i]), "table": read_written(self.columns["table"][i])}
+
+    def versions(self, slug: str) -> dict[str, str | None]:
+        return read_written(self.columns["versions"][self.position[slug]])
+
+    def value(self) -> dict[str, orjson.Fragment]:
+        """system_repeats' value: {folder name: its entry without KEPT_ONLY}, each entry the JSON
+        text kept (written as it is: ``orjson.Fragment``)."""
+        return {slug: orjson.Fragment(value) for slug, value in zip(self.columns["slug"], self.columns["value"])}
+
+    def listed(self, limit: int = LISTED) -> list[dict]:
+        """The entries of the first ``limit`` systems in the systems table's order (``_order``)."""
+        c = self.columns
+        order = sorted(range(len(c["slug"])), key=lambda i: (
+            c["suite"][i] is None, c["suite"][i] or "", c["first_attempt"][i] is None, -(c["first_attempt"][i] or 0.0),
+            c["slug"][i]))
+        return [self.entry(c["slug"][i]) for i in order[:limit]]
+
+
 class SystemDocs:
     """Each system's repeats document and what its suite page shows of its runs
     (suite_page.page_summary), for the pages made again: those made by this refresh, else the
     piece kept when the system was made (``SYSTEM_DOCS``), else (no such piece, or one made from
     other versions of its runs) made again from the stored runs and kept."""
 
-    def __init__(self, settings: PipelineSettings, runs: StoredRuns, systems: dict[str, dict],
+    def __init__(self, settings: PipelineSettings, runs: StoredRuns, systems: Systems,
                  made: dict[str, tuple[dict, dict]]) -> None:
         self.settings, self.runs, self.systems, self.made = settings, runs, systems, made
 
@@ -212,7 +292,7 @@ class SystemDocs:
         wanted = [slug for slug in dict.fromkeys(slugs) if slug not in self.made]
         remade = {}
         for slug, piece in load_pieces(self.settings.storage_base, SYSTEM_DOCS, wanted).items():
-            versions = self.systems[slug]["versions"]
+            versions = self.systems.versions(slug)
             if isinstance(piece, dict) and piece.get("versions") == versions:
                 self.made[slug] = (piece["doc"], piece["page"])
             else:
@@ -232,30 +312,43 @@ def kept_docs(versions: dict[str, str | None], doc: dict, page: dict) -> dict:
     return {"versions": versions, "doc": doc, "page": page}
 
 
+def folder_names(runs: StoredRuns, groups: dict[str, list[str]]) -> dict[str, str]:
+    """{system: its folder} (``system_folders.system_slugs``): the systems whose folder name
+    without setup (kept per run) no other system has keep it, as system_slugs names them,
+    without making each system again; system_slugs names the others."""
+    bases = {system: runs.base_slug(ids[0]) for system, ids in groups.items()}
+    counts = Counter(bases.values())
+    shared = {text_system(system): base for system, base in bases.items() if counts[base] > 1}
+    named = {system_text(system): slug for system, slug in system_slugs(shared, shared).items()}
+    return {system: named.get(system, base) for system, base in bases.items()}
+
+
 def write_systems(settings: PipelineSettings, runs: StoredRuns,
-                  kept: dict[str, dict]) -> tuple[dict, dict, dict, SystemDocs]:
+                  kept: dict[str, list] | None) -> tuple[dict, Systems, SystemDocs]:
     """Every system's repeats.json and repeats.md under the output root, made again only for
     the systems whose runs or their data versions changed since the last refresh (``kept``:
-    {slug: {"versions": {run id: data version}, "entry": its entry}}): (system_repeats'
-    value, its materialization metadata, what to keep for the next refresh, the systems'
+    SYSTEMS_COLUMNS; ``runs.touched``), a system named anew included: (its
+    materialization metadata, the systems with what to keep for the next refresh, the systems'
     documents for the pages)."""
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
-    value: dict[str, dict] = {}
-    state: dict[str, dict] = {}
+    kept = kept or {name: [] for name in SYSTEMS_COLUMNS}
+    kept_at = {slug: i for i, slug in enumerate(kept["slug"])}
+    groups = runs.grouped()
+    slugs = folder_names(runs, groups)
+    columns: dict[str, list] = {name: [] for name in SYSTEMS_COLUMNS}
     docs: dict[str, tuple[dict, dict]] = {}
-    changed = 0
-    grouped = runs.grouped()
-    slugs = system_slugs(grouped, {system: runs.base_slug(ids[0]) for system, ids in grouped.items()})
-    systems = {slugs[system]: (system, ids) for system, ids in grouped.items()}
-    versions_of = {slug: {run_id: runs.versions.get(run_id) for run_id in ids} for slug, (_, ids) in systems.items()}
-    remade = {slug for slug in systems if not _kept(kept.get(slug), versions_of[slug])}
+    held = {system: kept_at.get(slug) for system, slug in slugs.items() if system not in runs.touched}
+    held = {system: i for system, i in held.items() if i is not None and kept["system"][i] == system}
+    remade = [slugs[system] for system in groups if system not in held]
     previous = output_root.fetch(remade, ("repeats.json",), SYSTEMS_FOLDER) if remade else None
-    for slug, (system, members) in systems.items():
-        versions = versions_of[slug]
-        if slug not in remade:
-            state[slug] = kept[slug]
-            value[slug] = _value(kept[slug]["entry"])
+    changed = 0
+    for system, members in groups.items():
+        slug = slugs[system]
+        if system in held:
+            for name in SYSTEMS_COLUMNS:
+                columns[name].append(kept[name][held[system]])
             continue
+        made = text_system(system)
         split = split_members(settings, runs.full(members))
         doc = repeats(split.pooled)
         before = previous / slug / "repeats.json"
@@ -264,29 +357,35 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
                                       _reports(output_root, split.pooled), notes=split.notes())
         changed += written["repeats.json"].read_bytes() != was
         docs[slug] = (doc, page_summary(split.pooled))
-        entry = _entry(system, slug, doc, output_root.read_side(written["repeats.md"]), split)
-        state[slug] = {"versions": versions, "entry": entry}
-        value[slug] = _value(entry)
-    moved = _moved(_earlier_folders(output_root, kept, set(systems)),
-                   {slug: set(members) for slug, (_, members) in systems.items()})
+        entry = _entry(made, slug, doc, output_root.read_side(written["repeats.md"]), split)
+        table = entry["table"]
+        for name, value in (("slug", slug), ("system", system), ("suite", made.suite),
+                            ("versions", json_bytes({run_id: runs.versions[run_id] for run_id in members}).decode()),
+                            ("value", json_bytes(_value(entry)).decode()), ("table", json_bytes(table).decode()),
+                            ("first_attempt", table["first_attempt"]["mean"]), ("pooled", len(entry["runs"])),
+                            ("left_out", len(entry["left_out"])), ("planning", table["runs_per_side"] is not None)):
+            columns[name].append(value)
+    current = {slugs[system]: members for system, members in groups.items()}
+    moved = _moved(_earlier_folders(output_root, kept, set(current)), {slug: set(ids) for slug, ids in current.items()})
     for slug, moved_to in moved.items():
         write_moved_files(output_root.staged() / SYSTEMS_FOLDER / slug, moved_to)
     output_root.publish()
+    systems = Systems(columns, current)
     save_pieces(settings.storage_base, SYSTEM_DOCS,
-                {slug: kept_docs(state[slug]["versions"], *made) for slug, made in docs.items()})
-    entries = [state[slug]["entry"] for slug in value]
+                {slug: kept_docs(systems.versions(slug), *made) for slug, made in docs.items()})
     metadata = {
-        "systems": len(entries),
-        "runs_pooled": sum(len(e["runs"]) for e in entries),
-        "systems_with_repeats": sum(1 for e in entries if len(e["runs"]) >= 2),
-        "systems_with_planning": sum(1 for e in entries if e["table"]["runs_per_side"] is not None),
+        "systems": len(columns["slug"]),
+        "runs_pooled": sum(columns["pooled"]),
+        "systems_with_repeats": sum(1 for n in columns["pooled"] if n >= 2),
+        "systems_with_planning": sum(columns["planning"]),
         "systems_made": len(docs),
         "systems_changed": changed,
         "systems_moved": len(moved),
         "systems_folder": dg.MetadataValue.path(output_root.url(SYSTEMS_FOLDER)),
-        "systems_table": dg.MetadataValue.md(systems_markdown(entries)),
+        "systems_table": dg.MetadataValue.md(systems_markdown(systems.listed(), total=len(columns["slug"]))),
     }
-    left_out = [f"`{run_id}`: {why}" for e in entries for run_id, why in e["left_out"].items()]
+    left_out = [f"`{run_id}`: {why}" for slug, n in zip(columns["slug"], columns["left_out"]) if n
+                for run_id, why in systems.entry(slug)["left_out"].items()]
     if left_out:
         metadata["runs_left_out"] = dg.MetadataValue.md(
             f"{len(left_out)} run(s) not pooled into their system (docs/metric-choices.md): "
@@ -296,17 +395,21 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
         metadata["runs_without_stored_attempts"] = dg.MetadataValue.md(
             f"{len(missing)} catalog run(s) have no stored attempt_metrics frame and are not pooled: "
             + ", ".join(f"`{r}`" for r in missing[:LISTED]) + (" ..." if len(missing) > LISTED else ""))
-    return value, metadata, state, SystemDocs(settings, runs, state, docs)
+    return metadata, systems, SystemDocs(settings, runs, systems, docs)
 
 
-def _earlier_folders(output_root: OutputRoot, kept: dict[str, dict], current: set[str]) -> dict[str, set[str]]:
+def _earlier_folders(output_root: OutputRoot, kept: dict[str, list], current: set[str]) -> dict[str, set[str]]:
     """{system folder of an earlier refresh, not current now: the runs it names}: from what the
-    last refresh kept; without anything kept (the first refresh after an upgrade, one from
-    scratch), from the repeats.json of the folders the output root has (a folder that is
-    already a pointer, ``write_moved_files``, names none)."""
-    if kept:
-        return {slug: set(kept[slug]["entry"]["runs"]) | set(kept[slug]["entry"]["left_out"])
-                for slug in kept if slug not in current}
+    last refresh kept (SYSTEMS_COLUMNS); without anything kept (the first refresh
+    after an upgrade, one from scratch), from the repeats.json of the folders the output root
+    has (a folder that is already a pointer, ``write_moved_files``, names none)."""
+    if kept["slug"]:
+        found = {}
+        for slug, value in zip(kept["slug"], kept["value"]):
+            if slug not in current:
+                entry = read_written(value)
+                found[slug] = set(entry["runs"]) | set(entry["left_out"])
+        return found
     stale = [name for name in output_root.folders_with("repeats.json", SYSTEMS_FOLDER) if name not in current]
     base = output_root.fetch(stale, ("repeats.json",), SYSTEMS_FOLDER) if stale else None
     found = {}
@@ -334,10 +437,3 @@ def _moved(earlier: dict[str, set[str]], current: dict[str, set[str]]) -> dict[s
         if moved_to:
             moved[slug] = moved_to
     return moved
-
-
-def _kept(before: dict | None, versions: dict[str, str | None]) -> bool:
-    """Whether a system kept from the last refresh still holds: the same runs, each with a
-    known and unchanged data version."""
-    return (before is not None and before.get("versions") == versions
-            and all(v is not None for v in versions.values()))

@@ -28,12 +28,15 @@ import dagster as dg
 import pandas as pd
 
 from ..bulk import gc_paused
-from ..catalog import catalog_records
 from ..resources import PipelineSettings
 from .cross_run import GROUP
-from .refresh_state import REFRESH_VERSION, load_state, run_versions, save_state
+from .refresh_state import REFRESH_VERSION, load_columns, load_state, run_versions, save_columns, save_state
 from .suite_pages import write_suite_pages
-from .systems import StoredRuns, write_systems
+from .systems import RUNS_COLUMNS, SYSTEMS_COLUMNS, StoredRuns, write_systems
+
+#: The name of what the step keeps for the next refresh (refresh_state.py): ``<STATE>.runs`` and
+#: ``<STATE>.systems`` (columns: systems.RUNS_COLUMNS, SYSTEMS_COLUMNS) and the pages' keys.
+STATE = "systems_and_suite_pages"
 
 
 @dg.multi_asset(
@@ -63,22 +66,20 @@ from .systems import StoredRuns, write_systems
 def systems_and_suite_pages(context: dg.AssetExecutionContext, settings: PipelineSettings, run_catalog: pd.DataFrame):
     """system_repeats, then suite_pages, each stored frame read at most once and only for the
     systems and pages made again (module doc, refresh_state.py)."""
-    # the kept state of thousands of systems is hundreds of thousands of objects: the
-    # collector's passes over them cost more than the step's own work (bulk.gc_paused)
+    # the collector's passes over the process's objects cost more than the step's own work (bulk.gc_paused)
     with gc_paused():
-        records = catalog_records(run_catalog)
-        keys = [row["run_id"] for row in records]
-        kept = load_state(settings.storage_base, "systems_and_suite_pages", context)
-        # each run's data version as the catalog has it (run_catalog's row, from the same query)
-        versions = {row["run_id"]: row["data_version"] for row in records}
-        runs = StoredRuns(settings, records, versions,
-                          run_versions(context.instance, "run_comparison", keys, settings.storage_base, context),
-                          kept.get("runs") or {})
-        value, metadata, systems_state, docs = write_systems(settings, runs, kept.get("systems") or {})
+        base = settings.storage_base
+        runs = StoredRuns(settings, run_catalog,
+                          run_versions(context.instance, "run_comparison", run_catalog["run_id"].tolist(), base, context),
+                          load_columns(base, f"{STATE}.runs", RUNS_COLUMNS, context))
+        metadata, systems, docs = write_systems(settings, runs, load_columns(base, f"{STATE}.systems", SYSTEMS_COLUMNS,
+                                                                             context))
+        # kept before the runs' rows: a run's row never says more than its system's (StoredRuns.touched)
+        save_columns(base, f"{STATE}.systems", systems.columns)
         metadata["runs_read"] = sum(1 for run in runs.loaded.values() if run is not None)
-        yield dg.Output(value, output_name="system_repeats", metadata=metadata)
-        entries = {slug: kept_system["entry"] for slug, kept_system in systems_state.items()}
-        pages, pages_state = write_suite_pages(settings, records, runs, entries, docs, kept.get("pages") or {})
-        save_state(settings.storage_base, "systems_and_suite_pages",
-                   {"runs": runs.state, "systems": systems_state, "pages": pages_state})
+        yield dg.Output(systems.value(), output_name="system_repeats", metadata=metadata)
+        pages, pages_state = write_suite_pages(settings, runs, systems, docs,
+                                               load_state(base, STATE, context).get("pages") or {})
+        save_columns(base, f"{STATE}.runs", runs.state)
+        save_state(base, STATE, {"pages": pages_state})
         yield dg.MaterializeResult(asset_key="suite_pages", metadata=pages)
