@@ -13,7 +13,9 @@ Kept parts are the values a refresh from scratch would make from the same inputs
 result is the same byte for byte (bench_pipeline_tests/assets/test_incremental_refresh.py).
 
 The state lives under the storage base (``<base>/cross_run_state/<name>.json``), written with
-the one JSON writer. What is large and needed only for a few parts at a time (a system's
+the one JSON writer. A part of a row per run or per system is kept by columns (``save_columns``:
+a list per field, nested values as JSON text), so that a refresh copies the rows that still hold
+as they are and parses only those it needs. What is large and needed only for a few parts at a time (a system's
 repeats document) is kept in pieces of its own (``<base>/cross_run_state/<name>/<key>.json``,
 ``save_piece`` / ``load_piece``), each read only when a refresh needs it, so that the state
 read and written by every refresh stays small; a frame of a row per run (the catalog, the
@@ -239,9 +241,3 @@ def _each(storage_base: str, action: Callable[[Any], Any], items: list) -> list:
         with ThreadPoolExecutor(min(CONCURRENCY, 16, len(items))) as pool:
             return list(pool.map(action, items))
     return [action(item) for item in items]
-
-
-def unchanged(before: dict | None, version: str | None) -> bool:
-    """Whether a kept part (``before``, with the ``data_version`` it was made from) still holds
-    for a run now at ``version``: both known and equal."""
-    return before is not None and version is not None and before.get("data_version") == version

@@ -20,7 +20,8 @@ from ..reports.suite_page import RUNS_SHOWN, SystemEntry, latest_runs, write_sui
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
 from ..reports.format import md_cell
-from .systems import LISTED, StoredRuns, SystemDocs, Systems
+from .stored_runs import StoredRuns
+from .systems import LISTED, SystemDocs, Systems
 
 
 def shown_runs(run_ids: list[str], output_root: OutputRoot, comparisons: dict[str, str | None]) -> dict[str, dict]:

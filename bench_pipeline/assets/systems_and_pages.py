@@ -32,10 +32,11 @@ from ..resources import PipelineSettings
 from .cross_run import GROUP
 from .refresh_state import REFRESH_VERSION, load_columns, load_state, run_versions, save_columns, save_state
 from .suite_pages import write_suite_pages
-from .systems import RUNS_COLUMNS, SYSTEMS_COLUMNS, StoredRuns, write_systems
+from .stored_runs import RUNS_COLUMNS, StoredRuns
+from .systems import SYSTEMS_COLUMNS, write_systems
 
 #: The name of what the step keeps for the next refresh (refresh_state.py): ``<STATE>.runs`` and
-#: ``<STATE>.systems`` (columns: systems.RUNS_COLUMNS, SYSTEMS_COLUMNS) and the pages' keys.
+#: ``<STATE>.systems`` (columns: stored_runs.RUNS_COLUMNS, systems.SYSTEMS_COLUMNS) and the pages' keys.
 STATE = "systems_and_suite_pages"
 
 

@@ -12,7 +12,7 @@ import pytest
 from upath import UPath
 
 from bench_pipeline import cli
-from bench_pipeline.assets import cross_run_assets, per_run_assets, suite_pages, systems
+from bench_pipeline.assets import cross_run_assets, per_run_assets, stored_runs, suite_pages, systems
 from bench_pipeline.assets.cross_run import catalog_behind
 from bench_pipeline.frames import attempts_frame
 from bench_pipeline.generator import generate_runs
@@ -242,8 +242,8 @@ def test_a_refresh_makes_the_system_of_the_new_and_changed_runs_only(tmp_path, p
     process("r2", "n", 2, "failed")
     _refresh(instance, resources)
     made = []
-    real = systems.row_system
-    monkeypatch.setattr(systems, "row_system", lambda row: made.append(row["run_id"]) or real(row))
+    real = stored_runs.row_system
+    monkeypatch.setattr(stored_runs, "row_system", lambda row: made.append(row["run_id"]) or real(row))
     process("r3", "m", 3, "failed")
     meta = _refresh(instance, resources)["system_repeats"]
     assert made == ["r3"]
