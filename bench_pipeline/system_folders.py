@@ -7,11 +7,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from .repeats import System
+
+#: What names a system for ``system_slugs``: a ``repeats.System``, or a text the caller keeps for it.
+K = TypeVar("K")
 
 
 #: The folders of the cross-run outputs under the output root, beside the runs' own folders
@@ -62,14 +65,14 @@ def system_slug(system: System, with_setup: bool = False) -> str:
     return "--".join(parts) + "-" + _digest(*values)
 
 
-def system_slugs(systems: Iterable[System], bases: Mapping[System, str] | None = None) -> dict[System, str]:
-    """Each system's folder: ``system_slug`` without its setup when no other system of the
-    same suite, model and git sha is listed (most agents are measured one way: their folder
-    is the one they had before setups were part of systems, and the same whichever layout
-    recorded them), else with it (the same agent judged by another judge or on another
-    device gets a folder of its own). ``bases``: each system's ``system_slug`` without its
-    setup where already made (the catalog refresh keeps it per run)."""
-    bases = {system: bases[system] if bases is not None and system in bases else system_slug(system)
-             for system in systems}
+def system_slugs(bases: Mapping[K, str], with_setup: Callable[[K], str] | None = None) -> dict[K, str]:
+    """Each system's folder (``bases``: {system: its ``system_slug`` without setup}): that base
+    when no other system of the same suite, model and git sha is listed (most agents are
+    measured one way: their folder is the one they had before setups were part of systems, and
+    the same whichever layout recorded them), else its folder with its setup (``with_setup``,
+    by default ``system_slug(system, with_setup=True)``: the same agent judged by another judge
+    or on another device gets a folder of its own), made only for those. A system may be named
+    by any key (the catalog refresh keeps each system as text: assets/systems.py)."""
+    full = with_setup if with_setup is not None else (lambda system: system_slug(system, with_setup=True))
     counts = Counter(bases.values())
-    return {s: base if counts[base] == 1 else system_slug(s, with_setup=True) for s, base in bases.items()}
+    return {system: base if counts[base] == 1 else full(system) for system, base in bases.items()}

@@ -300,11 +300,16 @@ def test_slugs_are_readable_safe_and_distinct():
     judged = System("s", "m", "x", setup=(True, "judge-a", "pixel-8", "android-15"))
     unjudged = System("s", "m", "x", setup=(False, None, "pixel-8", "android-15"))
     other = System("s", "m2", "x", setup=(True, "judge-a", "pixel-8", "android-15"))
-    slugs = system_slugs([judged, unjudged, other])
+    slugs = system_slugs({s: system_slug(s) for s in (judged, unjudged, other)})
     assert slugs[judged].startswith("s--m--x--judge-a--pixel-8.android-15-")
     assert slugs[unjudged].startswith("s--m--x--no-judge--pixel-8.android-15-") and slugs[unjudged] != slugs[judged]
     assert slugs[other] == system_slug(other) == system_slug(System("s", "m2", "x"))  # measured one way: as before
-    assert system_slugs([judged]) == {judged: system_slug(System("s", "m", "x"))}
+    assert system_slugs({judged: system_slug(judged)}) == {judged: system_slug(System("s", "m", "x"))}
+    # any key names a system; the folder with setup is made only where it is needed
+    made = []
+    assert system_slugs({"a": "base-1", "b": "base-1", "c": "base-2"},
+                        lambda key: made.append(key) or f"full-{key}") == {"a": "full-a", "b": "full-b", "c": "base-2"}
+    assert made == ["a", "b"]
 
 
 def test_changes_that_cancel_give_a_delta_of_exactly_0_and_no_observed_change_to_plan_for():

@@ -6,7 +6,6 @@ repeats document and what its suite page shows of its runs are kept in a piece o
 read only for the systems a page made again shows (``SystemDocs``). The step that makes
 it, with the suite pages, is assets/systems_and_pages.py."""
 
-from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from ..jsonio import json_bytes, read_written
 from ..output_root import OutputRoot
 from ..outputs import write_moved_files, write_repeats_files
 from ..repeats import RepeatRun, System, repeats
-from ..system_folders import SYSTEMS_FOLDER, system_slugs
+from ..system_folders import SYSTEMS_FOLDER, system_slug, system_slugs
 from ..reports.change_format import NO_VARIATION
 from ..reports.format import fmt_pct, md_cell
 from ..reports.format import fmt_int
@@ -29,7 +28,7 @@ from ..resources.settings import safe_partition_key
 from ..system_members import Members, pooled_members, results_digests, usable
 from ..reports.suite_page import page_summary
 from .refresh_state import load_pieces, save_pieces
-from .stored_runs import StoredRuns, decode_system, encode_system
+from .stored_runs import StoredRuns, decode_system
 
 #: Rows of the metadata tables.
 LISTED = 50
@@ -45,10 +44,15 @@ def table_summary(doc: dict) -> dict:
             "flip_rate": doc["stability"]["flip_rate"], "runs_per_side": runs_per_side_for(doc)}
 
 
+def table_order(suite: str | None, first_attempt: float | None, slug: str) -> tuple:
+    """Where a system stands in the systems table: suite (unknown last), then pooled first
+    attempt descending (none last), then folder."""
+    return (suite is None, suite or "", first_attempt is None, -(first_attempt or 0.0), slug)
+
+
 def _order(entry: dict) -> tuple:
-    """Suite (unknown last), then pooled first attempt descending (none last), then folder."""
-    mean = entry["table"]["first_attempt"]["mean"]
-    return (entry["suite"] is None, entry["suite"] or "", mean is None, -(mean or 0.0), entry["slug"])
+    """``table_order`` of a system's entry."""
+    return table_order(entry["suite"], entry["table"]["first_attempt"]["mean"], entry["slug"])
 
 
 def systems_markdown(entries: list[dict], limit: int = LISTED, total: int | None = None) -> str:
@@ -150,12 +154,10 @@ class Systems:
         return {slug: orjson.Fragment(value) for slug, value in zip(self.columns["slug"], self.columns["value"])}
 
     def listed(self, limit: int = LISTED) -> list[dict]:
-        """The entries of the first ``limit`` systems in the systems table's order (``_order``)."""
+        """The entries of the first ``limit`` systems in the systems table's order (``table_order``)."""
         c = self.columns
-        order = sorted(range(len(c["slug"])), key=lambda i: (
-            c["suite"][i] is None, c["suite"][i] or "", c["first_attempt"][i] is None, -(c["first_attempt"][i] or 0.0),
-            c["slug"][i]))
-        return [self.entry(c["slug"][i]) for i in order[:limit]]
+        order = sorted(zip(c["suite"], c["first_attempt"], c["slug"]), key=lambda row: table_order(*row))
+        return [self.entry(slug) for _, _, slug in order[:limit]]
 
 
 class SystemDocs:
@@ -194,14 +196,11 @@ def kept_docs(versions: dict[str, str | None], doc: dict, page: dict) -> dict:
 
 
 def folder_names(runs: StoredRuns, groups: dict[str, list[str]]) -> dict[str, str]:
-    """{system: its folder} (``system_folders.system_slugs``): the systems whose folder name
-    without setup (kept per run) no other system has keep it, as system_slugs names them,
-    without making each system again; system_slugs names the others."""
+    """{system (``encode_system``): its folder} (``system_folders.system_slugs``), from the
+    folder name without setup kept per run; a system is made from its text only where its
+    folder needs its setup."""
     bases = {system: runs.base_slug(ids[0]) for system, ids in groups.items()}
-    counts = Counter(bases.values())
-    shared = {decode_system(system): base for system, base in bases.items() if counts[base] > 1}
-    named = {encode_system(system): slug for system, slug in system_slugs(shared, shared).items()}
-    return {system: named.get(system, base) for system, base in bases.items()}
+    return system_slugs(bases, lambda system: system_slug(decode_system(system), with_setup=True))
 
 
 def write_systems(settings: PipelineSettings, runs: StoredRuns,
