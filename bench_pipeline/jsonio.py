@@ -62,6 +62,12 @@ class EncodedJSON:
         self.value, self.encoded = value, encoded
 
 
+def written_as_is(text: str) -> orjson.Fragment:
+    """JSON text ``json_bytes`` wrote earlier, to be written again as it is inside a larger
+    value (the catalog refresh's kept entries of system_repeats), not parsed and encoded again."""
+    return orjson.Fragment(text)
+
+
 def jsonable(value: Any) -> Any:
     """Make run values JSON-safe: NaN/Infinity become null, unknown types become strings."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -8,12 +8,12 @@ it, with the suite pages, is assets/systems_and_pages.py."""
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
-import orjson
 
 from ..artifacts import loads_json
-from ..jsonio import json_bytes, read_written
+from ..jsonio import json_bytes, read_written, written_as_is
 from ..output_root import OutputRoot
 from ..outputs import write_moved_files, write_repeats_files
 from ..repeats import RepeatRun, System, repeats
@@ -148,10 +148,10 @@ class Systems:
     def versions(self, slug: str) -> dict[str, str | None]:
         return read_written(self.columns["versions"][self.position[slug]])
 
-    def value(self) -> dict[str, orjson.Fragment]:
+    def value(self) -> dict[str, Any]:
         """system_repeats' value: {folder name: its entry without KEPT_ONLY}, each entry the JSON
-        text kept (written as it is: ``orjson.Fragment``)."""
-        return {slug: orjson.Fragment(value) for slug, value in zip(self.columns["slug"], self.columns["value"])}
+        text kept, written as it is (``jsonio.written_as_is``)."""
+        return {slug: written_as_is(value) for slug, value in zip(self.columns["slug"], self.columns["value"])}
 
     def listed(self, limit: int = LISTED) -> list[dict]:
         """The entries of the first ``limit`` systems in the systems table's order (``table_order``)."""
