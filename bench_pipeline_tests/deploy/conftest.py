@@ -66,7 +66,12 @@ class PostgresServer:
 
 
 def _as_owner(cmd: list[str], owner: str | None) -> list[str]:
-    return ["runuser", "-u", owner, "--", *cmd] if owner else cmd
+    """``cmd`` as the cluster's owner: util-linux's runuser, found on PATH or in the sbin
+    folders it is installed in (a PATH without them, as some shells and CI runners set it)."""
+    if not owner:
+        return cmd
+    runuser = shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin") or "runuser"
+    return [runuser, "-u", owner, "--", *cmd]
 
 
 @pytest.fixture(scope="session")
