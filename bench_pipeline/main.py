@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 
 # Only light imports here: `main` starts the fork server before Dagster is imported.
-from .in_process_runs import RUN_CONFIG, RUN_TAGS, Interrupts, execute_refresh, interrupted, plain_console, step_error
+from .in_process_runs import RUN_CONFIG, RUN_TAGS, execute_refresh, interrupted, plain_console, step_error
+from .interrupts import Interrupts
 from .main_output import SUITE_PAGES_LISTED, listed, suite_pages, unchanged_lines, written_reports
 from .sample_runs import ensure_sample_runs
 

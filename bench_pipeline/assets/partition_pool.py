@@ -21,6 +21,7 @@ from typing import Any
 
 from ..bulk import default_workers, fork_server_context, ignore_interrupts
 from ..derivation import PARALLEL_MIN_ROWS
+from ..interrupts import stop_if_interrupted
 from ..layouts import results_file_name
 from .partition_work import STAGES, PartitionJob, PartitionOutcome, StagesStored, process_partition
 
@@ -176,6 +177,7 @@ def _pooled(jobs: list[PartitionJob], log: Callable[[str], None], processes: int
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            stop_if_interrupted()  # a Ctrl-C swallowed on its way to this loop stops it all the same
             early = _drain(messages, log, ready)
             for value in early:
                 stored[value.outcome.key].set()

@@ -71,6 +71,46 @@ def test_in_worker_processes_each_partitions_stages_come_before_its_publication(
         assert (tmp_path / "reports" / key / "report.html").is_file()
 
 
+
+@pytest.mark.slow
+def test_a_ctrl_c_swallowed_before_the_pool_looks_stops_it_and_its_workers(tmp_path, monkeypatch):
+    """The main command's Ctrl-C, taken by a handler that did not raise it: the step's wait
+    loop raises Dagster's interrupt within its 0.2 s wait, before the runs are done, and kills
+    its workers instead of waiting for them."""
+    import multiprocessing
+    import os
+    import signal
+
+    import dagster as dg
+
+    from bench_pipeline.assets.run_stages import partition_jobs
+    from bench_pipeline.generator import generate_runs
+    from bench_pipeline.interrupts import Interrupts
+
+    for var in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    settings = make_resources(tmp_path)["settings"]
+    keys = sorted(p.name for p in generate_runs(tmp_path / "runs", runs=4, seed=5, tasks=200, edge_cases=False))
+    jobs = partition_jobs(keys, settings, LangfuseSettings(None, None, None), workers=1)
+    before = signal.getsignal(signal.SIGINT)
+    earlier = set(multiprocessing.active_children())
+    items = []
+    try:
+        with Interrupts() as interrupts:
+            signal.signal(signal.SIGINT, lambda signo, frame: None)  # noted, not raised
+            os.kill(os.getpid(), signal.SIGINT)
+            with pytest.raises(dg.DagsterExecutionInterruptedError):
+                for item in run_partitions(jobs, lambda line: None, processes=2):
+                    items.append(item)
+            assert interrupts.received()
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert not [item for item in items if isinstance(item, PartitionOutcome)]
+    for worker in set(multiprocessing.active_children()) - earlier:  # killed, not waited for: gone at once
+        worker.join(5)
+        assert not worker.is_alive()
+    assert not (tmp_path / "reports" / keys[-1] / "report.html").is_file()
+
 def test_run_comparisons_metadata_names_an_inconclusive_gate_and_what_is_missing():
     """An empty candidate against a baseline: nothing paired, so run_comparison's metadata says
     inconclusive (never a pass), with both no_evidence reasons and the words for them."""

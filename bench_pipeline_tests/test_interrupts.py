@@ -1,11 +1,12 @@
-"""The main command's Dagster runs: noticing a Ctrl-C or SIGTERM whoever handled it."""
+"""Ctrl-C and SIGTERM in the main command's process: noticed whoever handled them, and raised
+in a step that would otherwise go on."""
 
 from __future__ import annotations
 
 import os
 import signal
 
-from bench_pipeline.in_process_runs import Interrupts
+from bench_pipeline.interrupts import Interrupts, stop_if_interrupted
 
 
 def _swallow(_signo, _frame) -> None:
@@ -29,6 +30,32 @@ def test_a_signal_a_handler_swallowed_is_still_received_once():
         signal.signal(signal.SIGTERM, before[1])
     assert signal.set_wakeup_fd(-1) == -1  # the wakeup descriptor given back as it was
 
+
+
+def test_an_interrupt_swallowed_on_its_way_stops_a_step_and_is_still_received():
+    """A Ctrl-C some handler swallowed (a finalizer, a library logging it) is raised by
+    ``stop_if_interrupted`` as Dagster raises one in a step, and the command still receives
+    it afterwards (to say what was not done); once received, nothing more is raised."""
+    import dagster as dg
+    import pytest
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with Interrupts() as interrupts:
+            stop_if_interrupted()  # nothing arrived: goes on
+            signal.signal(signal.SIGINT, _swallow)
+            os.kill(os.getpid(), signal.SIGINT)
+            with pytest.raises(dg.DagsterExecutionInterruptedError):
+                stop_if_interrupted()
+            with pytest.raises(dg.DagsterExecutionInterruptedError):  # until the command has received it
+                stop_if_interrupted()
+            assert interrupts.received()
+            stop_if_interrupted()
+            assert not interrupts.received()
+        os.kill(os.getpid(), signal.SIGINT)  # no Interrupts open (a Dagster run of the daemon's): Dagster's handling only
+        stop_if_interrupted()
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 def test_sigterm_is_handled_as_ctrl_c_unless_it_was_ignored():
     before = signal.getsignal(signal.SIGTERM)
