@@ -203,12 +203,14 @@ def save_columns(storage_base: str, name: str, columns: dict[str, list]) -> None
 def load_columns(storage_base: str, name: str, names: tuple[str, ...],
                  context: dg.AssetExecutionContext | None = None) -> dict[str, list] | None:
     """The columns ``save_columns`` kept under ``name``; None when there are none, they cannot
-    be read, were made by another REFRESH_VERSION or with other columns than ``names``, or the
-    run asks for a refresh from scratch."""
+    be read, were made by another REFRESH_VERSION or with other columns than ``names``, are not
+    lists of one length (a row per run or system), or the run asks for a refresh from scratch."""
     if context is not None and from_scratch(context):
         return None
     columns = _read(_path(storage_base, name), "columns")
     if not isinstance(columns, dict) or tuple(columns) != names:
+        return None
+    if not all(isinstance(values, list) for values in columns.values()) or len({len(v) for v in columns.values()}) > 1:
         return None
     return columns
 

@@ -108,3 +108,19 @@ def test_a_wiped_asset_is_read_again_from_the_event_log(tmp_path):
         assert run_versions(instance, ASSET, ["run-1", "run-2"], base) == _from_one_query(
             instance, ["run-1", "run-2"]) == {"run-1": None, "run-2": "c"}
         assert load_state(base, f"versions_{ASSET}")["wiped"] is not None
+
+
+def test_kept_columns_come_back_as_saved_and_anything_else_is_a_refresh_from_scratch(tmp_path):
+    """save_columns / load_columns: the columns as kept; None (the refresh starts from scratch)
+    for other columns, a column that is not a list, or columns of different lengths."""
+    base = str(tmp_path)
+    names = ("run_id", "system", "has_frame")
+    kept = {"run_id": ["a", "b"], "system": ['["s","m"]', None], "has_frame": [True, False]}
+    refresh_state.save_columns(base, "probe", kept)
+    assert refresh_state.load_columns(base, "probe", names) == kept
+    assert refresh_state.load_columns(base, "probe", ("run_id", "system")) is None
+    assert refresh_state.load_columns(base, "missing", names) is None
+    refresh_state.save_columns(base, "probe", {**kept, "system": ['["s","m"]']})
+    assert refresh_state.load_columns(base, "probe", names) is None
+    refresh_state.save_columns(base, "probe", {**kept, "has_frame": "yes"})
+    assert refresh_state.load_columns(base, "probe", names) is None
