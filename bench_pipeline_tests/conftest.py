@@ -11,6 +11,7 @@ server so that the next one starts with these variables.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing.forkserver
 import os
 import subprocess
@@ -30,20 +31,28 @@ def s3_server() -> Iterator[S3Server]:
     process, port = start_moto_server()
     try:
         env = s3_environment(port)
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        multiprocessing.forkserver._forkserver._stop()  # the next fork server starts with env
-        try:
+        with _environment(env):
             yield S3Server(port, env)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-            multiprocessing.forkserver._forkserver._stop()
     finally:
         _stop_server(process)
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    """``env`` set in os.environ while the block runs, the earlier values back after it; a
+    running fork server is stopped at both ends, so that the next one starts with them."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    multiprocessing.forkserver._forkserver._stop()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        multiprocessing.forkserver._forkserver._stop()
 
 
 def _stop_server(process) -> None:
@@ -63,18 +72,8 @@ def gcs_server() -> Iterator[GcsServer]:
     process, port = start_gcs_server()
     try:
         env = gcs_environment(port)
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        multiprocessing.forkserver._forkserver._stop()  # the next fork server starts with env
-        try:
+        with _environment(env):
             yield GcsServer(port, env)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-            multiprocessing.forkserver._forkserver._stop()
     finally:
         _stop_server(process)
 
