@@ -58,8 +58,11 @@ def can_fork() -> bool:
     runs here (a fork copies only the calling thread, so a lock another thread holds, in
     logging or an event writer, would stay locked in the child forever). A Dagster run
     process has such threads; the per-partition worker processes it starts
-    (``assets.partition_pool``) do not."""
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    (``assets.partition_pool``) have only the one that waits, in a system call, for the end
+    of the process that started them (``start_worker``), and may fork."""
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    # a worker's PARENT_WATCH thread only waits in a system call, holding no lock
+    return "fork" in multiprocessing.get_all_start_methods() and all(t.name == PARENT_WATCH for t in others)
 
 
 def fork_map(
@@ -209,11 +212,36 @@ def exit_now(code: int) -> NoReturn:
 
 # --- Worker processes started from a fork server ----------------------------------------
 
-def ignore_interrupts() -> None:
-    """A worker's start: Ctrl-C (SIGINT, sent to the terminal's whole process group) is left
-    to the main process, which stops its workers itself (``exit_now``); a worker would
-    otherwise die printing a traceback of its own. SIGTERM still ends it."""
+def start_worker() -> None:
+    """A worker's start (the initializer of every pool of fork-server workers).
+
+    Ctrl-C (SIGINT, sent to the terminal's whole process group) is left to the main process,
+    which stops its workers itself (``exit_now``); a worker would otherwise die printing a
+    traceback of its own. SIGTERM still ends it.
+
+    The worker ends at once when the process that started it ends without stopping it (killed
+    with SIGKILL, by the kernel's out-of-memory killer, ...). A pool's idle workers wait for
+    work on a queue whose writing end each of them holds too, so they would wait forever; and
+    each holds the fork server's "alive" pipe, so the fork server would stay too (about
+    300 MB a process with the preloaded modules). A thread of its own (``PARENT_WATCH``) waits
+    for the starting process's sentinel, which multiprocessing gives every child, fork-server
+    children included."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_when_ended, args=(parent.sentinel,), name=PARENT_WATCH, daemon=True).start()
+
+
+#: The name of a worker's thread that waits for the end of the process that started it.
+PARENT_WATCH = "bench-parent-watch"
+
+
+def _exit_when_ended(sentinel: int) -> None:
+    """Wait until ``sentinel`` is ready (its process ended), then end this process."""
+    from multiprocessing.connection import wait
+
+    wait([sentinel])
+    os._exit(1)
 
 
 #: The module a fork server loads before it forks workers for the per-run Dagster step

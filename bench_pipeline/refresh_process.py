@@ -79,12 +79,12 @@ class EarlyRefresh:
     def _watch(self) -> None:
         from concurrent.futures import ProcessPoolExecutor
 
-        from .bulk import fork_server_context, ignore_interrupts
+        from .bulk import fork_server_context, start_worker
 
         try:
             while not self._stop.wait(EARLY_REFRESH_POLL):
                 if self._recorded():
-                    self._pool = ProcessPoolExecutor(1, mp_context=fork_server_context(), initializer=ignore_interrupts)
+                    self._pool = ProcessPoolExecutor(1, mp_context=fork_server_context(), initializer=start_worker)
                     self._future = self._pool.submit(refresh, self._home)
                     self._started.set()
                     return

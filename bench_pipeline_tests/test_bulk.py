@@ -147,3 +147,55 @@ def test_the_workers_message_queue_starts_no_thread():
     assert threading.active_count() == before
     assert messages.get() == "attempts derived: 100/10000"
     assert can_fork() == (before == 1)
+
+
+#: A process that starts fork-server workers as the pools do (``start_worker``), has each
+#: say whether it may fork (a large run's derivation forks from a worker), prints its fork
+#: server's and workers' pids, then waits to be killed.
+_POOL_THEN_WAIT = """
+import json, multiprocessing, multiprocessing.forkserver, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from bench_pipeline.bulk import can_fork, fork_server_context, start_worker
+
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(2, mp_context=fork_server_context(), initializer=start_worker)
+    forks = [future.result() for future in [pool.submit(can_fork) for _ in range(4)]]
+    workers = [p.pid for p in multiprocessing.active_children()]
+    server = multiprocessing.forkserver._forkserver._forkserver_pid
+    print(json.dumps({"forks": forks, "workers": workers, "server": server}), flush=True)
+    time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1][0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_and_their_fork_server_end_when_the_process_that_started_them_is_killed():
+    """SIGKILL (or the out-of-memory killer) gives the main process no chance to stop its
+    workers: they end by themselves within seconds, and the fork server with them, instead of
+    waiting for work forever (each about 300 MB with the preloaded modules). The thread that
+    waits for it does not stop a worker from forking."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    main = subprocess.Popen([sys.executable, "-c", _POOL_THEN_WAIT], stdout=subprocess.PIPE, text=True)
+    try:
+        started = json.loads(main.stdout.readline())
+    finally:
+        main.send_signal(signal.SIGKILL)
+        main.wait()
+    assert started["forks"] == [True] * 4
+    assert len(started["workers"]) >= 1  # the pool starts a second one only when the first is busy
+    pids = [*started["workers"], started["server"]]
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in pids if _alive(pid)] == []

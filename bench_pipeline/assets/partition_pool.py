@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..bulk import default_workers, fork_server_context, ignore_interrupts
+from ..bulk import default_workers, fork_server_context, start_worker
 from ..derivation import PARALLEL_MIN_ROWS
 from ..interrupts import stop_if_interrupted
 from ..layouts import results_file_name
@@ -101,7 +101,7 @@ def _start_worker(messages: Any, stored: dict[str, Any]) -> None:
     (the collector never goes through it again: ``_work``'s collections stay small)."""
     global _messages, _stored
     _messages, _stored = messages, stored
-    ignore_interrupts()
+    start_worker()
     gc.freeze()
 
 
