@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -47,6 +48,13 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
+def _error(exc: Exception) -> int:
+    """An error that stops the command before it processes anything (exit code 2), on stderr
+    as the command line's are: a CI job reading stderr sees it."""
+    print(f"error: {exc}", file=sys.stderr, flush=True)
+    return 2
+
+
 def run_all(samples: bool = True) -> int:
     """Process every ready run that is new or changed; returns the number of failures (each
     failed run, and a failed catalog refresh)."""
@@ -62,17 +70,24 @@ def run_all(samples: bool = True) -> int:
         return _run_all(defs, instance, samples, interrupts)
 
 
-def end_orphaned_runs() -> None:
-    """Before the UI starts (scripts/ui.sh): mark failed the runs of the local instance that
-    a process no longer running left under way (orphaned_runs.py), when the instance exists."""
+def prepare_ui() -> None:
+    """Before the UI starts (scripts/ui.sh): the sample runs written when the runs root holds
+    no run folder (``ensure_sample_runs``), and the runs of the local instance that a process
+    no longer running left under way marked failed (orphaned_runs.py), when the instance
+    exists. RunsRootError when the runs root does not exist while the instance knows runs."""
+    from .resources.settings import default_runs_root
+
     home = os.environ.get("DAGSTER_HOME")
     if not home or not (Path(home) / "dagster.yaml").is_file():
-        return  # no instance made yet (scripts/instance.sh writes that file): no run to look at
+        ensure_sample_runs(default_runs_root())  # no instance made yet (scripts/instance.sh writes that file)
+        return
     import dagster as dg
 
     from .orphaned_runs import fail_orphaned_runs
+    from .partitions import runs_partitions
 
     with dg.DagsterInstance.get() as instance:
+        ensure_sample_runs(default_runs_root(), known=len(instance.get_dynamic_partitions(runs_partitions.name)))
         fail_orphaned_runs(instance, _say)
 
 
@@ -87,11 +102,12 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
     fail_orphaned_runs(instance, _say)  # a run left under way by a killed process blocks no refresh
     settings = default_settings()
     runs_root = settings.runs_root  # a folder or a bucket URL (s3://, gs://): kept as text
+    existing = instance.get_dynamic_partitions(runs_partitions.name)
     if samples:
-        ensure_sample_runs(runs_root)
+        ensure_sample_runs(runs_root, known=len(existing))
     home = Path(os.environ["DAGSTER_HOME"])
     not_runs: list[str] = []
-    found = scan(str(runs_root), not_runs)
+    found = scan(str(runs_root), not_runs, known=len(existing))
     if not_runs:
         _say(not_runs_note(not_runs))
     refused = refused_names(found)
@@ -106,7 +122,6 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
             waiting.setdefault(waiting_reason(folder, settings.quiet_seconds), []).append(folder.run_id)
     for why, run_ids in waiting.items():
         _say(f"not ready yet, left for later ({len(run_ids)}): {listed(run_ids)}: {why}")
-    existing = instance.get_dynamic_partitions(runs_partitions.name)
     # as the run folder sensor does: a run whose folder is gone is no longer one of the runs
     # (the catalog, its suite page and its system drop it at the refresh below; its reports stay)
     present = {f.run_id for f in found}
@@ -349,14 +364,15 @@ def main(argv: list[str] | None = None) -> int:
                              "the runs a killed process left under way, process nothing (what scripts/ui.sh does "
                              "before it starts the UI)")
     args = parser.parse_args(argv)
-    if args.prepare_ui:
-        from .resources.settings import default_runs_root
-
-        ensure_sample_runs(default_runs_root())
-        end_orphaned_runs()
-        return 0
     from .baselines import PinsError
     from .run_folders import RunsRootError
+
+    if args.prepare_ui:
+        try:
+            prepare_ui()
+        except RunsRootError as exc:
+            return _error(exc)
+        return 0
 
     # The per-run step's worker processes come from a fork server; started here, it loads
     # their code on another core while this process loads Dagster and the definitions.
@@ -364,8 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return 1 if run_all(samples=not args.no_samples) else 0
     except (RunsRootError, PinsError) as exc:  # a bucket that does not exist, no credentials; a broken pins file
-        _say(f"error: {exc}")
-        return 2
+        return _error(exc)
     except (KeyboardInterrupt, _interrupted_error()):  # Ctrl-C, or SIGTERM (Dagster handles both alike)
         _say("interrupted: stopped. Every file is written whole or not at all; run the command again to "
              "process the runs not done (each one interrupted is processed again from the start).")

@@ -125,18 +125,27 @@ def object_fingerprint(files: dict[str, object_store.ObjectInfo]) -> tuple[str, 
     return _digest(versions, mtimes)
 
 
-def scan(runs_root: str, not_runs: list[str] | None = None) -> list[RunFolder]:
+def scan(runs_root: str, not_runs: list[str] | None = None, known: int = 0) -> list[RunFolder]:
     """Every sub-folder of ``runs_root`` holding a results.jsonl, sorted by name; RunsRootError
     when the runs root cannot be listed. With ``not_runs``, the names of the other folders
     (hidden ones aside: no results.jsonl, so not a run, or not one yet) are added to it,
     found on the way at no extra cost: in a bucket, those the listing shows, i.e. holding one
-    of LISTED_FILES but no results.jsonl."""
+    of LISTED_FILES but no results.jsonl.
+
+    A local runs root that does not exist holds no run (not made yet), unless ``known`` runs
+    were processed before (the partitions of the instance): then it is a RunsRootError too. A
+    mistyped BENCH_RUNS_ROOT, or a folder unmounted, would otherwise read as every run's folder
+    gone, and each would leave the catalog, its system and its suite page."""
     if object_store.is_remote(runs_root):
         return scan_bucket(runs_root, not_runs)
     found = []
     try:
         entries = list(os.scandir(runs_root))
     except FileNotFoundError:
+        if known:
+            raise RunsRootError(runs_root, f"no such folder, and {known} run(s) processed before are known: none "
+                                           "is removed; check BENCH_RUNS_ROOT (to start from an empty runs root, "
+                                           "create the folder)") from None
         return []  # not made yet: no run
     except OSError as exc:
         raise RunsRootError(runs_root, exc.strerror or str(exc)) from exc

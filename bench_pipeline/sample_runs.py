@@ -31,17 +31,18 @@ class Sample:
 SAMPLES = (Sample("sample-clean-", 2, False, 7, systems=1), Sample("sample-with-data-problems-", 2, True, 59))
 
 
-def ensure_sample_runs(runs_root: Path | str) -> None:
+def ensure_sample_runs(runs_root: Path | str, known: int = 0) -> None:
     """Write deterministic sample runs when the runs root, a local folder, holds no run
     folder. A runs root in a bucket is the runners' (docs/object-storage.md): nothing is
-    written there."""
+    written there. ``known``: the runs processed before (``run_folders.scan``: a runs root
+    that does not exist while there are some is an error, not a place for samples)."""
     from .object_store import is_remote
     from .run_folders import scan
 
     if is_remote(runs_root):
         return
     runs_root = Path(runs_root)
-    if scan(str(runs_root)):
+    if scan(str(runs_root), known=known):
         return
     from .generator import generate_runs
 

@@ -135,7 +135,7 @@ def test_comparisons_follow_rejudges_pins_late_runs_and_deleted_baselines(tmp_pa
     broken = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=600)
     assert broken.returncode == 2, broken.stdout[-2000:] + broken.stderr[-2000:]
-    assert f"error: the pinned baselines file {pins} is not valid JSON (" in broken.stdout
+    assert f"error: the pinned baselines file {pins} is not valid JSON (" in broken.stderr
     assert not _recompared(broken.stdout)
     _check(reports, runs_root, tmp_path, {r0: r1, r2: r1})
     pins.write_text(json.dumps({suite: r1}))

@@ -126,6 +126,20 @@ def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp
     assert f"run-2: formula changed from {FORMULA_VERSION} to test-bump: processing it again" in again
     assert len([line for line in again if ": ok (" in line]) == 2
 
+    # the runs root mistyped (or unmounted): an error on stderr, no sample run written there,
+    # no run removed; for scripts/ui.sh's preparation too
+    env["BENCH_RUNS_ROOT"] = str(tmp_path / "runs-typo")
+    for args in ([], ["--prepare-ui"]):
+        done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+        assert done.stderr == (f"error: the runs root {tmp_path / 'runs-typo'} cannot be listed: no such folder, and "
+                               "2 run(s) processed before are known: none is removed; check BENCH_RUNS_ROOT (to "
+                               "start from an empty runs root, create the folder)\n")
+        assert "its folder is gone" not in done.stdout and not (tmp_path / "runs-typo").exists()
+    with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["run-1", "run-2"]
+
 
 @pytest.mark.slow
 def test_main_says_each_thing_once_naming_its_run(tmp_path):

@@ -310,7 +310,7 @@ def test_main_command_with_every_root_in_a_bucket(s3_server, tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 2
     assert ("error: the runs root s3://no-such-bucket-for-bench/runs cannot be listed: the bucket "
-            "'no-such-bucket-for-bench' does not exist") in done.stdout
+            "'no-such-bucket-for-bench' does not exist") in done.stderr
     assert "Traceback" not in done.stdout + done.stderr
 
 

@@ -145,6 +145,20 @@ def test_a_local_runs_root_that_cannot_be_listed_is_an_error_with_the_reason(tmp
     assert (again.root, again.reason) == (str(tmp_path / "file"), "Not a directory")
 
 
+def test_a_local_runs_root_that_does_not_exist_is_empty_until_runs_processed_from_it_are_known(tmp_path):
+    """Not made yet, it holds no run; once runs were processed (``known``), a missing folder
+    (a mistyped BENCH_RUNS_ROOT, an unmounted share) is an error, not every run gone."""
+    missing = tmp_path / "no-such-runs"
+    assert scan(str(missing)) == [] and scan(str(missing), known=0) == []
+    with pytest.raises(RunsRootError) as err:
+        scan(str(missing), known=3)
+    assert str(err.value) == (f"the runs root {missing} cannot be listed: no such folder, and 3 run(s) processed "
+                              "before are known: none is removed; check BENCH_RUNS_ROOT (to start from an empty "
+                              "runs root, create the folder)")
+    missing.mkdir()
+    assert scan(str(missing), known=3) == []  # a folder that exists and is empty: its runs are gone
+
+
 def test_local_run_files_of_a_local_root_are_the_run_folders(tmp_path):
     assert local_run_files(str(tmp_path), ["r1", "r2"]) == {"r1": tmp_path / "r1", "r2": tmp_path / "r2"}
 

@@ -32,7 +32,8 @@ sees it (again only if it goes and comes back), not on every tick.
 A runs root in a bucket is scanned from listing pages (run_folders.scan_bucket): no request
 per unchanged run, a manifest read only for a run whose manifest.json is new or changed.
 A runs root that cannot be listed fails the tick with the reason (RunsRootError: a missing
-bucket, no credentials, no network), so the UI shows the error, never "no new runs".
+bucket, no credentials, no network; a local folder that does not exist while runs processed
+from it are known), so the UI shows the error, never "no new runs" or every run gone.
 """
 
 
@@ -115,7 +116,7 @@ def _evaluate(settings: PipelineSettings, cursor: str | None, existing: list[str
     skipped: list[str] = []
     current: dict = {}
     not_runs: list[str] = []
-    found = scan(settings.runs_root, not_runs)
+    found = scan(settings.runs_root, not_runs, known=len(existing))
     refused = refused_names(found)
     folders = [folder for folder in found if folder.run_id not in refused]
     returned = set()  # back after being gone: its chain of entries goes on (module doc)

@@ -66,6 +66,26 @@ def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
     assert set(json.loads(fourth.cursor)) == {"run-a", NOT_RUNS, GONE}
 
 
+def test_a_runs_root_that_is_gone_fails_the_tick_and_removes_no_run(tmp_path, instance):
+    """A runs root that does not exist while runs processed from it are known (a mistyped
+    BENCH_RUNS_ROOT, an unmounted share) fails the tick with the reason: no partition is
+    removed, so the catalog, systems and suite pages keep their runs. Back, nothing changed."""
+    from bench_pipeline.run_folders import RunsRootError
+
+    resources = make_resources(tmp_path)
+    runs = tmp_path / "runs"
+    make_run(runs, [row("t")], run_id="run-a")
+    first = tick_run_folder_sensor(instance, resources)
+    assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
+    runs.rename(tmp_path / "elsewhere")
+    with pytest.raises(RunsRootError, match="no such folder, and 1 run"):
+        tick_run_folder_sensor(instance, resources, first.cursor)
+    assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
+    (tmp_path / "elsewhere").rename(runs)
+    back = tick_run_folder_sensor(instance, resources, first.cursor)
+    assert back.run_requests == [] and instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
+
+
 def test_a_folder_that_is_not_a_run_is_said_once(tmp_path, instance):
     """A folder without results.jsonl is named in the log and the skip reason of the tick
     that first sees it, then no more (the cursor keeps it); gone and back, it is said again.
