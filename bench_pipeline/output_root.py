@@ -55,6 +55,20 @@ class OutputRoot:
         base = self.local / folder
         return sorted(p.parent.name for p in base.glob(f"*/{file}")) if base.is_dir() else []
 
+    def remove(self, folder: str, name: str, files: Iterable[str]) -> None:
+        """Remove ``<folder>/<name>/<file>`` for each of ``files`` (those already gone are
+        no error), then the local folder ``<folder>/<name>`` when it is left empty; for a
+        bucket, its objects and their local copies."""
+        base = self.local / folder / name
+        for file in files:
+            if self.remote:
+                object_store.delete(self.url(folder, name, file))
+            (base / file).unlink(missing_ok=True)
+        try:
+            base.rmdir()
+        except OSError:  # not empty (a file of someone else's), or not there
+            pass
+
     def fetch(self, names: Iterable[str], files: Iterable[str], folder: str = "") -> Path:
         """The local folder holding ``<folder>/<name>/<file>`` for each name and file, as the
         output root has them (for a bucket: brought up to date, only changed objects read);

@@ -18,6 +18,7 @@ from .comparison import Comparison
 from .derivation import workers_for
 from .jsonio import dumps, write_atomic
 from .metrics_files import write_metrics_files
+from .system_folders import REPEATS_FILES
 from .reports import AttemptRows, report_view, write_comparison_md, write_report_html, write_summary_md
 
 if TYPE_CHECKING:  # pipeline.py imports this module
@@ -129,10 +130,10 @@ def write_repeats_files(out_dir: Path, doc: dict, runs: list, reports: dict[str,
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out_dir / "repeats.json", out_dir / "repeats.md"
+    json_path, md_path = (out_dir / name for name in REPEATS_FILES)
     write_atomic(json_path, dumps(doc) + b"\n")
     write_atomic(md_path, render_repeats_md(doc, runs, out_dir, reports, notes).encode())
-    return {"repeats.json": json_path, "repeats.md": md_path}
+    return {json_path.name: json_path, md_path.name: md_path}
 
 
 def write_moved_files(out_dir: Path, moved_to: list[str]) -> dict[str, Path]:
@@ -142,14 +143,14 @@ def write_moved_files(out_dir: Path, moved_to: list[str]) -> dict[str, Path]:
     any more (docs/operations.md, "Folder names")."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out_dir / "repeats.json", out_dir / "repeats.md"
+    json_path, md_path = (out_dir / name for name in REPEATS_FILES)
     why = ("This system's runs are now in another folder: the same agent (suite, model and git sha) was "
            "measured with more than one setup (judge, platform), or with one again, and each system's folder "
            "names its setup only then. This folder is no longer updated.")
     write_atomic(json_path, dumps({"moved_to": moved_to, "note": why}) + b"\n")
     links = "\n".join(f"- [{name}](<../{name}/repeats.md>)" for name in moved_to)
     write_atomic(md_path, f"# Moved\n\n{why}\n\n{links}\n".encode())
-    return {"repeats.json": json_path, "repeats.md": md_path}
+    return {json_path.name: json_path, md_path.name: md_path}
 
 
 def write_set_comparison_files(out_dir: Path, result: dict, single: dict | None, baseline: list,

@@ -22,6 +22,9 @@ K = TypeVar("K")
 SUITES_FOLDER = "_suites"
 SYSTEMS_FOLDER = "_systems"
 RESERVED_NAMES = (SUITES_FOLDER, SYSTEMS_FOLDER)
+#: The files of a system's folder and of a suite's.
+REPEATS_FILES = ("repeats.json", "repeats.md")
+SUITE_PAGE = "index.html"
 
 #: A run of characters a slug does not keep (anything but ASCII letters, digits, ``.`` and
 #: ``_``), with the ``-`` among them.

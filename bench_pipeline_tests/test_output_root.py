@@ -38,3 +38,29 @@ def test_the_output_root_in_a_bucket_reads_through_copies_and_writes_through_sta
     assert bucket.get("reports/_suites/s/index.html") == b"<p>" and not staged.exists()
     local_root = OutputRoot("/tmp/not-used")
     assert local_root.staged() == local_root.local and local_root.publish() == []
+
+
+def test_remove_takes_the_files_and_the_folder_they_leave_empty(tmp_path):
+    for name in ("repeats.json", "repeats.md"):
+        (tmp_path / "_systems" / "gone").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "_systems" / "gone" / name).write_text("{}")
+    (tmp_path / "_systems" / "shared").mkdir()
+    (tmp_path / "_systems" / "shared" / "repeats.json").write_text("{}")
+    (tmp_path / "_systems" / "shared" / "notes.txt").write_text("someone else's")
+    root = OutputRoot(str(tmp_path))
+    root.remove("_systems", "gone", ("repeats.json", "repeats.md"))
+    root.remove("_systems", "shared", ("repeats.json", "repeats.md"))  # one of them already missing
+    root.remove("_systems", "never-there", ("repeats.json",))
+    assert not (tmp_path / "_systems" / "gone").exists()
+    assert sorted(p.name for p in (tmp_path / "_systems" / "shared").iterdir()) == ["notes.txt"]
+
+
+def test_remove_in_a_bucket_deletes_the_objects_and_their_local_copies(bucket):
+    bucket.put("reports/_suites/s/index.html", "<p>")
+    bucket.put("reports/_suites/t/index.html", "<p>")
+    root = OutputRoot(bucket.url("reports"))
+    local = root.fetch(["s"], ("index.html",), "_suites")
+    assert (local / "s" / "index.html").is_file()
+    root.remove("_suites", "s", ("index.html",))
+    assert bucket.keys("reports/_suites/") == ["reports/_suites/t/index.html"]
+    assert not (local / "s").exists()

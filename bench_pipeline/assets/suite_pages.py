@@ -15,7 +15,7 @@ from ..identity import read_json_object
 from ..jsonio import json_bytes, read_written
 from ..object_store import location_text
 from ..output_root import OutputRoot
-from ..system_folders import SUITES_FOLDER, suite_slug
+from ..system_folders import SUITE_PAGE, SUITES_FOLDER, suite_slug
 from ..reports.suite_page import RUNS_SHOWN, SystemEntry, latest_runs, write_suite_page
 from ..resources import PipelineSettings
 from ..resources.settings import safe_partition_key
@@ -76,7 +76,8 @@ def write_suite_pages(settings: PipelineSettings, runs: StoredRuns, systems: Sys
     """One page per suite of the catalog's runs, with its systems (``systems``; ``docs``: their
     documents, read only for the systems of a page made again that it shows), written again
     only when what it shows changed since the last refresh (``kept``: {suite slug: the key of
-    what its page showed}): the pages' materialization metadata and what to keep."""
+    what its page showed}), the pages of suites no longer in the catalog removed: the pages'
+    materialization metadata and what to keep."""
     output_root = OutputRoot(settings.output_root)  # a bucket's: staged here, uploaded below
     shown = keep_shown(runs, output_root)
     pages, state, written = [], {}, 0
@@ -108,10 +109,16 @@ def write_suite_pages(settings: PipelineSettings, runs: StoredRuns, systems: Sys
             path = write_suite_page(output_root.staged() / SUITES_FOLDER / slug, suite, listed_rows, entries,
                                     systems_total=len(suite_systems), runs_total=len(places))
             written += 1
-        if key is not None:
-            state[slug] = key
+        state[slug] = key  # None: made again by every refresh
         pages.append((suite, len(places), len(suite_systems), location_text(output_root.read_side(Path(path)))))
     output_root.publish()
+    # the page of a suite none of whose runs is in the catalog any more (their folders removed
+    # from the runs root) would go on listing them: removed, as a refresh from scratch makes
+    # none (the suites the last refresh made a page for, or without them the pages there are)
+    earlier = set(kept) if kept else set(output_root.folders_with(SUITE_PAGE, SUITES_FOLDER))
+    removed = sorted(earlier - set(state))
+    for slug in removed:
+        output_root.remove(SUITES_FOLDER, slug, (SUITE_PAGE,))
     lines = ["| suite | runs | systems | page |", "| --- | --- | --- | --- |"]
     lines += [f"| {md_cell(s)} | {n} | {m} | `{p}` |" for s, n, m, p in pages[:LISTED]]
     if len(pages) > LISTED:
@@ -119,6 +126,7 @@ def write_suite_pages(settings: PipelineSettings, runs: StoredRuns, systems: Sys
     return {
         "pages_written": written,
         "pages_listed": len(pages),
+        "pages_removed": len(removed),
         "suites_folder": dg.MetadataValue.path(output_root.url(SUITES_FOLDER)),
         "pages": dg.MetadataValue.md("\n".join(lines) if pages else "No processed run yet."),
     }, state

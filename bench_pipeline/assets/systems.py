@@ -17,7 +17,7 @@ from ..jsonio import json_bytes, read_written, written_as_is
 from ..output_root import OutputRoot
 from ..outputs import write_moved_files, write_repeats_files
 from ..repeats import RepeatRun, System, repeats
-from ..system_folders import SYSTEMS_FOLDER, system_slug, system_slugs
+from ..system_folders import REPEATS_FILES, SYSTEMS_FOLDER, system_slug, system_slugs
 from ..reports.change_format import NO_VARIATION
 from ..reports.format import fmt_pct, md_cell
 from ..reports.format import fmt_int
@@ -246,10 +246,17 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
                             ("left_out", len(entry["left_out"])), ("planning", table["runs_per_side"] is not None)):
             columns[name].append(value)
     current = {slugs[system]: members for system, members in groups.items()}
-    moved = _moved(_earlier_folders(output_root, kept, set(current)), {slug: set(ids) for slug, ids in current.items()})
+    earlier = _earlier_folders(output_root, kept, set(current))
+    moved = _moved(earlier, {slug: set(ids) for slug, ids in current.items()})
     for slug, moved_to in moved.items():
         write_moved_files(output_root.staged() / SYSTEMS_FOLDER / slug, moved_to)
     output_root.publish()
+    # a system none of whose runs is pooled any more (their folders removed from the runs root,
+    # their stored frames gone): its numbers would stay as they were, naming runs that are not
+    # there; a refresh from scratch makes no folder for it
+    removed = sorted(slug for slug in earlier if slug not in moved)
+    for slug in removed:
+        output_root.remove(SYSTEMS_FOLDER, slug, REPEATS_FILES)
     systems = Systems(columns, current)
     save_pieces(settings.storage_base, SYSTEM_DOCS,
                 {slug: kept_docs(systems.versions(slug), *made) for slug, made in docs.items()})
@@ -261,6 +268,7 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
         "systems_made": len(docs),
         "systems_changed": changed,
         "systems_moved": len(moved),
+        "systems_removed": len(removed),
         "systems_folder": dg.MetadataValue.path(output_root.url(SYSTEMS_FOLDER)),
         "systems_table": dg.MetadataValue.md(systems_markdown(systems.listed(), total=len(columns["slug"]))),
     }
@@ -308,7 +316,7 @@ def _moved(earlier: dict[str, set[str]], current: dict[str, set[str]]) -> dict[s
     """{folder of an earlier refresh no longer current (``earlier``: its runs): the current
     folders that have its runs} for each system whose folder name changed (a second setup
     of the same agent measured, or no longer: system_folders.system_slugs); a system gone
-    from the catalog is not in it (its folder is left as it is). Once written, its pointer
+    from the catalog is not in it (its files are removed). Once written, its pointer
     is not written again: the kept state no longer names the folder, and a pointer names no
     runs."""
     moved = {}

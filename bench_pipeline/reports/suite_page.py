@@ -34,6 +34,7 @@ from ..jsonio import write_atomic
 from ..object_store import location_text
 from ..repeats import RepeatRun, task_outcomes
 from ..stats import fsum_mean, is_number
+from ..system_folders import SUITE_PAGE
 from ..task_groups import is_eligible
 from .charts import svg_interval_bar
 from .cost_chart import pareto_front, svg_cost_capability
@@ -402,6 +403,6 @@ def write_suite_page(out_dir: Path, suite: str | None, runs: list[dict], systems
     """``out_dir/index.html`` (written atomically); returns its path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "index.html"
+    path = out_dir / SUITE_PAGE
     write_atomic(path, render_suite_page(out_dir, suite, runs, systems, systems_total, runs_total).encode())
     return path

@@ -266,6 +266,52 @@ def test_a_system_gone_from_the_catalog_keeps_its_folder_and_runs_without_frames
     assert meta["runs_pooled"] == 1 and "`r0`" in meta["runs_without_stored_attempts"]
 
 
+def test_a_suite_whose_runs_are_all_gone_loses_its_page_and_its_systems_their_files(tmp_path, pages):
+    """The last run of a suite removed (its folder deleted: the sensor or the main command
+    removes its partition): its suite page and its system's files would go on showing it.
+    They are removed, as a refresh from scratch makes neither; the other suite's stay. With
+    nothing kept (the first refresh after an upgrade, one from scratch) the folders the
+    output root has say which."""
+    from bench_pipeline.assets.refresh_state import save_columns, save_state
+
+    resources = make_resources(tmp_path)
+    for day, (run_id, suite) in enumerate({"a1": "suite-a", "b1": "suite-b", "a2": "suite-a"}.items(), start=1):
+        make_run(tmp_path / "runs", [row("t1", 1, "passed"), row("t2", 1, "failed" if day % 2 else "passed")],
+                 run_id=run_id, manifest=_manifest("m", "s", day), suite={"name": suite, "tasks": []})
+        _store(resources, tmp_path / "runs" / run_id)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(runs_partitions.name, ["a1", "b1", "a2"])
+    reports = tmp_path / "reports"
+    made = _refresh(instance, resources)
+    assert (made["system_repeats"]["systems_removed"], made["suite_pages"]["pages_removed"]) == (0, 0)
+    page_b = reports / "_suites" / suite_slug("suite-b")
+    system_b = reports / "_systems" / system_slug(System("suite-b", "m", "s"))
+    system_a = reports / "_systems" / system_slug(System("suite-a", "m", "s"))
+    assert (page_b / "index.html").is_file() and (system_b / "repeats.json").is_file()
+
+    instance.delete_dynamic_partition(runs_partitions.name, "b1")
+    meta = _refresh(instance, resources)
+    assert (meta["system_repeats"]["systems_removed"], meta["suite_pages"]["pages_removed"]) == (1, 1)
+    assert not page_b.exists() and not system_b.exists()
+    assert sorted(p.name for p in (reports / "_suites").iterdir()) == [suite_slug("suite-a")]
+    assert sorted(p.name for p in (reports / "_systems").iterdir()) == [system_a.name]
+    assert (reports / "b1" / "report.html").is_file()  # the run's own reports stay
+    again = _refresh(instance, resources)
+    assert (again["system_repeats"]["systems_removed"], again["suite_pages"]["pages_removed"]) == (0, 0)
+
+    # the same, seen by a refresh that kept nothing
+    instance.add_dynamic_partitions(runs_partitions.name, ["b1"])
+    _refresh(instance, resources)
+    assert page_b.is_dir() and system_b.is_dir()
+    instance.delete_dynamic_partition(runs_partitions.name, "b1")
+    base = resources["settings"].storage_base
+    save_state(base, "systems_and_suite_pages", {})  # as after an upgrade
+    save_columns(base, "systems_and_suite_pages.systems", {})
+    meta = _refresh(instance, resources)
+    assert (meta["system_repeats"]["systems_removed"], meta["suite_pages"]["pages_removed"]) == (1, 1)
+    assert not page_b.exists() and not system_b.exists() and system_a.is_dir()
+
+
 def _one_agent_judged_twice(tmp_path: Path):
     """Runs a1, a2 (judge j1) and a3 (judge j2) of one agent, a1 and a2 stored and refreshed
     (one system, its folder without a setup), a3 written but not stored yet; returns the
