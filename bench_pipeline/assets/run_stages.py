@@ -30,6 +30,7 @@ from ..dagster_internals import DATA_VERSION_TAG, latest_tags_by_partition, prov
 from ..data_quality import findings_note
 from ..formula import FORMULA_VERSION
 from ..partitions import runs_partitions
+from ..reports.format import plural
 from ..resources import LangfuseResource, PipelineSettings
 from ..run_folders import scan
 from ..stored_values import has_stored_values
@@ -168,7 +169,7 @@ def per_run_stages(context: dg.AssetExecutionContext, settings: PipelineSettings
                 context.log.error(f"{outcome.key}: FAILED at {outcome.failed_stage}: {outcome.error}")
             done = "comparison and reports made again from its stored values, " if outcome.compared_only else ""
             context.log.info(f"[{i}/{len(jobs)}] {outcome.key}: {'FAILED' if outcome.error else 'ok'} "
-                             f"({done}{outcome.attempts} attempts, {outcome.seconds:.1f}s)"
+                             f"({done}{plural(outcome.attempts, 'attempt')}, {outcome.seconds:.1f}s)"
                              f"{comparison_note(outcome.materialized.get('run_comparison'))}"
                              f"{findings_note(outcome.findings)}")
     finally:
