@@ -38,7 +38,7 @@ from pathlib import Path
 from .in_process_runs import RUN_CONFIG, RUN_TAGS, execute_refresh, interrupted, plain_console, step_error
 from .interrupts import Interrupts
 from .main_output import SUITE_PAGES_LISTED, listed, suite_pages, unchanged_lines, written_reports
-from .sample_runs import ensure_sample_runs
+from .sample_runs import ensure_sample_runs, samples_allowed
 
 #: The module of the early catalog refresh's process, which the fork server loads at start.
 REFRESH_PROCESS = "bench_pipeline.refresh_process"
@@ -72,14 +72,16 @@ def run_all(samples: bool = True) -> int:
 
 def prepare_ui() -> None:
     """Before the UI starts (scripts/ui.sh): the sample runs written when the runs root holds
-    no run folder (``ensure_sample_runs``), and the runs of the local instance that a process
+    no run folder (``ensure_sample_runs``; ``samples_allowed``), and the runs of the local instance that a process
     no longer running left under way marked failed (orphaned_runs.py), when the instance
     exists. RunsRootError when the runs root does not exist while the instance knows runs."""
     from .resources.settings import default_runs_root
+    from .run_folders import check_runs_root
 
     home = os.environ.get("DAGSTER_HOME")
     if not home or not (Path(home) / "dagster.yaml").is_file():
-        ensure_sample_runs(default_runs_root())  # no instance made yet (scripts/instance.sh writes that file)
+        if samples_allowed():  # no instance made yet (scripts/instance.sh writes that file)
+            ensure_sample_runs(default_runs_root())
         return
     import dagster as dg
 
@@ -87,7 +89,10 @@ def prepare_ui() -> None:
     from .partitions import runs_partitions
 
     with dg.DagsterInstance.get() as instance:
-        ensure_sample_runs(default_runs_root(), known=len(instance.get_dynamic_partitions(runs_partitions.name)))
+        known = len(instance.get_dynamic_partitions(runs_partitions.name))
+        check_runs_root(default_runs_root(), known)
+        if samples_allowed():
+            ensure_sample_runs(default_runs_root(), known=known)
         fail_orphaned_runs(instance, _say)
 
 
@@ -103,7 +108,7 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
     settings = default_settings()
     runs_root = settings.runs_root  # a folder or a bucket URL (s3://, gs://): kept as text
     existing = instance.get_dynamic_partitions(runs_partitions.name)
-    if samples:
+    if samples and samples_allowed():
         ensure_sample_runs(runs_root, known=len(existing))
     home = Path(os.environ["DAGSTER_HOME"])
     not_runs: list[str] = []
@@ -351,8 +356,8 @@ def main(argv: list[str] | None = None) -> int:
                     "metrics.json, summary.md and report.html of each new or changed run, its comparison with "
                     "its baseline and its Langfuse publication (a local outbox without LANGFUSE_* keys), then "
                     "the catalog and the suite pages. Runs already processed from the same folder contents "
-                    "with the same formula version are skipped. With no run folder in the runs root, sample "
-                    "runs are written first.",
+                    "with the same formula version are skipped. With no run folder in the default runs root "
+                    "(BENCH_RUNS_ROOT unset), sample runs are written first.",
         epilog="Environment variables: README.md (\"Your own runs\"); what it prints: docs/operations.md "
                "(\"Main command\").",
     )

@@ -125,6 +125,15 @@ def object_fingerprint(files: dict[str, object_store.ObjectInfo]) -> tuple[str, 
     return _digest(versions, mtimes)
 
 
+def check_runs_root(runs_root: str, known: int) -> None:
+    """RunsRootError when ``runs_root`` is a local folder that does not exist while ``known``
+    runs processed from it are known (``scan``); nothing otherwise."""
+    if known and not object_store.is_remote(runs_root) and not os.path.isdir(runs_root):
+        raise RunsRootError(runs_root, f"no such folder, and {known} run(s) processed before are known: none "
+                                       "is removed; check BENCH_RUNS_ROOT (to start from an empty runs root, "
+                                       "create the folder)")
+
+
 def scan(runs_root: str, not_runs: list[str] | None = None, known: int = 0) -> list[RunFolder]:
     """Every sub-folder of ``runs_root`` holding a results.jsonl, sorted by name; RunsRootError
     when the runs root cannot be listed. With ``not_runs``, the names of the other folders
@@ -142,10 +151,7 @@ def scan(runs_root: str, not_runs: list[str] | None = None, known: int = 0) -> l
     try:
         entries = list(os.scandir(runs_root))
     except FileNotFoundError:
-        if known:
-            raise RunsRootError(runs_root, f"no such folder, and {known} run(s) processed before are known: none "
-                                           "is removed; check BENCH_RUNS_ROOT (to start from an empty runs root, "
-                                           "create the folder)") from None
+        check_runs_root(runs_root, known)
         return []  # not made yet: no run
     except OSError as exc:
         raise RunsRootError(runs_root, exc.strerror or str(exc)) from exc

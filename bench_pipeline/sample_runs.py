@@ -3,6 +3,7 @@ sample runs"): what a newcomer sees first."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,13 @@ class Sample:
 #: rows record what their artifacts derive); the clean runs' own seed gives them
 #: ids of their own.
 SAMPLES = (Sample("sample-clean-", 2, False, 7, systems=1), Sample("sample-with-data-problems-", 2, True, 59))
+
+
+def samples_allowed() -> bool:
+    """Whether the main command and scripts/ui.sh write the sample runs (into an empty runs
+    root): only into the default one, ``$BENCH_HOME/runs`` (BENCH_RUNS_ROOT unset). A runs root
+    of your own never gets sample runs mixed in with yours, not even while it is empty."""
+    return not os.environ.get("BENCH_RUNS_ROOT")
 
 
 def ensure_sample_runs(runs_root: Path | str, known: int = 0) -> None:

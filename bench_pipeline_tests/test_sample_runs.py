@@ -39,3 +39,24 @@ def test_sample_runs_say_which_is_clean_and_which_has_data_problems(tmp_path):
                                              "no_unsafe_artifact_dirs", "no_invalid_artifacts", "no_invalid_values"}
     ensure_sample_runs(tmp_path)  # a runs root with runs gets no more
     assert sorted(p.name for p in tmp_path.iterdir()) == names
+
+
+def test_only_the_default_runs_root_gets_sample_runs(tmp_path, monkeypatch):
+    """scripts/ui.sh's preparation (no instance yet): samples into an empty $BENCH_HOME/runs,
+    none into an empty runs root of one's own (BENCH_RUNS_ROOT), where they would mix with
+    the real runs to come."""
+    from bench_pipeline.main import prepare_ui
+    from bench_pipeline.sample_runs import SAMPLES, samples_allowed
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "no-instance-yet"))
+    monkeypatch.setenv("BENCH_HOME", str(tmp_path / "home"))
+    own = tmp_path / "own-runs"
+    own.mkdir()
+    monkeypatch.setenv("BENCH_RUNS_ROOT", str(own))
+    assert not samples_allowed()
+    prepare_ui()
+    assert list(own.iterdir()) == [] and not (tmp_path / "home" / "runs").exists()
+    monkeypatch.delenv("BENCH_RUNS_ROOT")
+    assert samples_allowed()
+    prepare_ui()
+    assert len(list((tmp_path / "home" / "runs").iterdir())) == sum(s.runs for s in SAMPLES)
