@@ -71,10 +71,11 @@ def run_all(samples: bool = True) -> int:
 
 
 def prepare_ui() -> None:
-    """Before the UI starts (scripts/ui.sh): the sample runs written when the runs root holds
-    no run folder (``ensure_sample_runs``; ``samples_allowed``), and the runs of the local instance that a process
-    no longer running left under way marked failed (orphaned_runs.py), when the instance
-    exists. RunsRootError when the runs root does not exist while the instance knows runs."""
+    """Before the UI starts (scripts/ui.sh): the sample runs written when the default runs
+    root holds no run folder (``samples_allowed``, ``ensure_sample_runs``), and the runs of
+    the local instance that a process no longer running left under way marked failed
+    (orphaned_runs.py), when the instance exists. RunsRootError when the runs root does not
+    exist while the instance knows runs processed from it."""
     from .resources.settings import default_runs_root
     from .run_folders import check_runs_root
 
