@@ -125,9 +125,11 @@ class _ForkMap:
 
     def _child(self) -> None:
         # Default SIGTERM/SIGINT: a parent's handlers (Dagster, test runners) must not keep
-        # a child alive when it is told to stop.
+        # a child alive when it is told to stop; and it ends with its parent (a killed worker:
+        # its queue's feeder may be blocked on a full pipe no one reads any more)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        exit_with_parent()
         k = None
         try:
             while (k := self._claim()) is not None:
@@ -223,10 +225,16 @@ def start_worker() -> None:
     with SIGKILL, by the kernel's out-of-memory killer, ...). A pool's idle workers wait for
     work on a queue whose writing end each of them holds too, so they would wait forever; and
     each holds the fork server's "alive" pipe, so the fork server would stay too (about
-    300 MB a process with the preloaded modules). A thread of its own (``PARENT_WATCH``) waits
-    for the starting process's sentinel, which multiprocessing gives every child, fork-server
-    children included."""
+    300 MB a process with the preloaded modules). ``exit_with_parent``; the children a worker
+    forks for a large run (``fork_map``) do the same with the worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_with_parent()
+
+
+def exit_with_parent() -> None:
+    """End this process (a multiprocessing child: a pool's worker, a ``fork_map`` child) at
+    once when the process that started it ends, from a thread of its own (``PARENT_WATCH``)
+    waiting for the sentinel multiprocessing gives every child."""
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_exit_when_ended, args=(parent.sentinel,), name=PARENT_WATCH, daemon=True).start()

@@ -1,4 +1,5 @@
 import gc
+import os
 
 import pytest
 
@@ -199,3 +200,73 @@ def test_workers_and_their_fork_server_end_when_the_process_that_started_them_is
     while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [pid for pid in pids if _alive(pid)] == []
+
+
+#: As _POOL_THEN_WAIT, the worker busy with a large run: a ``fork_map`` whose children each
+#: send back about 0.5 MB, more than a pipe holds, so that a child killed with nobody reading
+#: would wait on its queue's feeder forever.
+_POOL_FORKING = """
+import json, multiprocessing, multiprocessing.forkserver, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from bench_pipeline.bulk import fork_map, fork_server_context, start_worker
+
+def chunk(start, items):
+    time.sleep(3)
+    return [os.urandom(1000) for _ in range(500)]
+
+def large_run():
+    return len(fork_map(chunk, list(range(4000)), workers=3, chunk_size=500))
+
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(1, mp_context=fork_server_context(), initializer=start_worker)
+    pool.submit(large_run)
+    time.sleep(1.5)
+    workers = [p.pid for p in multiprocessing.active_children()]
+    server = multiprocessing.forkserver._forkserver._forkserver_pid
+    print(json.dumps({"workers": workers, "server": server}), flush=True)
+    time.sleep(120)
+"""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    if int(fh.read().split(") ")[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+    return found
+
+
+def test_the_children_a_worker_forks_for_a_large_run_end_with_it_too(tmp_path):
+    """Killed in the middle of a large run (the out-of-memory killer's usual moment), the main
+    process leaves neither the worker nor the children it forked (``fork_map``) nor the fork
+    server behind."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "large_run.py"
+    script.write_text(_POOL_FORKING)
+    main = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        started = json.loads(main.stdout.readline())
+        (worker,) = started["workers"]
+        forked = _children(worker)
+    finally:
+        main.send_signal(signal.SIGKILL)
+        main.wait()
+    assert len(forked) == 2  # workers=3: the worker itself and two children
+    pids = [worker, *forked, started["server"]]
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in pids if _alive(pid)]
+    for pid in left:  # not to leave them to the next test
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
