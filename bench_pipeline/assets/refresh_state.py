@@ -47,7 +47,7 @@ from ..resources.io_managers import load_asset_frame
 #: The version of what the cross-run assets write (catalog rows, trends, repeats files, suite
 #: pages): raise it with any change to their code or templates, so that the next refresh
 #: recomputes every part instead of keeping parts made by the old code.
-CROSS_RUN_VERSION = "2026-12-07.3"
+CROSS_RUN_VERSION = "2026-12-07.2"
 #: What a kept part must have been made by: this formula and this cross-run code.
 REFRESH_VERSION = f"{FORMULA_VERSION}/{CROSS_RUN_VERSION}"
 #: The materialization metadata key naming the REFRESH_VERSION a frame-valued cross-run asset

@@ -114,9 +114,9 @@ def write_suite_pages(settings: PipelineSettings, runs: StoredRuns, systems: Sys
     output_root.publish()
     # the page of a suite none of whose runs is in the catalog any more (their folders removed
     # from the runs root) would go on listing them: removed, as a refresh from scratch makes
-    # none (the suites the last refresh made a page for, or without them the pages there are)
-    earlier = set(kept) if kept else set(output_root.folders_with(SUITE_PAGE, SUITES_FOLDER))
-    removed = sorted(earlier - set(state))
+    # none. Only the pages the last refresh made (``kept``): one it does not know (nothing
+    # kept; another instance's, in a shared output root) is not its own
+    removed = sorted(set(kept) - set(state))
     for slug in removed:
         output_root.remove(SUITES_FOLDER, slug, (SUITE_PAGE,))
     lines = ["| suite | runs | systems | page |", "| --- | --- | --- | --- |"]

@@ -251,10 +251,14 @@ def write_systems(settings: PipelineSettings, runs: StoredRuns,
     for slug, moved_to in moved.items():
         write_moved_files(output_root.staged() / SYSTEMS_FOLDER / slug, moved_to)
     output_root.publish()
-    # a system none of whose runs is pooled any more (their folders removed from the runs root,
-    # their stored frames gone): its numbers would stay as they were, naming runs that are not
-    # there; a refresh from scratch makes no folder for it
-    removed = sorted(slug for slug in earlier if slug not in moved)
+    # a system the last refresh made none of whose runs is in the catalog any more (their
+    # folders removed from the runs root): its numbers would stay as they were, naming runs
+    # that are not there; a refresh from scratch makes no folder for it. Only what this
+    # deployment's last refresh kept: a folder it does not know (nothing kept: the first
+    # refresh, one from scratch; another instance's, in a shared output root) is not its own
+    catalog = set(runs.ids)
+    removed = sorted(slug for slug, ids in earlier.items() if slug not in moved and not ids & catalog) \
+        if kept["slug"] else []
     for slug in removed:
         output_root.remove(SYSTEMS_FOLDER, slug, REPEATS_FILES)
     systems = Systems(columns, current)
