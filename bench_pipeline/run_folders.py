@@ -143,7 +143,7 @@ def scan(runs_root: str, not_runs: list[str] | None = None, known: int = 0) -> l
 
     A local runs root that does not exist holds no run (not made yet), unless ``known`` runs
     were processed before (the partitions of the instance): then it is a RunsRootError too. A
-    mistyped BENCH_RUNS_ROOT, or a folder unmounted, would otherwise read as every run's folder
+    mistyped BENCH_RUNS_ROOT, or a missing mount point, would otherwise read as every run's folder
     gone, and each would leave the catalog, its system and its suite page."""
     if object_store.is_remote(runs_root):
         return scan_bucket(runs_root, not_runs)

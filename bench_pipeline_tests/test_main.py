@@ -126,7 +126,7 @@ def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp
     assert f"run-2: formula changed from {FORMULA_VERSION} to test-bump: processing it again" in again
     assert len([line for line in again if ": ok (" in line]) == 2
 
-    # the runs root mistyped (or unmounted): an error on stderr, no sample run written there,
+    # the runs root mistyped (or its mount point missing): an error on stderr, no sample run written there,
     # no run removed; for scripts/ui.sh's preparation too
     env["BENCH_RUNS_ROOT"] = str(tmp_path / "runs-typo")
     for args in ([], ["--prepare-ui"]):

@@ -147,7 +147,7 @@ def test_a_local_runs_root_that_cannot_be_listed_is_an_error_with_the_reason(tmp
 
 def test_a_local_runs_root_that_does_not_exist_is_empty_until_runs_processed_from_it_are_known(tmp_path):
     """Not made yet, it holds no run; once runs were processed (``known``), a missing folder
-    (a mistyped BENCH_RUNS_ROOT, an unmounted share) is an error, not every run gone."""
+    (a mistyped BENCH_RUNS_ROOT, a missing mount point) is an error, not every run gone."""
     missing = tmp_path / "no-such-runs"
     assert scan(str(missing)) == [] and scan(str(missing), known=0) == []
     with pytest.raises(RunsRootError) as err:

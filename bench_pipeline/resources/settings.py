@@ -30,19 +30,21 @@ from ..system_folders import RESERVED_NAMES
 
 
 def bench_home() -> Path:
-    return Path(os.environ.get("BENCH_HOME", ".bench_data")).absolute()
+    return Path(os.environ.get("BENCH_HOME") or ".bench_data").absolute()
 
 
+# A variable set to "" counts as unset (as in many shells' and service managers' configs): an
+# empty path would be the current folder.
 def default_runs_root() -> str:
-    return os.environ.get("BENCH_RUNS_ROOT", str(bench_home() / "runs"))
+    return os.environ.get("BENCH_RUNS_ROOT") or str(bench_home() / "runs")
 
 
 def default_output_root() -> str:
-    return os.environ.get("BENCH_OUTPUT_ROOT", str(bench_home() / "reports"))
+    return os.environ.get("BENCH_OUTPUT_ROOT") or str(bench_home() / "reports")
 
 
 def default_storage_base() -> str:
-    return os.environ.get("BENCH_STORAGE_BASE", str(bench_home() / "storage"))
+    return os.environ.get("BENCH_STORAGE_BASE") or str(bench_home() / "storage")
 
 
 def default_quiet_seconds() -> int:

@@ -117,3 +117,18 @@ def test_the_cross_run_folders_names_are_no_run_ids(name: str) -> None:
     with pytest.raises(ValueError, match="its name is the output root's folder of the cross-run outputs"):
         safe_partition_key(name)
     assert safe_partition_key("_suites2") == "_suites2"
+
+
+def test_a_variable_set_to_nothing_counts_as_unset(monkeypatch, tmp_path):
+    """BENCH_RUNS_ROOT="" (as an empty line of a service's environment file gives) is not the
+    current folder: the default under BENCH_HOME, as when it is unset."""
+    from bench_pipeline.resources.settings import (
+        default_output_root, default_runs_root, default_storage_base)
+
+    monkeypatch.setenv("BENCH_HOME", str(tmp_path))
+    for var in ("BENCH_RUNS_ROOT", "BENCH_OUTPUT_ROOT", "BENCH_STORAGE_BASE"):
+        monkeypatch.setenv(var, "")
+    assert (default_runs_root(), default_output_root(), default_storage_base()) == (
+        str(tmp_path / "runs"), str(tmp_path / "reports"), str(tmp_path / "storage"))
+    monkeypatch.setenv("BENCH_HOME", "")
+    assert default_runs_root() == str(Path(".bench_data").absolute() / "runs")

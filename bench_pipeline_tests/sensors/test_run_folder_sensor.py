@@ -68,7 +68,7 @@ def test_new_not_ready_changed_and_deleted_runs(tmp_path, instance):
 
 def test_a_runs_root_that_is_gone_fails_the_tick_and_removes_no_run(tmp_path, instance):
     """A runs root that does not exist while runs processed from it are known (a mistyped
-    BENCH_RUNS_ROOT, an unmounted share) fails the tick with the reason: no partition is
+    BENCH_RUNS_ROOT, a missing mount point) fails the tick with the reason: no partition is
     removed, so the catalog, systems and suite pages keep their runs. Back, nothing changed."""
     from bench_pipeline.run_folders import RunsRootError
 
