@@ -19,9 +19,10 @@ on every refresh, they would make each refresh grow with the number of systems).
 
 Files land under the output root: ``_systems/<system_slug>/`` and
 ``_suites/<suite_slug>/index.html`` (``system_folders.system_slugs`` / ``suite_slug``). Each refresh
-rewrites the current ones atomically; the files of a system or suite none of whose runs is in
-the catalog any more are removed (a refresh from scratch makes none), and a system folder
-renamed gets a pointer to where its runs are now (systems.py).
+rewrites the current ones atomically; the files of a system or suite that the last refresh
+made and none of whose runs is in the catalog any more are removed (a refresh from scratch
+makes none; one that kept nothing removes nothing), and a system folder renamed gets a
+pointer to where its runs are now (systems.py).
 """
 
 
