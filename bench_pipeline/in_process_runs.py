@@ -5,6 +5,7 @@ refresh (``execute_refresh``), which the main command runs here or in a process 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 
@@ -83,12 +84,60 @@ class Refreshed:
     error: str | None = None  # the first line of the failure
 
 
+#: How often a refresh of this command looks whether the one under way has ended (seconds).
+REFRESH_WAIT_POLL = 0.5
+#: A refresh STARTING for longer than this is not waited for (seconds): the daemon's run
+#: monitor fails it 180 s after its launch (deploy/dagster.local.yaml ``run_monitoring``), and
+#: without the daemon nothing would ever start it.
+STARTING_WAITED = 180
+
+
+def refreshes_under_way(instance, tags: dict[str, str]) -> list[str]:
+    """The run ids of the runs with ``tags`` (the refresh job's) under way on ``instance``:
+    STARTED or CANCELING, or STARTING for less than STARTING_WAITED seconds."""
+    import dagster as dg
+
+    statuses = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+    now = time.time()
+    return [record.dagster_run.run_id for record in instance.get_run_records(dg.RunsFilter(statuses=statuses, tags=tags))
+            if record.dagster_run.status != dg.DagsterRunStatus.STARTING
+            or now - record.update_timestamp.timestamp() < STARTING_WAITED]
+
+
+def wait_for_other_refreshes(instance, tags: dict[str, str], say=_say, poll: float = REFRESH_WAIT_POLL) -> None:
+    """Return once no other catalog refresh is under way on ``instance``.
+
+    One refresh at a time: two would each patch what the other keeps (refresh_state.py), and
+    one working from an older catalog could write its pages and remove a page over the
+    other's. The daemon starts the refreshes it launches one at a time (the run queue's limit
+    on the tag ``bench/kind=cross_run``, deploy/dagster.local.yaml), counting this command's
+    own while it runs; this command's refresh, executed in its process, does not pass through
+    that queue, so it waits here for one the daemon (or another ``scripts/run.sh``) has under
+    way. A refresh whose process is gone is marked failed (orphaned_runs.py) and not waited for.
+    """
+    from .orphaned_runs import fail_orphaned_runs
+
+    said: set[str] = set()
+    while True:
+        fail_orphaned_runs(instance, say)
+        under_way = refreshes_under_way(instance, tags)
+        if not under_way:
+            return
+        if not said.issuperset(under_way):
+            say(f"catalog: waiting for the refresh under way on this instance (Dagster run {', '.join(under_way)})")
+            said.update(under_way)
+        time.sleep(poll)
+
+
 def execute_refresh(instance) -> Refreshed:
     """The ``refresh_catalog`` job executed in this process on ``instance``, its step lines
-    printed as the per-run job's are."""
+    printed as the per-run job's are, once no other refresh is under way on the instance
+    (``wait_for_other_refreshes``)."""
     from .definitions import defs
 
-    result = defs.resolve_job_def("refresh_catalog").with_logger_defs({"console": plain_console()}).execute_in_process(
+    job = defs.resolve_job_def("refresh_catalog")
+    wait_for_other_refreshes(instance, dict(job.tags))
+    result = job.with_logger_defs({"console": plain_console()}).execute_in_process(
         instance=instance, raise_on_error=False, run_config=RUN_CONFIG, tags=RUN_TAGS,
     )
     return Refreshed(result.success, result.run_id,

@@ -5,6 +5,7 @@ reboot end a run worker)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -37,8 +38,12 @@ def local_home(path: Path) -> Path:
     return path
 
 
-def start_sleeping_run(home: Path) -> subprocess.Popen:
-    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
+#: Tags for the sleeping run on top of the job's (JSON), e.g. the catalog refresh's.
+TAGS_VARIABLE = "SLEEPING_RUN_TAGS"
+
+
+def start_sleeping_run(home: Path, tags: dict[str, str] | None = None) -> subprocess.Popen:
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT), TAGS_VARIABLE: json.dumps(tags or {})}
     return subprocess.Popen([sys.executable, "-m", "bench_pipeline_tests.support.sleeping_run"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -76,4 +81,4 @@ def killed(proc: subprocess.Popen) -> None:
 
 if __name__ == "__main__":
     with dg.DagsterInstance.get() as instance:
-        sleeping.execute_in_process(instance=instance)
+        sleeping.execute_in_process(instance=instance, tags=json.loads(os.environ.get(TAGS_VARIABLE) or "{}"))
