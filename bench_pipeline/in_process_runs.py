@@ -5,8 +5,12 @@ refresh (``execute_refresh``), which the main command runs here or in a process 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 
 def _say(message: str) -> None:
@@ -105,16 +109,9 @@ def refreshes_under_way(instance, tags: dict[str, str]) -> list[str]:
 
 
 def wait_for_other_refreshes(instance, tags: dict[str, str], say=_say, poll: float = REFRESH_WAIT_POLL) -> None:
-    """Return once no other catalog refresh is under way on ``instance``.
-
-    One refresh at a time: two would each patch what the other keeps (refresh_state.py), and
-    one working from an older catalog could write its pages and remove a page over the
-    other's. The daemon starts the refreshes it launches one at a time (the run queue's limit
-    on the tag ``bench/kind=cross_run``, deploy/dagster.local.yaml), counting this command's
-    own while it runs; this command's refresh, executed in its process, does not pass through
-    that queue, so it waits here for one the daemon (or another ``scripts/run.sh``) has under
-    way. A refresh whose process is gone is marked failed (orphaned_runs.py) and not waited for.
-    """
+    """Return once no catalog refresh (a run with ``tags``) is under way on ``instance``,
+    saying once per run waited for why; a refresh whose process is gone is marked failed
+    (orphaned_runs.py) and not waited for."""
     from .orphaned_runs import fail_orphaned_runs
 
     said: set[str] = set()
@@ -129,16 +126,47 @@ def wait_for_other_refreshes(instance, tags: dict[str, str], say=_say, poll: flo
         time.sleep(poll)
 
 
+#: The file in the instance's folder ($DAGSTER_HOME) this command's refreshes take turns on.
+REFRESH_LOCK = ".bench_pipeline-refresh.lock"
+
+
+@contextlib.contextmanager
+def one_refresh_at_a_time(instance, tags: dict[str, str], say=_say) -> Iterator[None]:
+    """Hold the block until no other catalog refresh runs on ``instance``, and keep it so.
+
+    Two refreshes at once would each patch what the other keeps (refresh_state.py), and one
+    working from an older catalog could write its suite pages over the other's or remove a new
+    suite's page. The daemon starts the refreshes it launches (sensor, schedule, backfill,
+    launchpad) one at a time: its run queue's limit on the tag ``bench/kind=cross_run``
+    (deploy/dagster.local.yaml), which counts every run under way on the instance, this
+    command's too. This command's own refresh, executed in its process, does not pass through
+    that queue: it takes an exclusive ``flock`` on REFRESH_LOCK in the instance's folder (the
+    kernel releases it when the process ends, however it ends), so that two main commands take
+    turns, and then waits for a refresh the daemon has under way
+    (``wait_for_other_refreshes``). Left open: a refresh the daemon dequeues in the
+    milliseconds between that wait and this command's run being recorded."""
+    with open(Path(instance.root_directory) / REFRESH_LOCK, "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say("catalog: waiting for the refresh of another command on this instance")
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            wait_for_other_refreshes(instance, tags, say)
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 def execute_refresh(instance) -> Refreshed:
     """The ``refresh_catalog`` job executed in this process on ``instance``, its step lines
-    printed as the per-run job's are, once no other refresh is under way on the instance
-    (``wait_for_other_refreshes``)."""
+    printed as the per-run job's are, alone on the instance (``one_refresh_at_a_time``)."""
     from .definitions import defs
 
     job = defs.resolve_job_def("refresh_catalog")
-    wait_for_other_refreshes(instance, dict(job.tags))
-    result = job.with_logger_defs({"console": plain_console()}).execute_in_process(
-        instance=instance, raise_on_error=False, run_config=RUN_CONFIG, tags=RUN_TAGS,
-    )
+    with one_refresh_at_a_time(instance, dict(job.tags)):
+        result = job.with_logger_defs({"console": plain_console()}).execute_in_process(
+            instance=instance, raise_on_error=False, run_config=RUN_CONFIG, tags=RUN_TAGS,
+        )
     return Refreshed(result.success, result.run_id,
                      None if result.success else step_error(result) or "the Dagster run failed")

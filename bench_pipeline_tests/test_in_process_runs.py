@@ -3,6 +3,7 @@ real Dagster runs of a local instance, one in a process of its own that the test
 
 from __future__ import annotations
 
+import fcntl
 import threading
 import time
 import uuid
@@ -11,7 +12,8 @@ import dagster as dg
 
 from bench_pipeline import in_process_runs
 from bench_pipeline.definitions import defs
-from bench_pipeline.in_process_runs import refreshes_under_way, wait_for_other_refreshes
+from bench_pipeline.in_process_runs import (REFRESH_LOCK, one_refresh_at_a_time, refreshes_under_way,
+                                            wait_for_other_refreshes)
 
 from .support.sleeping_run import killed, local_home, start_sleeping_run, wait_until_started
 
@@ -64,3 +66,38 @@ def test_a_refresh_left_starting_is_waited_for_only_as_long_as_the_run_monitor_w
         said: list[str] = []
         wait_for_other_refreshes(instance, REFRESH_TAGS, said.append, 0.1)
         assert said == []
+
+
+def test_two_commands_refresh_in_turn():
+    """The main command's refresh takes turns with another command's on the instance's lock
+    file: a second one waits while the first holds it (two ``scripts/run.sh`` at once), and
+    says so once."""
+    with dg.DagsterInstance.ephemeral() as instance:
+        events: list[str] = []
+        said: list[str] = []
+
+        def refresh(name: str) -> None:
+            with one_refresh_at_a_time(instance, REFRESH_TAGS, said.append):
+                events.append(f"{name} starts")
+                time.sleep(0.5)
+                events.append(f"{name} ends")
+
+        with open(f"{instance.root_directory}/{REFRESH_LOCK}", "a+b") as held:  # another command's refresh
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+            second = threading.Thread(target=refresh, args=("second",))
+            second.start()
+            time.sleep(1)
+            assert events == [] and said == ["catalog: waiting for the refresh of another command on this instance"]
+            fcntl.flock(held.fileno(), fcntl.LOCK_UN)
+        second.join(timeout=10)
+        assert events == ["second starts", "second ends"]
+
+        # two at once: one after the other, never overlapping
+        threads = [threading.Thread(target=refresh, args=(name,)) for name in ("a", "b")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=10)
+        assert sorted(events[2:]) == ["a ends", "a starts", "b ends", "b starts"]
+        first = events[2].split()[0]
+        assert events[3] == f"{first} ends"  # the other started only after it ended
