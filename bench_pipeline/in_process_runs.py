@@ -6,11 +6,12 @@ refresh (``execute_refresh``), which the main command runs here or in a process 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from .file_lock import exclusive
 
 
 def _say(message: str) -> None:
@@ -116,8 +117,10 @@ def wait_for_other_refreshes(instance, tags: dict[str, str], say=_say, poll: flo
 
     said: set[str] = set()
     while True:
-        fail_orphaned_runs(instance, say)
         under_way = refreshes_under_way(instance, tags)
+        if under_way:  # one whose process is gone is marked failed, not waited for
+            fail_orphaned_runs(instance, say)
+            under_way = refreshes_under_way(instance, tags)
         if not under_way:
             return
         if not said.issuperset(under_way):
@@ -145,17 +148,10 @@ def one_refresh_at_a_time(instance, tags: dict[str, str], say=_say) -> Iterator[
     turns, and then waits for a refresh the daemon has under way
     (``wait_for_other_refreshes``). Left open: a refresh the daemon dequeues in the
     milliseconds between that wait and this command's run being recorded."""
-    with open(Path(instance.root_directory) / REFRESH_LOCK, "a+b") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say("catalog: waiting for the refresh of another command on this instance")
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            wait_for_other_refreshes(instance, tags, say)
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    with exclusive(Path(instance.root_directory) / REFRESH_LOCK,
+                   lambda: say("catalog: waiting for the refresh of another command on this instance")):
+        wait_for_other_refreshes(instance, tags, say)
+        yield
 
 
 def execute_refresh(instance) -> Refreshed:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import orjson
 
+from ..file_lock import exclusive
 from ..jsonio import short_name, write_atomic
 from .clients import CONCURRENCY, StoreError, _path, reason, session
 from .listings import Listing, ObjectInfo, list_objects
@@ -64,12 +64,8 @@ def _write_index(local: Path, index: dict) -> None:
 def _locked(local: Path) -> Iterator[None]:
     """One process at a time fills a folder's copy (others wait, then reuse it)."""
     local.parent.mkdir(parents=True, exist_ok=True)
-    with open(local.parent / f".{short_name(local.name)}.lock", "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    with exclusive(local.parent / f".{short_name(local.name)}.lock"):
+        yield
 
 
 def refusals(url: str, listing: Listing) -> tuple[dict[str, ObjectInfo], list[dict]]:
