@@ -109,11 +109,13 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
     settings = default_settings()
     runs_root = settings.runs_root  # a folder or a bucket URL (s3://, gs://): kept as text
     existing = instance.get_dynamic_partitions(runs_partitions.name)
-    if samples and samples_allowed():
-        ensure_sample_runs(runs_root, known=len(existing))
     home = Path(os.environ["DAGSTER_HOME"])
     not_runs: list[str] = []
     found = scan(str(runs_root), not_runs, known=len(existing))
+    if not found and samples and samples_allowed():  # no run folder: the sample runs first
+        ensure_sample_runs(runs_root, known=len(existing))
+        not_runs = []
+        found = scan(str(runs_root), not_runs, known=len(existing))
     if not_runs:
         _say(not_runs_note(not_runs))
     refused = refused_names(found)
