@@ -75,9 +75,11 @@ def prepare_ui() -> None:
     root holds no run folder (``samples_allowed``, ``ensure_sample_runs``), and the runs of
     the local instance that a process no longer running left under way marked failed
     (orphaned_runs.py), when the instance exists. RunsRootError when the runs root does not
-    exist while the instance knows runs processed from it."""
+    exist while the instance knows runs processed from it; one that holds no run folder then
+    is said, and the UI starts (where its runs' partitions can be deleted, if they were
+    removed on purpose), its run folder sensor's ticks failing with the same words."""
     from .resources.settings import default_runs_root
-    from .run_folders import check_runs_root
+    from .run_folders import RunsRootError, check_runs_root, scan
 
     home = os.environ.get("DAGSTER_HOME")
     if not home or not (Path(home) / "dagster.yaml").is_file():
@@ -92,8 +94,13 @@ def prepare_ui() -> None:
     with dg.DagsterInstance.get() as instance:
         known = len(instance.get_dynamic_partitions(runs_partitions.name))
         check_runs_root(default_runs_root(), known)
-        if samples_allowed():
-            ensure_sample_runs(default_runs_root(), known=known)
+        if known:
+            try:
+                scan(default_runs_root(), known=known)
+            except RunsRootError as exc:  # empty, or a bucket out of reach: the sensor's page says it too
+                _say(f"warning: {exc}. Until then the run folder sensor's ticks fail with these words.")
+        elif samples_allowed():
+            ensure_sample_runs(default_runs_root())
         fail_orphaned_runs(instance, _say)
 
 
@@ -113,7 +120,7 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
     not_runs: list[str] = []
     found = scan(str(runs_root), not_runs, known=len(existing))
     if not found and samples and samples_allowed():  # no run folder: the sample runs first
-        ensure_sample_runs(runs_root, known=len(existing))
+        ensure_sample_runs(runs_root)  # no error from the scan: no run known either
         not_runs = []
         found = scan(str(runs_root), not_runs, known=len(existing))
     if not_runs:
@@ -301,7 +308,8 @@ def follow_ahead(instance, settings, found, todo: list[str]) -> list:
         return []
     ahead = behind_now(instance, settings, found, processing=frozenset(todo))
     for b in ahead:
-        _say(f"{b.run_id}: its comparison will be behind its inputs ({b.why}): comparing it again")
+        _say(f"{b.run_id}: to be compared again after the runs this command processes, which change its "
+             f"comparison's inputs (once they are processed: {b.why})")
     return ahead
 
 

@@ -28,7 +28,9 @@ runs costs the listing and nothing per run.
 
 A runs root that cannot be listed (a missing bucket, no credentials, no network, a folder
 that cannot be read) is a ``RunsRootError`` with the reason, never an empty runs root; a
-local folder that does not exist yet holds no run.
+local folder that does not exist yet holds no run. Once runs processed from it are known, a
+runs root that does not exist or holds no run folder at all is an error too (``scan``), not
+every run removed.
 """
 
 from __future__ import annotations
@@ -69,14 +71,22 @@ class RunsRootError(OSError):
     """A runs root that cannot be listed: its location and the reason."""
 
     def __init__(self, root: str, reason: str) -> None:
-        super().__init__(f"the runs root {root} cannot be listed: {reason}")
+        super().__init__(str(reason))
         self.root, self.reason = root, reason
 
     def __reduce__(self):
-        return RunsRootError, (self.root, self.reason)
+        return type(self), (self.root, self.reason)
 
     def __str__(self) -> str:
         return f"the runs root {self.root} cannot be listed: {self.reason}"
+
+
+class EmptyRunsRootError(RunsRootError):
+    """A runs root that was listed and holds no run folder while runs processed from it are
+    known (``scan``): an empty mount point, a bucket prefix with a typo."""
+
+    def __str__(self) -> str:
+        return f"the runs root {self.root} holds no run folder: {self.reason}"
 
 
 def _digest(versions: dict[str, str], mtimes: dict[str, float]) -> tuple[str, float] | None:
@@ -125,13 +135,29 @@ def object_fingerprint(files: dict[str, object_store.ObjectInfo]) -> tuple[str, 
     return _digest(versions, mtimes)
 
 
+#: What a user who removed every run on purpose does (EmptyRunsRootError).
+EVERY_RUN_REMOVED = ("if every run was removed on purpose, delete the runs' partitions (in the UI: an asset's page, "
+                     "Delete partitions) or start from a new instance (an empty DAGSTER_HOME)")
+
+
+def check_not_emptied(runs_root: str, found: list[RunFolder], known: int) -> None:
+    """EmptyRunsRootError when ``runs_root`` holds no run folder while ``known`` runs
+    processed from it are known; nothing otherwise. An empty mount point, a bucket prefix
+    with a typo or a listing that came back empty would otherwise read as every run removed:
+    each would leave the catalog, its system and its suite page at once."""
+    if known and not found:
+        raise EmptyRunsRootError(runs_root, f"{known} run(s) processed before are known: none is removed; check "
+                                            f"BENCH_RUNS_ROOT (an empty mount point? a bucket prefix with a typo?); "
+                                            f"{EVERY_RUN_REMOVED}")
+
+
 def check_runs_root(runs_root: str, known: int) -> None:
     """RunsRootError when ``runs_root`` is a local folder that does not exist while ``known``
     runs processed from it are known (``scan``); nothing otherwise."""
     if known and not object_store.is_remote(runs_root) and not os.path.isdir(runs_root):
         raise RunsRootError(runs_root, f"no such folder, and {known} run(s) processed before are known: none "
-                                       "is removed; check BENCH_RUNS_ROOT (to start from an empty runs root, "
-                                       "create the folder)")
+                                       "is removed; check BENCH_RUNS_ROOT (a missing mount point?); "
+                                       f"{EVERY_RUN_REMOVED}")
 
 
 def scan(runs_root: str, not_runs: list[str] | None = None, known: int = 0) -> list[RunFolder]:
@@ -144,9 +170,14 @@ def scan(runs_root: str, not_runs: list[str] | None = None, known: int = 0) -> l
     A local runs root that does not exist holds no run (not made yet), unless ``known`` runs
     were processed before (the partitions of the instance): then it is a RunsRootError too. A
     mistyped BENCH_RUNS_ROOT, or a missing mount point, would otherwise read as every run's folder
-    gone, and each would leave the catalog, its system and its suite page."""
+    gone, and each would leave the catalog, its system and its suite page. So is a runs root,
+    local or in a bucket, that holds no run folder while runs are known
+    (``check_not_emptied``): a run removed is a run folder gone from a runs root that still
+    holds others."""
     if object_store.is_remote(runs_root):
-        return scan_bucket(runs_root, not_runs)
+        found = scan_bucket(runs_root, not_runs)
+        check_not_emptied(runs_root, found, known)
+        return found
     found = []
     try:
         entries = list(os.scandir(runs_root))
@@ -165,6 +196,7 @@ def scan(runs_root: str, not_runs: list[str] | None = None, known: int = 0) -> l
             not_runs.append(entry.name)
     if not_runs is not None:
         not_runs.sort()
+    check_not_emptied(runs_root, found, known)
     return sorted(found, key=lambda r: r.run_id)
 
 

@@ -39,18 +39,18 @@ def samples_allowed() -> bool:
     return not os.environ.get("BENCH_RUNS_ROOT")
 
 
-def ensure_sample_runs(runs_root: Path | str, known: int = 0) -> None:
+def ensure_sample_runs(runs_root: Path | str) -> None:
     """Write deterministic sample runs when the runs root, a local folder, holds no run
     folder. A runs root in a bucket is the runners' (docs/object-storage.md): nothing is
-    written there. ``known``: the runs processed before (``run_folders.scan``: a runs root
-    that does not exist while there are some is an error, not a place for samples)."""
+    written there. Called only for an instance that knows no run yet: one that knows some
+    finds an empty runs root an error (``run_folders.scan``), not a place for samples."""
     from .object_store import is_remote
     from .run_folders import scan
 
     if is_remote(runs_root):
         return
     runs_root = Path(runs_root)
-    if scan(str(runs_root), known=known):
+    if scan(str(runs_root)):
         return
     from .generator import generate_runs
 

@@ -70,7 +70,8 @@ def _materialized(home: Path, asset: str, run_id: str) -> int:
 def _recompared(out: str) -> set[str]:
     """The runs the command compared again, found before (with the runs it processed) or after."""
     return {line.split(":", 1)[0] for line in out.splitlines()
-            if "its comparison is behind its inputs" in line or "its comparison will be behind its inputs" in line}
+            if "its comparison is behind its inputs" in line
+            or "to be compared again after the runs this command processes" in line}
 
 
 @pytest.mark.slow

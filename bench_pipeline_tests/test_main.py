@@ -134,9 +134,30 @@ def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
         assert done.stderr == (f"error: the runs root {tmp_path / 'runs-typo'} cannot be listed: no such folder, and "
-                               "2 run(s) processed before are known: none is removed; check BENCH_RUNS_ROOT (to "
-                               "start from an empty runs root, create the folder)\n")
+                               "2 run(s) processed before are known: none is removed; check BENCH_RUNS_ROOT (a "
+                               "missing mount point?); if every run was removed on purpose, delete the runs' "
+                               "partitions (in the UI: an asset's page, Delete partitions) or start from a new "
+                               "instance (an empty DAGSTER_HOME)\n")
         assert "its folder is gone" not in done.stdout and not (tmp_path / "runs-typo").exists()
+    # an empty runs root (an empty mount point), here the default one, where sample runs would go on a
+    # new instance: the command stops, removing no run and writing no sample; the UI starts, saying why
+    # its sensor's ticks fail (its runs' partitions can be deleted there)
+    del env["BENCH_RUNS_ROOT"]
+    empty = tmp_path / "data" / "runs"
+    empty.mkdir(parents=True)
+    said = (f"the runs root {empty} holds no run folder: 2 run(s) processed before are known: none is removed; "
+            "check BENCH_RUNS_ROOT (an empty mount point? a bucket prefix with a typo?); if every run was removed "
+            "on purpose, delete the runs' partitions (in the UI: an asset's page, Delete partitions) or start "
+            "from a new instance (an empty DAGSTER_HOME)")
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert (done.returncode, done.stderr) == (2, f"error: {said}\n"), done.stdout[-2000:] + done.stderr[-2000:]
+    assert "its folder is gone" not in done.stdout
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--prepare-ui"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"warning: {said}. Until then the run folder sensor's ticks fail with these words." in done.stdout
+    assert list(empty.iterdir()) == []  # no sample run written into it
     with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
         assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["run-1", "run-2"]
 

@@ -15,6 +15,7 @@ from bench_pipeline import object_store, run_folders
 from bench_pipeline.object_store import ObjectInfo
 from bench_pipeline.run_folders import (
     RunFolder,
+    EmptyRunsRootError,
     RunsRootError,
     fingerprint,
     is_ready,
@@ -153,10 +154,32 @@ def test_a_local_runs_root_that_does_not_exist_is_empty_until_runs_processed_fro
     with pytest.raises(RunsRootError) as err:
         scan(str(missing), known=3)
     assert str(err.value) == (f"the runs root {missing} cannot be listed: no such folder, and 3 run(s) processed "
-                              "before are known: none is removed; check BENCH_RUNS_ROOT (to start from an empty "
-                              "runs root, create the folder)")
-    missing.mkdir()
-    assert scan(str(missing), known=3) == []  # a folder that exists and is empty: its runs are gone
+                              "before are known: none is removed; check BENCH_RUNS_ROOT (a missing mount point?); "
+                              "if every run was removed on purpose, delete the runs' partitions (in the UI: an "
+                              "asset's page, Delete partitions) or start from a new instance (an empty DAGSTER_HOME)")
+
+
+def test_a_runs_root_that_holds_no_run_folder_while_runs_are_known_is_an_error(tmp_path):
+    """An empty mount point (or a root holding only folders that are not runs) once runs were
+    processed from it is an error that removes nothing, not every run removed at once; before
+    any run is known it is an empty runs root. One run folder left is a root whose other runs
+    were removed."""
+    root = tmp_path / "runs"
+    (root / "notes").mkdir(parents=True)  # not a run: no results.jsonl
+    not_runs: list[str] = []
+    assert scan(str(root), not_runs) == [] and not_runs == ["notes"]
+    with pytest.raises(EmptyRunsRootError) as err:
+        scan(str(root), known=2)
+    assert isinstance(err.value, RunsRootError)  # stops the main command and the sensor's tick alike
+    assert str(err.value) == (f"the runs root {root} holds no run folder: 2 run(s) processed before are known: "
+                              "none is removed; check BENCH_RUNS_ROOT (an empty mount point? a bucket prefix with a "
+                              "typo?); if every run was removed on purpose, delete the runs' partitions (in the UI: "
+                              "an asset's page, Delete partitions) or start from a new instance (an empty "
+                              "DAGSTER_HOME)")
+    again = pickle.loads(pickle.dumps(err.value))  # crosses process boundaries as what it is
+    assert type(again) is EmptyRunsRootError and str(again) == str(err.value)
+    make_run(root, [row("t")], run_id="run-a")
+    assert [f.run_id for f in scan(str(root), known=2)] == ["run-a"]
 
 
 def test_local_run_files_of_a_local_root_are_the_run_folders(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 
 import dagster as dg
@@ -84,6 +85,32 @@ def test_a_runs_root_that_is_gone_fails_the_tick_and_removes_no_run(tmp_path, in
     (tmp_path / "elsewhere").rename(runs)
     back = tick_run_folder_sensor(instance, resources, first.cursor)
     assert back.run_requests == [] and instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
+
+
+def test_a_runs_root_emptied_fails_the_tick_and_removes_no_run(tmp_path, instance):
+    """A runs root that holds no run folder any more while runs processed from it are known
+    (an empty mount point) fails the tick with the reason and removes no partition; one run
+    folder removed from a root that still holds another is that run removed."""
+    from bench_pipeline.run_folders import EmptyRunsRootError
+
+    resources = make_resources(tmp_path)
+    runs = tmp_path / "runs"
+    make_run(runs, [row("t")], run_id="run-a")
+    make_run(runs, [row("t")], run_id="run-b")
+    first = tick_run_folder_sensor(instance, resources)
+    assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["run-a", "run-b"]
+    runs.rename(tmp_path / "elsewhere")
+    runs.mkdir()  # the mount point, with nothing mounted on it
+    with pytest.raises(EmptyRunsRootError, match="holds no run folder: 2 run"):
+        tick_run_folder_sensor(instance, resources, first.cursor)
+    assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["run-a", "run-b"]
+    runs.rmdir()
+    (tmp_path / "elsewhere").rename(runs)
+    back = tick_run_folder_sensor(instance, resources, first.cursor)
+    assert back.run_requests == [] and sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["run-a", "run-b"]
+    shutil.rmtree(runs / "run-b")
+    tick_run_folder_sensor(instance, resources, back.cursor)
+    assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
 
 
 def test_a_folder_that_is_not_a_run_is_said_once(tmp_path, instance):
@@ -266,25 +293,25 @@ def test_a_folder_back_in_the_state_of_its_first_run_is_processed_again(tmp_path
     """Re-judged, moved away, its re-judged copy removed, moved back: the folder is as it was
     first processed, but its stored values are the re-judged ones. The request gets a run key
     not used before (Dagster skips one it has seen: the run kept its re-judged numbers)."""
-    import shutil
 
     resources = make_resources(tmp_path, quiet_seconds=3600)
     runs = tmp_path / "runs"
     folder = make_run(runs, [row("t")], run_id="r", manifest=RUNNER_MANIFEST)
     (folder / "metrics.json").write_text("{}")
+    (make_run(runs, [row("t")], run_id="s", manifest=RUNNER_MANIFEST) / "metrics.json").write_text("{}")  # stays
     first = tick_run_folder_sensor(instance, resources)
     (folder / "results.rejudged.jsonl").write_text(json.dumps(row("t", status="failed")) + "\n")
     second = tick_run_folder_sensor(instance, resources, first.cursor)
     shutil.move(folder, tmp_path / "aside")
     third = tick_run_folder_sensor(instance, resources, second.cursor)
-    assert third.run_requests == [] and instance.get_dynamic_partitions(runs_partitions.name) == []
+    assert third.run_requests == [] and instance.get_dynamic_partitions(runs_partitions.name) == ["s"]
     (tmp_path / "aside" / "results.rejudged.jsonl").unlink()
     shutil.move(tmp_path / "aside", folder)
     fourth = tick_run_folder_sensor(instance, resources, third.cursor)
     (request,) = fourth.run_requests
     assert request.partition_key == "r" and request.tags["bench/trigger"] == "changed"
     assert request.run_key not in {first.run_requests[0].run_key, second.run_requests[0].run_key}
-    assert instance.get_dynamic_partitions(runs_partitions.name) == ["r"]
+    assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["r", "s"]
     assert GONE not in json.loads(fourth.cursor)
     assert tick_run_folder_sensor(instance, resources, fourth.cursor).run_requests == []
 

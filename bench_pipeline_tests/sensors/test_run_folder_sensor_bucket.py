@@ -107,6 +107,23 @@ def test_a_bucket_that_cannot_be_listed_fails_the_tick_with_the_reason(bucket, t
         evaluate_run_folders(bucket_settings(bucket, tmp_path), None, [])
 
 
+def test_a_bucket_prefix_that_holds_no_run_while_runs_are_known_removes_none(bucket, tmp_path):
+    """BENCH_RUNS_ROOT given a prefix with a typo (it lists fine, and holds nothing) once runs
+    were processed from the right one: the tick fails with the reason, no partition removed."""
+    from bench_pipeline.run_folders import EmptyRunsRootError
+
+    put_run(bucket, "run-a", [row("t")])
+    with dg.instance_for_test() as instance:
+        first = tick_run_folder_sensor(instance, {"settings": bucket_settings(bucket, tmp_path)})
+        assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
+        typo = PipelineSettings(runs_root=bucket.url("rnus"), output_root=bucket.url("reports"),
+                                storage_base=str(tmp_path / "storage"))
+        with pytest.raises(EmptyRunsRootError, match=r"the runs root s3://.*/rnus holds no run folder: 1 run\(s\) "
+                                                     r"processed before are known: none is removed"):
+            tick_run_folder_sensor(instance, {"settings": typo}, first.cursor)
+        assert instance.get_dynamic_partitions(runs_partitions.name) == ["run-a"]
+
+
 def test_a_manifest_that_cannot_be_read_leaves_its_run_for_a_later_tick(bucket, tmp_path, monkeypatch):
     put_run(bucket, "r", [row("t")])
 
