@@ -110,7 +110,8 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
     from .orphaned_runs import fail_orphaned_runs
     from .partitions import partition_batches, range_tags, runs_partitions
     from .resources import default_settings
-    from .run_folders import not_runs_note, ready_folders, refused_names, scan, waiting_reason
+    from .readiness import ready_folders, waiting_reason
+    from .run_folders import not_runs_note, refused_names, scan
 
     fail_orphaned_runs(instance, _say)  # a run left under way by a killed process blocks no refresh
     settings = default_settings()

@@ -7,6 +7,10 @@ from pathlib import Path
 from typing import Any
 
 
+#: A manifest.json as the benchmark runner writes it: no status (run-directory.md).
+RUNNER_MANIFEST = {"run_id": "r", "agent_model": "agent-model-large", "git_sha": "4f2c9e1", "judge_config": None}
+
+
 def write_json(path: Path, value: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value), encoding="utf-8")

@@ -5,7 +5,7 @@ folders have their manifest read), adds a partition and requests a run for each 
 folder, requests a run again for a folder whose fingerprint changed (re-judged:
 results.jsonl rewritten, or the runner's results.rejudged.jsonl written, changed or
 removed), leaves folders still being written for a later tick, and deletes the partition of
-a folder that disappeared. Readiness is run_folders.is_ready: a manifest status decides;
+a folder that disappeared. Readiness is readiness.is_ready: a manifest status decides;
 without one, the runner's metrics.json or summary.md makes a run ready at once, else its
 results file must be quiet.
 
@@ -48,8 +48,9 @@ from ..assets.run_stages import PARTITIONS_PER_RUN, REQUESTED_ONE_BY_ONE, up_to_
 from ..formula import FORMULA_VERSION
 from .. import object_store
 from ..partitions import partition_batches, range_tags, runs_partitions
+from ..readiness import ready_folders
 from ..resources import PipelineSettings
-from ..run_folders import not_runs_note, ready_folders, refused_names, scan
+from ..run_folders import not_runs_note, refused_names, scan
 
 
 #: Seconds between the sensor's ticks (BENCH_SENSOR_INTERVAL_SECONDS). Dagster's sensor daemon
