@@ -149,7 +149,10 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
              "leave it out from now on; its reports stay where they are)")
     if not folders and not gone:
         _say(f"no ready run folders under {runs_root}")
-        return 0
+        if catalog_behind(instance) is None:
+            return 0
+        # nothing to process, but the catalog follows something else (its runs' partitions
+        # deleted, a formula change, a refresh that failed): refreshed below
     existing = [key for key in existing if key not in gone]
     keys = [f.run_id for f in folders]
     new = [k for k in keys if k not in set(existing)]
@@ -228,7 +231,8 @@ def _run_all(defs, instance, samples: bool, interrupts: Interrupts) -> int:
         failed += 1  # the suite pages and systems are not current: not a success
     _stop_if_interrupted(interrupts)
     _say("")
-    _say("Reports:")
+    if keys:
+        _say("Reports:")
     for key in keys:
         for path in written_reports(settings.output_root, key) or [f"{key}: no reports written"]:
             _say(f"  {path}")

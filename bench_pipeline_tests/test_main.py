@@ -160,6 +160,21 @@ def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp
     assert list(empty.iterdir()) == []  # no sample run written into it
     with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
         assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["run-1", "run-2"]
+        # the runs removed on purpose: their partitions deleted, as the UI's "Delete partitions" does
+        for key in instance.get_dynamic_partitions(runs_partitions.name):
+            instance.delete_dynamic_partition(runs_partitions.name, key)
+    pages = list((tmp_path / "data" / "reports" / "_suites").glob("*/index.html"))
+    assert len(pages) == 1
+    # the runs root is then just empty, and the catalog follows at once: no run in it, no suite page left
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--no-samples"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout[-2000:] + done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert f"no ready run folders under {empty}" in lines and "catalog: ok" in lines and "Reports:" not in lines
+    assert not [page for page in pages if page.exists()] and list(empty.iterdir()) == []
+    with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        (record,) = instance.fetch_materializations(dg.AssetKey("run_catalog"), limit=1).records
+        assert record.asset_materialization.metadata["dagster/row_count"].value == 0
 
 
 @pytest.mark.slow
