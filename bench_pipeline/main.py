@@ -75,12 +75,12 @@ def prepare_ui() -> None:
     """Before the UI starts (scripts/ui.sh): the sample runs written when the default runs
     root holds no run folder (``samples_allowed``, ``ensure_sample_runs``), and the runs of
     the local instance that a process no longer running left under way marked failed
-    (orphaned_runs.py), when the instance exists. RunsRootError when the runs root does not
-    exist while the instance knows runs processed from it; one that holds no run folder then
-    is said, and the UI starts (where its runs' partitions can be deleted, if they were
-    removed on purpose), its run folder sensor's ticks failing with the same words."""
+    (orphaned_runs.py), when the instance exists. A runs root that does not exist, cannot be
+    listed or holds no run folder while the instance knows runs processed from it is said,
+    and the UI starts (where the runs' partitions can be deleted, if they were removed on
+    purpose), its run folder sensor's ticks failing with the same words."""
     from .resources.settings import default_runs_root
-    from .run_folders import RunsRootError, check_runs_root, scan
+    from .run_folders import RunsRootError, scan
 
     home = os.environ.get("DAGSTER_HOME")
     if not home or not (Path(home) / "dagster.yaml").is_file():
@@ -94,12 +94,12 @@ def prepare_ui() -> None:
 
     with dg.DagsterInstance.get() as instance:
         known = len(instance.get_dynamic_partitions(runs_partitions.name))
-        check_runs_root(default_runs_root(), known)
         if known:
             try:
                 scan(default_runs_root(), known=known)
-            except RunsRootError as exc:  # empty, or a bucket out of reach: the sensor's page says it too
-                _say(f"warning: {exc}. Until then the run folder sensor's ticks fail with these words.")
+            except RunsRootError as exc:  # the sensor's page says it too, at each tick
+                _say(f"warning: {exc}. The UI starts all the same; the run folder sensor's ticks fail with "
+                     "this message, removing no run, until that changes.")
         elif samples_allowed():
             ensure_sample_runs(default_runs_root())
         fail_orphaned_runs(instance, _say)

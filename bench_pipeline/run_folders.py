@@ -1,9 +1,9 @@
 """Finding run folders under a runs root, and which changed (run-directory.md); which of them
 are ready is readiness.py.
 
-A run folder is a folder holding results.jsonl. The results file is results.jsonl, or the runner's re-judged copy results.rejudged.jsonl
-when that is a regular file beside it (``layouts.results_file_name``): the quiet time is
-measured from the file read. A run's fingerprint covers manifest.json, suite.json,
+A run folder is a folder holding results.jsonl. The results file is results.jsonl, or the
+runner's re-judged copy results.rejudged.jsonl when that is a regular file beside it
+(``layouts.results_file_name``): the quiet time (readiness.py) is measured from the file read. A run's fingerprint covers manifest.json, suite.json,
 results.jsonl and, when present, results.rejudged.jsonl (size and modification time), so a
 re-judged run (results rewritten, or the re-judged copy written, changed or removed) is
 noticed and processed again; a run without a re-judged copy keeps the fingerprint it had
