@@ -81,6 +81,20 @@ sys.exit(main(["--no-samples"]))
 """
 
 
+def _stops_and_the_ui_warns(env: dict, said: str) -> None:
+    """A runs root the main command refuses (``said``): it exits 2 with the message on stderr,
+    removing no run; scripts/ui.sh's preparation says it as a warning and lets the UI start."""
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert (done.returncode, done.stderr) == (2, f"error: {said}\n"), done.stdout[-2000:] + done.stderr[-2000:]
+    assert "its folder is gone" not in done.stdout
+    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--prepare-ui"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout[-2000:] + done.stderr[-2000:]
+    assert (f"warning: {said}. The UI starts all the same; the run folder sensor's ticks fail with this message, "
+            "removing no run, until that changes.") in done.stdout
+
+
 @pytest.mark.slow
 def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp_path):
     """A folder that is not a run is named, once; a run whose manifest.json is not valid JSON
@@ -133,15 +147,7 @@ def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp
             "before are known: none is removed; check BENCH_RUNS_ROOT (a missing mount point?); if every run was "
             "removed on purpose, delete the runs' partitions (in the UI: an asset's page, Delete partitions) or "
             "start from a new instance (an empty DAGSTER_HOME)")
-    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert (done.returncode, done.stderr) == (2, f"error: {said}\n"), done.stdout[-2000:] + done.stderr[-2000:]
-    assert "its folder is gone" not in done.stdout and not (tmp_path / "runs-typo").exists()
-    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--prepare-ui"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert (done.returncode, done.stderr) == (0, ""), done.stdout[-2000:] + done.stderr[-2000:]
-    assert (f"warning: {said}. The UI starts all the same; the run folder sensor's ticks fail with this message, "
-            "removing no run, until that changes.") in done.stdout
+    _stops_and_the_ui_warns(env, said)
     assert not (tmp_path / "runs-typo").exists()
     # an empty runs root (an empty mount point), here the default one, where sample runs would go on a
     # new instance: the command stops, removing no run and writing no sample; the UI starts, saying why
@@ -153,15 +159,7 @@ def test_main_says_what_it_skips_what_waits_and_why_it_processes_a_run_again(tmp
             "check BENCH_RUNS_ROOT (an empty mount point? a bucket prefix with a typo?); if every run was removed "
             "on purpose, delete the runs' partitions (in the UI: an asset's page, Delete partitions) or start "
             "from a new instance (an empty DAGSTER_HOME)")
-    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert (done.returncode, done.stderr) == (2, f"error: {said}\n"), done.stdout[-2000:] + done.stderr[-2000:]
-    assert "its folder is gone" not in done.stdout
-    done = subprocess.run([sys.executable, "-m", "bench_pipeline.main", "--prepare-ui"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert (done.returncode, done.stderr) == (0, ""), done.stdout[-2000:] + done.stderr[-2000:]
-    assert (f"warning: {said}. The UI starts all the same; the run folder sensor's ticks fail with this message, "
-            "removing no run, until that changes.") in done.stdout
+    _stops_and_the_ui_warns(env, said)
     assert list(empty.iterdir()) == []  # no sample run written into it
     with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
         assert sorted(instance.get_dynamic_partitions(runs_partitions.name)) == ["run-1", "run-2"]
