@@ -360,9 +360,9 @@ def test_every_root_in_a_bucket_a_rejudged_baseline_is_followed_and_the_refresh_
 
         # r0 re-judged in the bucket: every first attempt fails now
         rows = [json.loads(line) for line in (r0 / "results.jsonl").read_text().splitlines() if line.strip()]
-        for row in rows:
-            if row["attempt"] == 1:
-                row.update(status="failed", success=False, failure_class="agent")
+        for result in rows:
+            if result["attempt"] == 1:
+                result.update(status="failed", success=False, failure_class="agent")
         (r0 / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         bucket.put(f"runs/{r0.name}/results.jsonl", (r0 / "results.jsonl").read_bytes())
         again = tick(instance, settings, first.cursor)
