@@ -37,7 +37,7 @@ LANGFUSE_KEYS = {"LANGFUSE_BASE_URL", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KE
 # Names the package reads that a deployment may leave unset (defaults apply).
 PENDING_IN_PACKAGE: set[str] = set()
 # Allowed in the user-code image beyond pyproject.toml: the Kubernetes/object-storage deployment.
-K8S_EXTRAS = {"dagster-k8s", "dagster-aws", "fsspec", "s3fs", "gcsfs"}
+K8S_EXTRAS = {"dagster-k8s", "dagster-aws", "fsspec", "s3fs", "gcsfs", "aiobotocore", "boto3"}
 
 
 def load_yaml(path: Path):

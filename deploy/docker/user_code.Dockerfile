@@ -31,13 +31,16 @@ RUN pip install \
 
 # Only for Kubernetes: K8sRunLauncher/k8s_job_executor, S3 compute logs, s3:// and gs://
 # storage (BENCH_STORAGE_BASE=s3://... or gs://...). Same Dagster integration family (0.29.27);
-# fsspec, s3fs and gcsfs of one release (pyproject.toml, extra k8s).
+# fsspec, s3fs and gcsfs of one release, and an aiobotocore and boto3 that share a botocore
+# release (pyproject.toml, extra k8s: without them pip walks back through boto3's releases).
 RUN pip install \
     "dagster-k8s==0.29.27" \
     "dagster-aws==0.29.27" \
     "fsspec==2026.7.0" \
     "s3fs==2026.7.0" \
-    "gcsfs==2026.7.0"
+    "gcsfs==2026.7.0" \
+    "aiobotocore==3.10.0" \
+    "boto3==1.43.117"
 
 ARG UID=1000
 RUN useradd --uid "${UID}" --create-home --shell /usr/sbin/nologin dagster \
