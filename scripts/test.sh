@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh test
-exec .venv/bin/pytest -m "slow or not slow" "$@"
+exec .venv/bin/pytest -m "slow or not slow" --durations=25 "$@"
