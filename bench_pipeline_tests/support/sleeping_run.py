@@ -32,9 +32,17 @@ def sleeping() -> None:
 
 
 def local_home(path: Path) -> Path:
-    """A local instance as scripts/instance.sh makes it: deploy/dagster.local.yaml in DAGSTER_HOME."""
+    """A local instance as scripts/instance.sh makes it (deploy/dagster.local.yaml in
+    DAGSTER_HOME), opened once before any other process opens it, as the scripts do (the main
+    command, `--prepare-ui` before the UI's processes start). The first opening of a SQLite
+    instance creates its databases and stamps their schema version; processes that first open
+    a new instance at the same time (here: the test and the runs it starts) can each stamp it,
+    which leaves it unusable ("Version table 'alembic_version' has more than one head
+    present", dagster-io/dagster#27390)."""
     path.mkdir(parents=True)
     shutil.copy(ROOT / "deploy" / "dagster.local.yaml", path / "dagster.yaml")
+    with dg.DagsterInstance.from_config(str(path)):
+        pass
     return path
 
 
