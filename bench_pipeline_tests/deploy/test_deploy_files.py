@@ -390,6 +390,16 @@ def test_user_code_image_installs_the_k8s_extra_as_pinned_in_pyproject():
         assert image[name].specifier == req.specifier, (name, str(image[name].specifier), str(req.specifier))
 
 
+def test_the_tests_install_the_object_storage_clients_the_k8s_extra_pins():
+    """The test extra's s3fs/gcsfs family and aiobotocore/boto3 pair are the k8s extra's, pin for
+    pin: the object-storage tests run the clients a deployment installs."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    k8s, test = ({canonicalize_name(r.name): r for r in map(Requirement, extras[name])} for name in ("k8s", "test"))
+    shared = {"fsspec", "s3fs", "gcsfs", "aiobotocore", "boto3"}
+    assert shared <= set(k8s) and shared <= set(test)
+    assert {name: str(test[name].specifier) for name in shared} == {name: str(k8s[name].specifier) for name in shared}
+
+
 def test_user_code_image_installs_the_pyproject_pins():
     project = pyproject_requirements()
     image = dockerfile_requirements(DOCKER / "user_code.Dockerfile")
