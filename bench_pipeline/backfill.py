@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .local_instance import open_instance
+
 #: A daemon counts as running when one of its daemons (sensor, backfill, run queue, ...) wrote
 #: a heartbeat to the instance within this many seconds. Each writes one every 30 s
 #: (DEFAULT_HEARTBEAT_INTERVAL_SECONDS in dagster/_daemon/controller.py): this leaves room for
@@ -122,8 +124,6 @@ def _ago(seconds: float) -> str:
 
 def daemon_note() -> str | None:
     """``no_daemon_note`` for the instance of $DAGSTER_HOME (the one the backfill went to)."""
-    import dagster as dg
-
-    with dg.DagsterInstance.get() as instance:
+    with open_instance() as instance:
         heartbeats = instance.get_daemon_heartbeats()
     return no_daemon_note(heartbeats, time.time(), os.environ.get("DAGSTER_HOME", ""))

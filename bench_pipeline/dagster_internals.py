@@ -48,6 +48,8 @@ from dagster._core.definitions.data_version import (
     get_input_event_pointer_tag,
 )
 
+from .local_instance import open_instance
+
 #: The Dagster version these names were checked against (pyproject.toml pins it).
 CHECKED_WITH_DAGSTER = "1.13.27"
 
@@ -130,7 +132,7 @@ def execute_graphql_in_process(modules: Sequence[tuple[str, str, str]], query: s
 
     origins = [InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name=module, working_directory=directory),
                                            location_name=name) for module, directory, name in modules]
-    with dg.DagsterInstance.get() as instance, \
+    with open_instance() as instance, \
             WorkspaceProcessContext(instance, InProcessWorkspaceLoadTarget(origins)) as context:
         errors = [entry.load_error for entry in context.create_request_context().get_code_location_entries().values()
                   if entry.load_error is not None]

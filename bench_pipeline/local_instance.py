@@ -16,16 +16,32 @@ an untouched copy (its content still has that hash) from an edited one:
   otherwise it is the user's own file and is left as it is, with the same note.
 
 Only the standard library is imported: it runs before every start of the scripts.
+
+``open_instance`` is how the project's commands open that instance (the main command, its
+``--prepare-ui``, the refresh process and the backfill command): the opening is taken in turns
+under a lock in $DAGSTER_HOME, so that two commands started at once on a new instance (run.sh
+beside ui.sh on a fresh checkout) do not both create its SQLite databases. Dagster's first
+opening creates their tables and stamps their schema version without a lock of its own; two
+processes doing it at once fail ("table ... already exists") or leave the instance refusing to
+open ("Version table 'alembic_version' has more than one head present": dagster-io/dagster#27390).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .file_lock import exclusive
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 STAMP = ("# Copied by scripts/instance.sh from deploy/dagster.local.yaml (sha256 {digest}); "
          "an edited copy is never replaced.")
@@ -111,6 +127,30 @@ def sync(source_path: Path, target_path: Path) -> Decision:
         tmp.write_text(decision.text, encoding="utf-8")
         os.replace(tmp, target_path)
     return decision
+
+
+#: The lock file in $DAGSTER_HOME under which ``open_instance`` opens the instance.
+OPEN_LOCK = ".instance-open.lock"
+
+
+@contextlib.contextmanager
+def open_instance() -> Iterator[dg.DagsterInstance]:
+    """``DagsterInstance.get()`` (the instance of $DAGSTER_HOME), opened under an exclusive lock
+    on ``$DAGSTER_HOME/.instance-open.lock`` so that one process at a time opens it: the first
+    creates its databases, the next finds them made. The lock is held only while the instance
+    is made (an opened instance is not locked: the commands use it side by side). Without
+    DAGSTER_HOME, Dagster's own ``get()`` as it is (it says what is missing)."""
+    import dagster as dg
+
+    home = os.environ.get("DAGSTER_HOME")
+    if not home:
+        instance = dg.DagsterInstance.get()
+    else:
+        Path(home).mkdir(parents=True, exist_ok=True)
+        with exclusive(Path(home) / OPEN_LOCK):
+            instance = dg.DagsterInstance.get()
+    with instance:
+        yield instance
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,7 @@ from pathlib import Path
 # Only light imports here: `main` starts the fork server before Dagster is imported.
 from .in_process_runs import RUN_CONFIG, RUN_TAGS, execute_refresh, interrupted, plain_console, step_error
 from .interrupts import Interrupts
+from .local_instance import open_instance
 from .main_output import SUITE_PAGES_LISTED, listed, suite_pages, unchanged_lines, written_reports
 from .main_plan import in_start_order, processed_again
 from .sample_runs import ensure_sample_runs, samples_allowed
@@ -59,15 +60,13 @@ def _error(exc: Exception) -> int:
 def run_all(samples: bool = True) -> int:
     """Process every ready run that is new or changed; returns the number of failures (each
     failed run, and a failed catalog refresh)."""
-    import dagster as dg
-
     from .definitions import defs  # loaded only here: --prepare-ui does not need it
 
     # scripts/instance.sh seeds $DAGSTER_HOME/dagster.yaml (deploy/dagster.local.yaml); run
     # directly, Dagster's defaults apply until such a file exists.
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").absolute())))
     home.mkdir(parents=True, exist_ok=True)
-    with dg.DagsterInstance.get() as instance, Interrupts() as interrupts:
+    with open_instance() as instance, Interrupts() as interrupts:
         return _run_all(defs, instance, samples, interrupts)
 
 
@@ -87,12 +86,10 @@ def prepare_ui() -> None:
         if samples_allowed():  # no instance made yet (scripts/instance.sh writes that file)
             ensure_sample_runs(default_runs_root())
         return
-    import dagster as dg
-
     from .orphaned_runs import fail_orphaned_runs
     from .partitions import runs_partitions
 
-    with dg.DagsterInstance.get() as instance:
+    with open_instance() as instance:
         known = len(instance.get_dynamic_partitions(runs_partitions.name))
         if known:
             try:

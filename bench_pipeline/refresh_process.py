@@ -20,6 +20,7 @@ import threading
 from .dagster_internals import INSTANCE_STORAGE_MODULES
 from .definitions import defs  # noqa: F401 - loaded for the refresh
 from .in_process_runs import Refreshed, execute_refresh
+from .local_instance import open_instance
 
 #: How often the early refresh looks at the instance for the last runs' reports (seconds).
 EARLY_REFRESH_POLL = 0.25
@@ -32,10 +33,8 @@ def refresh(dagster_home: str) -> Refreshed:
     """The ``refresh_catalog`` job on the instance at ``dagster_home``, executed in this
     process (the fork server's environment predates the main command's
     default DAGSTER_HOME, so it is passed)."""
-    import dagster as dg
-
     os.environ["DAGSTER_HOME"] = dagster_home
-    with dg.DagsterInstance.get() as instance:
+    with open_instance() as instance:
         return execute_refresh(instance)
 
 
