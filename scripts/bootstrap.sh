@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 want="${1:-run}"
 
+# One bootstrap at a time (run.sh and ui.sh started together on a fresh checkout would both
+# create .venv and install into it): the lock is released when this script exits.
+exec {lock}>.bootstrap.lock
+flock "$lock"
+
 if [ ! -x .venv/bin/python ]; then
   echo "creating .venv with $("$PYTHON" --version)"
   "$PYTHON" -m venv .venv
