@@ -139,16 +139,20 @@ def open_instance() -> Iterator[dg.DagsterInstance]:
     on ``$DAGSTER_HOME/.instance-open.lock`` so that one process at a time opens it: the first
     creates its databases, the next finds them made. The lock is held only while the instance
     is made (an opened instance is not locked: the commands use it side by side). Without
-    DAGSTER_HOME, Dagster's own ``get()`` as it is (it says what is missing)."""
+    DAGSTER_HOME, or where no lock file can be made there (a read-only home, as an image may
+    have: its storage is then a server's, which the race does not concern), Dagster's own
+    ``get()`` as it is."""
     import dagster as dg
 
     home = os.environ.get("DAGSTER_HOME")
-    if not home:
+    with contextlib.ExitStack() as locked:
+        if home:
+            try:
+                Path(home).mkdir(parents=True, exist_ok=True)
+                locked.enter_context(exclusive(Path(home) / OPEN_LOCK))
+            except OSError:
+                pass
         instance = dg.DagsterInstance.get()
-    else:
-        Path(home).mkdir(parents=True, exist_ok=True)
-        with exclusive(Path(home) / OPEN_LOCK):
-            instance = dg.DagsterInstance.get()
     with instance:
         yield instance
 

@@ -154,3 +154,24 @@ def test_commands_started_together_on_a_new_instance_open_it_in_turns(tmp_path):
                      home / "schedules" / "schedules.db"):
         with sqlite3.connect(database) as connection:
             assert len(connection.execute("select version_num from alembic_version").fetchall()) == 1, database
+
+
+def test_a_home_where_no_lock_can_be_made_is_opened_without_one(tmp_path, monkeypatch):
+    """Where the lock file cannot be made (a read-only DAGSTER_HOME, as an image may have),
+    the instance is opened all the same, as ``DagsterInstance.get()`` gives it."""
+    import dagster as dg
+
+    home = tmp_path / "home"
+    home.mkdir()
+    dg.DagsterInstance.from_config(str(home)).dispose()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    tried = []
+
+    def refused(path):
+        tried.append(path)
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(li, "exclusive", refused)
+    with li.open_instance() as instance:
+        assert instance.get_runs(limit=1) == [] and instance.root_directory == str(home)
+    assert tried == [home / li.OPEN_LOCK]
