@@ -108,3 +108,54 @@ def test_a_run_a_killed_process_left_under_way_is_named_while_it_runs_and_then_e
     finally:
         if proc.poll() is None:
             killed(proc)
+
+
+def _record_reports(instance, run: dg.DagsterRun, key: str) -> None:
+    """A ``reports`` materialization of partition ``key`` recorded in ``run``, as the per-run
+    step records each partition's stages once they are stored."""
+    from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializationData
+
+    materialization = dg.AssetMaterialization("reports", partition=key)
+    instance.report_dagster_event(DagsterEvent(DagsterEventType.ASSET_MATERIALIZATION.value, job_name=run.job_name,
+                                               event_specific_data=StepMaterializationData(materialization)),
+                                  run_id=run.run_id)
+
+
+def _run(instance, job: str, status: dg.DagsterRunStatus, tags: dict) -> dg.DagsterRun:
+    import uuid
+
+    run = dg.DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=status, tags=tags)
+    instance.add_run(run)
+    return run
+
+
+def test_a_per_run_run_that_recorded_every_partitions_reports_is_not_waited_for(tmp_path):
+    """While a per-run run publishes (its partitions' reports recorded), the refresh is
+    requested; a per-run run with a partition still without its reports, one still starting
+    and a run of another job are waited for, each named."""
+    from bench_pipeline.partitions import KIND_TAG, PARTITION_TAG
+    from bench_pipeline.sensors.catalog_sensor import waited_for
+
+    resources = make_resources(tmp_path)
+    keys = sorted(p.name for p in generate_runs(tmp_path / "runs", runs=3, seed=5, tasks=3, repeats=1,
+                                                history_messages=4, edge_cases=False))
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(runs_partitions.name, keys)
+        assert dg.materialize(per_run_assets, instance=instance, resources=resources, tags=range_tags(keys)).success
+        per_run = {KIND_TAG: "per_run"}
+        publishing = _run(instance, "process_run", dg.DagsterRunStatus.STARTED, {**per_run, **range_tags(keys[:2])})
+        _record_reports(instance, publishing, keys[0])
+        waiting = tick(instance)
+        assert waiting.skip_message == ("new runs materialized; waiting for 1 queued or running run(s) to finish: "
+                                        f"{publishing.run_id} (STARTED)")  # keys[1] has no reports from it yet
+
+        _record_reports(instance, publishing, keys[1])
+        assert waited_for(instance) == []
+        request = tick(instance)
+        assert isinstance(request, dg.RunRequest) and request.run_key.startswith("refresh-after-")
+
+        starting = _run(instance, "process_run", dg.DagsterRunStatus.STARTING, {**per_run, PARTITION_TAG: keys[2]})
+        other = _run(instance, "__ASSET_JOB", dg.DagsterRunStatus.STARTED, {PARTITION_TAG: keys[2]})
+        _record_reports(instance, other, keys[2])  # not a per-run run: what else it records is not known
+        assert [run.run_id for run in waited_for(instance)] == [other.run_id, starting.run_id]
+        assert isinstance(tick(instance), dg.SkipReason)
