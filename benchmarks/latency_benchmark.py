@@ -197,9 +197,13 @@ def new_run(runs_root: Path, number: int) -> Path:
     from bench_pipeline.generator import generate_runs
 
     prefix = f"latency-{STARTED}-{number:02d}-"
-    # started after every run already there (a catalog's too), as a new run is: the latest of
-    # its suite, listed by its suite page and the baseline of none
-    start = datetime(2200, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=int(time.time()) % 10**8, hours=number)
+    # started after every run already there (a catalog's, and an earlier invocation's rounds),
+    # as a new run is: the latest of its suite, listed by its suite page and the baseline of
+    # none. A minute of start time per second of the clock (the year 5600 or so today), one
+    # second per round: a later invocation's runs all start after an earlier one's. (With the
+    # clock's seconds modulo 10**8 and an hour per round, a second invocation's runs started
+    # among the first one's: late runs, whose successors' comparisons were made again.)
+    start = datetime(2200, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=int(time.time()), seconds=number)
     generate_runs(runs_root, runs=1, seed=5000 + number, tasks=12, repeats=3, history_messages=30,
                   edge_cases=False, id_prefix=prefix, start=start)
     (run_dir,) = [p for p in runs_root.iterdir() if p.name.startswith(prefix)]
