@@ -12,7 +12,7 @@ import os
 import dagster as dg
 
 from .assets import cross_run_assets, per_run_assets
-from .partitions import KIND_TAG, runs_partitions
+from .partitions import runs_partitions
 from .resources import JsonIOManagerFactory, LangfuseResource, ParquetIOManagerFactory, default_settings
 from .sensors import catalog_sensor, comparison_sensor, run_folder_sensor
 
@@ -21,7 +21,7 @@ process_run_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(*per_run_assets),
     partitions_def=runs_partitions,
     description="Every per-run stage for one run partition. Backfill it over all partitions after a formula change.",
-    tags={KIND_TAG: "per_run"},
+    tags={"bench/kind": "per_run"},
 )
 
 refresh_catalog_job = dg.define_asset_job(
@@ -29,7 +29,7 @@ refresh_catalog_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(*cross_run_assets),
     description="Rebuild the run catalog, per-suite trends, every system's repeats and the suite pages from "
                 "every processed run.",
-    tags={KIND_TAG: "cross_run"},
+    tags={"bench/kind": "cross_run"},
 )
 
 daily_catalog_schedule = dg.ScheduleDefinition(

@@ -4,9 +4,8 @@ systems' repeats and the suite pages).
 They depend on every run partition. Dagster computes no dependency-based staleness for an
 asset with 100 or more upstream partitions, so they follow the runs by ``catalog_behind``:
 the catalog sensor (and the main command) refresh them once new per-run materializations
-exist and no per-run work the refresh reads is still under way (a run that is only being
-published is not waited for), so a backfill of many runs ends in one refresh, not one per
-partition. The daily schedule refreshes them as well.
+exist and no per-run work is still under way, so a backfill of many runs ends in one
+refresh, not one per partition. The daily schedule refreshes them as well.
 
 The catalog also says which runs are behind the current formula version (Dagster's UI shows
 that only on each partition's own page): after a formula change, before any run is
@@ -133,8 +132,7 @@ REFRESHED = ("run_catalog", "system_repeats", "suite_pages")
 #: it reads (capability_aggregates' stored document, the stored attempt frames, metrics.json,
 #: attempts.jsonl and the reports they link to are all in place once ``reports`` is recorded).
 #: Nothing of the refresh comes from the Langfuse publication, so a run is in the catalog
-#: while it is still being published (the main command refreshes meanwhile: main.py; the
-#: catalog sensor does not wait for a run that is only publishing), and a
+#: while it is still being published (the main command refreshes meanwhile: main.py), and a
 #: run whose publication failed is in it too, with the metrics it has.
 FOLLOWED_STAGE = "reports"
 
