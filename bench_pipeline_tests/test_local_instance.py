@@ -5,8 +5,11 @@ file the user edited or wrote, and says which."""
 from __future__ import annotations
 
 import hashlib
+import os
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -128,12 +131,10 @@ def test_commands_started_together_on_a_new_instance_open_it_in_turns(tmp_path):
     alembic_version already exists``, ``UNIQUE constraint failed: alembic_version``): each
     created the new databases. Under ``open_instance`` each opens it, and every database has
     its schema version stamped once."""
-    import sqlite3
-
     home = tmp_path / "home"
     home.mkdir()
     (home / "dagster.yaml").write_text(SOURCE)
-    env = {**__import__("os").environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
     go = tmp_path / "go"
     openers = [subprocess.Popen([sys.executable, "-c", OPENER, str(tmp_path / f"ready{n}"), str(go)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(3)]
@@ -142,7 +143,7 @@ def test_commands_started_together_on_a_new_instance_open_it_in_turns(tmp_path):
             for _ in range(6000):
                 if (tmp_path / f"ready{n}").exists() or openers[n].poll() is not None:
                     break
-                __import__("time").sleep(0.01)
+                time.sleep(0.01)
         go.touch()
         results = [opener.communicate(timeout=120) for opener in openers]
     finally:
